@@ -1,0 +1,98 @@
+"""Masked perplexity: closed forms, streaming metric, evaluation loop."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic.data import Vocabulary, read_ptb, sentence_examples
+from tfktopic.data.pipeline import sentence_dataset
+from tfktopic.evaluation import Perplexity, evaluate_perplexity, masked_token_nll
+
+
+def _reference_nll(targets, logits, mask):
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+    return -(picked * mask).sum(), mask.sum()
+
+
+def test_masked_nll_matches_numpy():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 7, 11)).astype(np.float32)
+    targets = rng.integers(0, 11, size=(3, 7))
+    mask = (rng.random((3, 7)) > 0.3).astype(np.float32)
+    nll, count = masked_token_nll(targets, logits, mask)
+    ref_nll, ref_count = _reference_nll(targets, logits.astype(np.float64), mask)
+    assert float(count) == ref_count
+    assert float(nll) == pytest.approx(ref_nll, rel=1e-5)
+    log_probs = tf.nn.log_softmax(logits).numpy()
+    nll2, _ = masked_token_nll(targets, log_probs, mask, from_logits=False)
+    assert float(nll2) == pytest.approx(ref_nll, rel=1e-5)
+
+
+def test_uniform_model_has_perplexity_equal_to_vocabulary_size():
+    metric = Perplexity()
+    for batch in range(3):
+        mask = np.ones((2, 5), np.float32)
+        mask[:, batch + 2:] = 0
+        metric.update_state(np.zeros((2, 5), np.int32), np.zeros((2, 5, 37), np.float32), mask)
+    assert float(metric.result()) == pytest.approx(37.0, rel=1e-5)
+    assert float(metric.num_tokens) == 2 * (2 + 3 + 4)
+    metric.reset_state()
+    assert float(metric.num_tokens) == 0
+    assert Perplexity.from_config(metric.get_config()).from_logits
+
+
+def test_streaming_metric_equals_global_sum():
+    rng = np.random.default_rng(1)
+    metric = Perplexity()
+    total_nll, total_count = 0.0, 0.0
+    for _ in range(4):
+        logits = rng.normal(size=(2, 6, 9))
+        targets = rng.integers(0, 9, size=(2, 6))
+        mask = (rng.random((2, 6)) > 0.5).astype(np.float32)
+        metric.update_state(targets, logits.astype(np.float32), mask)
+        n, c = _reference_nll(targets, logits, mask)
+        total_nll += n
+        total_count += c
+    assert float(metric.result()) == pytest.approx(math.exp(total_nll / total_count), rel=1e-5)
+
+
+def test_unigram_model_on_ptb_valid(ptb_dir):
+    """A unigram LM (train counts) scored through the pipeline equals a direct count."""
+    train = read_ptb(ptb_dir / "ptb.train.txt")
+    valid = read_ptb(ptb_dir / "ptb.valid.txt")
+    vocab = Vocabulary.build(train, min_count=1)
+    counts = np.array([vocab.counts.get(t, 0) for t in vocab.tokens], np.float64) + 1e-3
+    counts[[vocab.pad_id, vocab.bos_id]] = 0
+    with np.errstate(divide="ignore"):
+        log_probs = np.log(counts / counts.sum())  # -inf for <pad>/<bos>, masked out
+    table = tf.constant(log_probs, tf.float32)
+    examples = sentence_examples(valid, vocab, None)
+    dataset = sentence_dataset(examples, batch_size=256, shuffle=False)
+
+    def predict(batch):
+        return tf.broadcast_to(table, tf.concat([tf.shape(batch["tokens"]), [len(vocab)]], 0))
+
+    result = evaluate_perplexity(predict, dataset, from_logits=False, protocol="sentence")
+    targets = [vocab.token_to_id(t) for s in valid.sentences() for t in s + ["<eos>"]]
+    direct = math.exp(-np.mean(log_probs[targets]))
+    assert result.num_tokens == 70_390 + 3_370
+    assert result.perplexity == pytest.approx(direct, rel=1e-4)
+    assert 500 < result.perplexity < 1000  # a unigram model of PTB
+    assert result.as_dict()["protocol"] == "sentence"
+
+
+def test_evaluate_perplexity_calls_keras_models_in_inference_mode():
+    class Probe(keras.Model):
+        def call(self, batch, training=False):
+            assert training is False
+            shape = keras.ops.shape(batch["tokens"])
+            return keras.ops.zeros((shape[0], shape[1], 5))
+
+    batch = {"tokens": np.zeros((2, 3), np.int32), "targets": np.ones((2, 3), np.int32),
+             "mask": np.array([[1, 1, 0], [1, 0, 0]], np.float32)}
+    result = evaluate_perplexity(Probe(), [batch])
+    assert result.num_tokens == 3 and result.perplexity == pytest.approx(5.0, rel=1e-5)

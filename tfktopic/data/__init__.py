@@ -1,0 +1,22 @@
+"""Data: corpus readers, vocabularies, contexts, tf.data pipelines, embeddings."""
+
+from tfktopic.data.contexts import (
+    PROTOCOLS,
+    DocumentSequences,
+    SentenceExamples,
+    document_sequences,
+    sentence_examples,
+    sentence_windows,
+    stream_arrays,
+)
+from tfktopic.data.corpora import (
+    FORMATS,
+    Corpus,
+    load_corpus,
+    read_imdb,
+    read_lee,
+    read_ptb,
+    read_tdlm,
+    read_text,
+)
+from tfktopic.data.vocab import TopicVocabulary, Vocabulary, load_stopwords

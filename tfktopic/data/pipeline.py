@@ -1,0 +1,139 @@
+"""tf.data pipelines yielding the model-contract dicts of DESIGN.md §3.
+
+Every dataset yields dicts with
+
+* ``tokens`` int32 [B, T] -- inputs (``<bos>`` first), padded with 0;
+* ``targets`` int32 [B, T] -- next tokens;
+* ``mask`` float32 [B, T] -- 1 on real targets;
+* ``context_bow`` float32 [B, V_c] -- the bag of words of the topic context
+  (sentence examples), or [B, J, V_c] with tokens [B, J, T] (document
+  sequences).
+
+Contexts travel through tf.data as ragged topic ids and become dense bags of
+words only after batching (one `tf.math.bincount` per batch), so memory holds
+at most `context_len` ids per example. Shuffling is seeded, so a pipeline is
+deterministic: the same seed gives the same batches in the same order, epoch
+after epoch.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["sentence_dataset", "document_dataset", "stream_dataset"]
+
+
+def _ragged_contexts(values, splits):
+    return tf.RaggedTensor.from_row_splits(
+        tf.constant(values, tf.int32), tf.constant(splits, tf.int64), validate=False)
+
+
+def _bag_of_words(context_ids, vocab_size):
+    """[B, None] ragged topic ids -> float32 [B, vocab_size] counts."""
+    return tf.math.bincount(context_ids, minlength=vocab_size, maxlength=vocab_size,
+                            dtype=tf.float32, axis=-1)
+
+
+def _shuffle_batch(dataset, size, batch_size, shuffle, seed, drop_remainder):
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if shuffle:
+        dataset = dataset.shuffle(size, seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
+
+
+def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remainder=False):
+    """A tf.data.Dataset of sentence windows.
+
+    Args:
+        examples: `SentenceExamples` from `sentence_examples`.
+        batch_size: windows per batch.
+        shuffle: shuffle the windows (seeded; reshuffled every epoch).
+        seed: the shuffle seed.
+        drop_remainder: drop the last incomplete batch (static batch shape).
+
+    Returns:
+        A dataset of dicts ``tokens``, ``targets``, ``mask``, ``context_bow``.
+
+    Example:
+    >>> dataset = sentence_dataset(examples, batch_size=32)  # doctest: +SKIP
+    >>> batch = next(iter(dataset))                          # doctest: +SKIP
+    """
+    max_len = examples.tokens.shape[1]
+    vocab_size = max(int(examples.topic_vocab_size), 1)
+    dataset = tf.data.Dataset.from_tensor_slices({
+        "tokens": examples.tokens,
+        "targets": examples.targets,
+        "lengths": examples.lengths,
+        "context": _ragged_contexts(examples.context_values, examples.context_splits),
+    })
+    dataset = _shuffle_batch(dataset, len(examples), batch_size, shuffle, seed, drop_remainder)
+
+    def to_contract(batch):
+        return {
+            "tokens": batch["tokens"],
+            "targets": batch["targets"],
+            "mask": tf.sequence_mask(batch["lengths"], max_len, dtype=tf.float32),
+            "context_bow": _bag_of_words(batch["context"], vocab_size),
+        }
+
+    return dataset.map(to_contract, num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remainder=False):
+    """A tf.data.Dataset of document chunks (rGBN-RNN's inputs).
+
+    Args:
+        sequences: `DocumentSequences` from `document_sequences`.
+        batch_size: chunks per batch (B documents x J sentences).
+        shuffle, seed, drop_remainder: as in `sentence_dataset`.
+
+    Returns:
+        A dataset of dicts ``tokens``/``targets`` int32 [B, J, T], ``mask``
+        float32 [B, J, T] and ``context_bow`` float32 [B, J, V_c].
+    """
+    num_chunks, J, max_len = sequences.tokens.shape
+    vocab_size = int(sequences.topic_vocab_size)
+    contexts = tf.RaggedTensor.from_uniform_row_length(
+        _ragged_contexts(sequences.context_values, sequences.context_splits), J)
+    dataset = tf.data.Dataset.from_tensor_slices({
+        "tokens": sequences.tokens,
+        "targets": sequences.targets,
+        "lengths": sequences.lengths,
+        "context": contexts,
+    })
+    dataset = _shuffle_batch(dataset, num_chunks, batch_size, shuffle, seed, drop_remainder)
+
+    def to_contract(batch):
+        context = batch["context"]
+        flat = context.merge_dims(0, 1)
+        bow = _bag_of_words(flat, vocab_size)
+        return {
+            "tokens": batch["tokens"],
+            "targets": batch["targets"],
+            "mask": tf.sequence_mask(batch["lengths"], max_len, dtype=tf.float32),
+            "context_bow": tf.reshape(bow, [-1, J, vocab_size]),
+        }
+
+    return dataset.map(to_contract, num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def stream_dataset(inputs, targets):
+    """Successive minibatches for stateful LMs, in order (never shuffled).
+
+    Args:
+        inputs, targets: int32 [num_batches, B, T] from `stream_arrays`.
+
+    Returns:
+        A dataset of dicts ``tokens``, ``targets``, ``mask`` (all ones).
+    """
+    inputs, targets = np.asarray(inputs, np.int32), np.asarray(targets, np.int32)
+    if inputs.shape != targets.shape or inputs.ndim != 3:
+        raise ValueError(f"inputs and targets must both be [num_batches, B, T], got "
+                         f"{inputs.shape} and {targets.shape}")
+    return tf.data.Dataset.from_tensor_slices({
+        "tokens": inputs,
+        "targets": targets,
+        "mask": np.ones(inputs.shape, np.float32),
+    })

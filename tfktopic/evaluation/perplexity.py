@@ -1,0 +1,142 @@
+"""Perplexity: the masked token negative log-likelihood, written once.
+
+PPL = exp( sum over predicted tokens of -log p(y_t | ...) / #predicted tokens )
+with ``<eos>`` and ``<unk>`` counted as predicted tokens and padding masked
+out (reference tcnlm_and_evaluation.md §2.6; DESIGN.md §5). Which context the
+model saw (leak-free "preceding" or the papers' "all_other") is the protocol
+that every reported number must carry.
+"""
+
+import dataclasses
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+__all__ = ["masked_token_nll", "Perplexity", "PerplexityResult", "evaluate_perplexity"]
+
+
+def masked_token_nll(targets, predictions, mask=None, from_logits=True):
+    """Sum of token negative log-likelihoods under a mask, and the token count.
+
+    Args:
+        targets: int [..., T] target ids.
+        predictions: float [..., T, V] logits (`from_logits=True`) or
+            log-probabilities (`from_logits=False`, e.g. a mixture's output).
+        mask: float [..., T], 1 on predicted tokens; `None` counts all.
+        from_logits: whether `predictions` are unnormalised logits.
+
+    Returns:
+        (nll_sum, num_tokens): float32 scalars.
+    """
+    targets = ops.cast(targets, "int32")
+    predictions = ops.cast(predictions, "float32")
+    if from_logits:
+        predictions = ops.log_softmax(predictions, axis=-1)
+    token_log_prob = ops.squeeze(
+        ops.take_along_axis(predictions, ops.expand_dims(targets, -1), axis=-1), -1)
+    if mask is None:
+        return -ops.sum(token_log_prob), ops.cast(ops.size(token_log_prob), "float32")
+    mask = ops.cast(mask, "float32")
+    # Select rather than multiply: a padded position may hold log p = -inf.
+    token_log_prob = ops.where(mask > 0, token_log_prob, ops.zeros_like(token_log_prob))
+    return -ops.sum(token_log_prob * mask), ops.sum(mask)
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class Perplexity(keras.metrics.Metric):
+    """Streaming perplexity over masked tokens, usable in `compile`/`fit`.
+
+    Pass the mask as `sample_weight`. Sums (not means) are accumulated, so the
+    result is exact over batches of different sizes and across replicas.
+
+    Args:
+        from_logits: whether predictions are logits or log-probabilities.
+        name: metric name.
+
+    Example:
+    >>> metric = Perplexity()
+    >>> metric.update_state([[1]], [[[0.0, 0.0]]])
+    >>> round(float(metric.result()), 4)
+    2.0
+    """
+
+    def __init__(self, from_logits=True, name="ppl", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.from_logits = from_logits
+        self.nll_sum = self.add_variable(shape=(), initializer="zeros", name="nll_sum")
+        self.num_tokens = self.add_variable(shape=(), initializer="zeros", name="num_tokens")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        nll_sum, count = masked_token_nll(y_true, y_pred, sample_weight, self.from_logits)
+        self.nll_sum.assign_add(nll_sum)
+        self.num_tokens.assign_add(count)
+
+    def nll(self):
+        """Mean negative log-likelihood per predicted token (nats)."""
+        return ops.divide_no_nan(self.nll_sum, self.num_tokens)
+
+    def result(self):
+        return ops.exp(self.nll())
+
+    def get_config(self):
+        return {**super().get_config(), "from_logits": self.from_logits}
+
+
+@dataclasses.dataclass
+class PerplexityResult:
+    """Perplexity of a model on a dataset, with the protocol it was measured under.
+
+    Attributes:
+        nll_sum: total negative log-likelihood (nats).
+        num_tokens: number of predicted tokens.
+        protocol: context protocol ("preceding", "all_other", "stream", ...).
+    """
+
+    nll_sum: float
+    num_tokens: int
+    protocol: str = ""
+
+    @property
+    def nll(self):
+        """Mean NLL per predicted token."""
+        return self.nll_sum / self.num_tokens if self.num_tokens else float("nan")
+
+    @property
+    def perplexity(self):
+        return math.exp(self.nll) if self.num_tokens else float("nan")
+
+    def as_dict(self):
+        return {"perplexity": self.perplexity, "nll": self.nll,
+                "num_tokens": self.num_tokens, "protocol": self.protocol}
+
+
+def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
+    """Perplexity of `predict` over every batch of `dataset`.
+
+    Args:
+        predict: a callable taking a batch dict and returning logits or
+            log-probabilities [..., T, V] (a Keras model is called with
+            ``training=False``).
+        dataset: an iterable of batch dicts with ``targets`` and ``mask``.
+        from_logits: whether `predict` returns logits.
+        protocol: the context protocol, recorded in the result.
+
+    Returns:
+        A `PerplexityResult` (sums accumulated in float64 on the host).
+    """
+    if isinstance(predict, keras.Model):
+        model = predict
+        predict = lambda batch: model(batch, training=False)
+
+    @tf.function(reduce_retracing=True)
+    def batch_sums(batch):
+        return masked_token_nll(batch["targets"], predict(batch), batch.get("mask"), from_logits)
+
+    total, count = 0.0, 0.0
+    for batch in dataset:
+        nll_sum, num = batch_sums(batch)
+        total += float(nll_sum)
+        count += float(num)
+    return PerplexityResult(total, int(round(count)), protocol)
