@@ -1,5 +1,18 @@
 """Evaluation: perplexity, NPMI topic coherence, test-BLEU and self-BLEU."""
 
+from tfktopic.evaluation.bleu import (
+    BleuScorer,
+    SelfBleuScorer,
+    bleu_against_references,
+    bleu_report,
+    self_bleu,
+)
+from tfktopic.evaluation.coherence import (
+    CoherenceResult,
+    ReferenceCounts,
+    npmi_coherence,
+    npmi_from_counts,
+)
 from tfktopic.evaluation.perplexity import (
     Perplexity,
     PerplexityResult,
