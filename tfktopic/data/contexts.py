@@ -304,10 +304,10 @@ def stream_arrays(corpus, lm_vocab, batch_size, num_steps):
     if batch_size < 1 or num_steps < 1:
         raise ValueError(f"batch_size and num_steps must be >= 1, got {batch_size}, {num_steps}")
     ids = []
-    for sentence in corpus.sentences() if hasattr(corpus, "sentences") else (
-            s for d in corpus for s in d):
-        ids.extend(lm_vocab.encode(sentence))
-        ids.append(lm_vocab.eos_id)
+    for document in corpus:
+        for sentence in document:
+            ids.extend(lm_vocab.encode(sentence))
+            ids.append(lm_vocab.eos_id)
     ids = np.asarray(ids, np.int32)
     batch_len = len(ids) // batch_size
     num_batches = (batch_len - 1) // num_steps

@@ -240,8 +240,8 @@ def read_ptb(path, sentences_per_document=10, skip_empty=False):
     return _finish([sentences[i:i + n] for i in range(0, len(sentences), n)], path)
 
 
-def _imdb_from_jsonl(path, split, labels, limit):
-    documents, doc_labels, ids = [], [], []
+def _imdb_jsonl_records(path, split, labels):
+    """Yield (id, label, raw text) of the selected reviews of a jsonl(.gz) file."""
     for number, line in _decoded_lines(path):
         if not line.strip():
             continue
@@ -252,23 +252,13 @@ def _imdb_from_jsonl(path, split, labels, limit):
             raise CorpusFormatError(
                 path, f"not a review record with split/label/text ({error})", line=number
             ) from None
-        if (split is not None and record_split != split) or (labels and label not in labels):
-            continue
-        document = text_lib.sentences_from_text(text, strip_html=True)
-        if not document:
-            continue
-        documents.append(document)
-        doc_labels.append(label)
-        ids.append(f"{record_split}/{label}/{record.get('id', number)}")
-        if limit is not None and len(documents) >= limit:
-            break
-    return documents, doc_labels, ids
+        if (split is None or record_split == split) and (not labels or label in labels):
+            yield f"{record_split}/{label}/{record.get('id', number)}", label, text
 
 
-def _imdb_from_directory(root, split, labels, limit):
-    splits = [split] if split is not None else ["train", "test"]
-    documents, doc_labels, ids = [], [], []
-    for split_name in splits:
+def _imdb_directory_records(root, split, labels):
+    """Yield (id, label, raw text) of the reviews of an aclImdb directory."""
+    for split_name in [split] if split is not None else ["train", "test"]:
         split_dir = root / split_name
         if not split_dir.is_dir():
             raise CorpusFormatError(root, f"aclImdb directory has no {split_name}/ folder")
@@ -276,18 +266,9 @@ def _imdb_from_directory(root, split, labels, limit):
             label_dir = split_dir / label
             if not label_dir.is_dir():
                 continue
-            files = sorted(label_dir.glob("*.txt"), key=lambda p: (len(p.name), p.name))
-            for file in files:
+            for file in sorted(label_dir.glob("*.txt"), key=lambda p: (len(p.name), p.name)):
                 text = "\n".join(line for _, line in _decoded_lines(file))
-                document = text_lib.sentences_from_text(text, strip_html=True)
-                if not document:
-                    continue
-                documents.append(document)
-                doc_labels.append(label)
-                ids.append(f"{split_name}/{label}/{file.stem}")
-                if limit is not None and len(documents) >= limit:
-                    return documents, doc_labels, ids
-    return documents, doc_labels, ids
+                yield f"{split_name}/{label}/{file.stem}", label, text
 
 
 def read_imdb(path, split=None, labels=None, limit=None):
@@ -309,10 +290,18 @@ def read_imdb(path, split=None, labels=None, limit=None):
     if split not in (None, "train", "test"):
         raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
     labels = tuple(labels) if labels else None
-    if path.is_dir():
-        documents, doc_labels, ids = _imdb_from_directory(path, split, labels, limit)
-    else:
-        documents, doc_labels, ids = _imdb_from_jsonl(path, split, labels, limit)
+    records = (_imdb_directory_records if path.is_dir() else _imdb_jsonl_records)(
+        path, split, labels)
+    documents, doc_labels, ids = [], [], []
+    for review_id, label, text in records:
+        document = text_lib.sentences_from_text(text, strip_html=True)
+        if not document:
+            continue
+        documents.append(document)
+        doc_labels.append(label)
+        ids.append(review_id)
+        if limit is not None and len(documents) >= limit:
+            break
     return _finish(documents, path, labels=doc_labels, ids=ids)
 
 
@@ -406,8 +395,6 @@ def load_corpus(name_or_path, format=None, **kwargs):
         return read_lee(**kwargs)
     if format not in readers:
         raise ValueError(f"unknown corpus format {format!r}: expected one of {FORMATS}")
-    if format != "imdb" and not path.exists():
-        raise CorpusFormatError(path, "no such file")
-    if format == "imdb" and not path.exists():
-        raise CorpusFormatError(path, "no such file or directory")
+    if not path.exists():
+        raise CorpusFormatError(path, "no such file" + (" or directory" if format == "imdb" else ""))
     return readers[format](path, **kwargs)

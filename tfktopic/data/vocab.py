@@ -183,9 +183,6 @@ class Vocabulary:
             tokens.append(self._tokens[i])
         return tokens
 
-    def get_config(self):
-        return {"tokens": self.tokens, "counts": self.counts}
-
     def save(self, path):
         """Write the vocabulary as versioned JSON to `path`."""
         _write_json(path, {"kind": "lm_vocabulary", "format_version": FORMAT_VERSION,
