@@ -37,6 +37,10 @@ def test_sentence_batches_follow_the_contract(toy):
     for i in range(0, len(examples), 37):
         assert np.array_equal(bows[i], examples.context_bow(i))
     assert masks.sum() == examples.num_targets
+    spec = sentence_dataset(examples, batch_size=32).element_spec
+    assert {k: v.shape.as_list() for k, v in spec.items()} == {
+        "tokens": [None, 30], "targets": [None, 30], "mask": [None, 30],
+        "context_bow": [None, len(topic)]}
 
 
 def test_shuffling_is_deterministic_under_a_seed(toy):
@@ -67,6 +71,9 @@ def test_document_batches(toy):
             expected = np.bincount(sequences.context(m, j), minlength=len(topic))
             assert np.array_equal(first["context_bow"][m, j], expected)
     assert np.array_equal(first["mask"].sum(-1), sequences.lengths[:4])
+    spec = document_dataset(sequences, batch_size=4).element_spec
+    assert spec["context_bow"].shape.as_list() == [None, 8, len(topic)]
+    assert spec["tokens"].shape.as_list() == [None, 8, 30]
 
 
 def test_stream_dataset_shapes():

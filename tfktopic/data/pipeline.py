@@ -29,8 +29,10 @@ def _ragged_contexts(values, splits):
 
 def _bag_of_words(context_ids, vocab_size):
     """[B, None] ragged topic ids -> float32 [B, vocab_size] counts."""
-    return tf.math.bincount(context_ids, minlength=vocab_size, maxlength=vocab_size,
-                            dtype=tf.float32, axis=-1)
+    bow = tf.math.bincount(context_ids, minlength=vocab_size, maxlength=vocab_size,
+                           dtype=tf.float32, axis=-1)
+    # bincount of a ragged batch has an unknown static shape; Keras needs it.
+    return tf.ensure_shape(bow, [None, vocab_size])
 
 
 def _shuffle_batch(dataset, size, batch_size, shuffle, seed, drop_remainder):

@@ -69,9 +69,12 @@ class Perplexity(keras.metrics.Metric):
         self.num_tokens = self.add_variable(shape=(), initializer="zeros", name="num_tokens")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        nll_sum, count = masked_token_nll(y_true, y_pred, sample_weight, self.from_logits)
-        self.nll_sum.assign_add(nll_sum)
-        self.num_tokens.assign_add(count)
+        self.update_from_sums(*masked_token_nll(y_true, y_pred, sample_weight, self.from_logits))
+
+    def update_from_sums(self, nll_sum, num_tokens):
+        """Add a batch's summed NLL and token count (for custom `train_step`s)."""
+        self.nll_sum.assign_add(ops.cast(nll_sum, self.nll_sum.dtype))
+        self.num_tokens.assign_add(ops.cast(num_tokens, self.num_tokens.dtype))
 
     def nll(self):
         """Mean negative log-likelihood per predicted token (nats)."""
@@ -130,7 +133,7 @@ def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
         model = predict
         predict = lambda batch: model(batch, training=False)
 
-    @tf.function(reduce_retracing=True)
+    @tf.function
     def batch_sums(batch):
         return masked_token_nll(batch["targets"], predict(batch), batch.get("mask"), from_logits)
 

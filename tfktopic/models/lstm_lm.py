@@ -1,0 +1,122 @@
+"""LSTM language-model baselines: sentence-level and document-level.
+
+* Sentence-level (the papers' "basic-LSTM"): every sentence window starts from
+  a zero state; the fused `keras.layers.LSTM` runs over the window.
+* Document-level (Zheng, Vafa & Blei, *Revisiting Topic-Guided Language
+  Models*, TMLR 2023): the J windows of a document chunk ``[B, J, T]`` are laid
+  end to end and the hidden state is carried across sentences; padding steps are
+  masked, so the state passes through them unchanged. Zheng et al. found that
+  none of the published topic-guided LMs beats this baseline.
+
+Both follow the model contract of DESIGN.md §3: a dict batch in, next-token
+logits out, and `train_step` / `test_step` reporting ``loss``, ``nll`` (mean
+per predicted token) and ``ppl``.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+
+__all__ = ["LSTMLanguageModel"]
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class LSTMLanguageModel(keras.Model):
+    """A stacked LSTM language model trained on the masked token NLL.
+
+    Args:
+        vocab_size: LM vocabulary size (softmax width).
+        embedding_dim: word embedding size.
+        hidden_dim: LSTM units per layer.
+        num_layers: stacked LSTM layers.
+        dropout: Zaremba-style dropout on the embeddings, between layers and
+            before the softmax (non-recurrent connections only).
+        document_level: carry the state across the J sentences of a ``[B, J, T]``
+            batch (document-level baseline) instead of restarting every window.
+        embeddings: optional ``[vocab_size, embedding_dim]`` matrix (e.g. from
+            `tfktopic.data.embeddings.embedding_matrix`) to initialise the
+            embedding; it is saved with the weights, not in the config.
+
+    Example:
+    >>> model = LSTMLanguageModel(vocab_size=len(lm_vocab), embedding_dim=64,
+    ...                           hidden_dim=128)                       # doctest: +SKIP
+    >>> model.compile(optimizer="adam")                                 # doctest: +SKIP
+    >>> model.fit(sentence_dataset(train_examples), epochs=5)           # doctest: +SKIP
+    """
+
+    def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
+                 document_level=False, embeddings=None, **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
+                            ("hidden_dim", hidden_dim), ("num_layers", num_layers)):
+            if int(value) < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.vocab_size = int(vocab_size)
+        self.embedding_dim = int(embedding_dim)
+        self.hidden_dim = int(hidden_dim)
+        self.num_layers = int(num_layers)
+        self.dropout = float(dropout)
+        self.document_level = bool(document_level)
+        self.embedding = keras.layers.Embedding(
+            self.vocab_size, self.embedding_dim, mask_zero=self.document_level,
+            weights=None if embeddings is None else [embeddings], name="embedding")
+        self.lstms = [keras.layers.LSTM(self.hidden_dim, return_sequences=True, name=f"lstm_{i}")
+                      for i in range(self.num_layers)]
+        self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
+        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.perplexity = Perplexity(name="ppl")
+
+    def call(self, inputs, training=False):
+        tokens = inputs["tokens"] if isinstance(inputs, dict) else inputs
+        if self.document_level:
+            shape = ops.shape(tokens)
+            tokens = ops.reshape(tokens, (shape[0], shape[1] * shape[2]))
+        x = self.dropouts[0](self.embedding(tokens), training=training)
+        for lstm, dropout in zip(self.lstms, self.dropouts[1:]):
+            x = dropout(lstm(x, training=training), training=training)
+        logits = self.softmax(x)
+        if self.document_level:
+            logits = ops.reshape(logits, (shape[0], shape[1], shape[2], self.vocab_size))
+        return logits
+
+    def _objective(self, data, training):
+        logits = self(data, training=training)
+        nll_sum, num_tokens = masked_token_nll(data["targets"], logits, data["mask"])
+        nll = nll_sum / ops.maximum(num_tokens, 1.0)
+        loss = nll + sum(self.losses) if self.losses else nll
+        return loss, nll_sum, num_tokens
+
+    def _report(self, loss, nll_sum, num_tokens):
+        self.loss_tracker.update_state(loss)
+        self.perplexity.update_from_sums(nll_sum, num_tokens)
+        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+                "ppl": self.perplexity.result()}
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            loss, nll_sum, num_tokens = self._objective(data, training=True)
+            # A hand-written mean is not rescaled by Keras under a distribution
+            # strategy: divide by the replica count so gradients sum correctly.
+            scaled = loss / tf.distribute.get_strategy().num_replicas_in_sync
+            scaled = self.optimizer.scale_loss(scaled)
+        gradients = tape.gradient(scaled, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        return self._report(loss, nll_sum, num_tokens)
+
+    def test_step(self, data):
+        return self._report(*self._objective(data, training=False))
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.perplexity]
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim,
+                "num_layers": self.num_layers, "dropout": self.dropout,
+                "document_level": self.document_level}
