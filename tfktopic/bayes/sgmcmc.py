@@ -1,0 +1,474 @@
+"""SGLD and pSGLD as Keras-3-native optimizers (usable with any Keras model).
+
+Stochastic-gradient Langevin dynamics (Welling & Teh 2011) and its
+RMSprop-preconditioned variant pSGLD (Li et al. 2016), as used for Bayesian
+recurrent language models by Gan et al. (2017, ACL, eq. 6 and Algorithm 1).
+TFP's `StochasticGradientLangevinDynamics` is a Keras 2 optimizer that cannot
+be compiled into a Keras 3 model; these classes replace it.
+
+**Gradient convention.** The model's loss is the *mean* mini-batch loss
+(Keras' default reduction), so the gradient the optimizer receives is
+ḡ = ∇θ mean_m[-log p(d_m | θ)]. With `num_examples` = N training units (the
+units the loss is averaged over: tokens, sentences, windows ...) and the
+Gaussian prior p(θ) = N(0, I / prior_precision), the mini-batch estimate of
+the posterior potential (Gan et al. eq. 4, Welling & Teh eq. 4) has gradient
+
+    ∇Ũ(θ) = N·ḡ + prior_precision·θ.
+
+**Step-size convention.** Both optimizers run exactly the paper's update
+(Welling & Teh eq. 4; Li et al. Algorithm 1 without Γ; Gan et al. Algorithm 1
+with the sign typo fixed)
+
+    θ ← θ − (ε/2)·G·∇Ũ(θ) + N(0, ε·T·G)
+
+with the paper step size ε = 2·learning_rate / N. Written in the
+`learning_rate` η that the optimizers take, this is
+
+    θ ← θ − η·G·(ḡ + (prior_precision / N)·θ) + sqrt(2·η·T·G / N)·ξ,  ξ ~ N(0, I)
+
+so η is on the same scale as the learning rate of SGD (G = I) or RMSprop
+(pSGLD), and at T = 0 with `prior_precision=0` SGLD *is* `keras.optimizers.SGD`
+and pSGLD is RMSprop (see `PSGLD` for the ε placement). This is the convention
+of the authors' Theano code (step "lr" = 1 for PTB SGLD, 1e-3 for pSGLD), with
+their prior-sign and noise-scale bugs fixed. Gan et al.'s eq. 6 writes the same
+dynamics as θ − η_p·f̃ + sqrt(2·η_p)·ξ with η_p = ε/2 = η/N.
+
+**Noise.** ξ is drawn by `stateless_standard_normal` from Philox bits keyed
+on (seed, iterations·n_vars + variable_index): a pure function of the
+optimizer's tracked `iterations` counter, so a run resumed from a checkpoint draws the
+same noise as an uninterrupted one, every replica of a
+`tf.distribute.MirroredStrategy` draws the same noise (the mirrored weights
+stay identical), and the step is XLA-compilable.
+
+Gradient clipping (`clipnorm`, `clipvalue`, `global_clipnorm`), learning-rate
+schedules, gradient accumulation and loss scaling come from the Keras base
+class and are applied before the update above. Keras' `weight_decay` is *not*
+the prior (it is decoupled and not scaled by 1/N); use `prior_precision`.
+"""
+
+import numbers
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+__all__ = ["SGLD", "PSGLD", "stateless_standard_normal"]
+
+
+def _is_real(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _check_learning_rate(learning_rate):
+    """Validate and normalise a learning rate; ints become floats."""
+    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        return learning_rate
+    if callable(learning_rate):
+        return learning_rate
+    if not _is_real(learning_rate):
+        raise ValueError(
+            "`learning_rate` must be a positive float or a "
+            f"LearningRateSchedule; received learning_rate={learning_rate!r}")
+    if not np.isfinite(learning_rate) or learning_rate <= 0:
+        raise ValueError(
+            f"`learning_rate` must be positive; received learning_rate={learning_rate!r}")
+    return float(learning_rate)
+
+
+def _check_number(name, value, minimum, strict=False, integer=False):
+    ok = _is_real(value) and np.isfinite(value)
+    if integer:
+        ok = ok and isinstance(value, numbers.Integral)
+    if ok:
+        ok = value > minimum if strict else value >= minimum
+    if not ok:
+        relation = ">" if strict else ">="
+        kind = "an integer" if integer else "a number"
+        raise ValueError(
+            f"`{name}` must be {kind} {relation} {minimum}; received {name}={value!r}")
+    return value
+
+
+def stateless_standard_normal(shape, seed, stream, dtype="float32"):
+    """Standard normal noise that is a pure function of (seed, stream).
+
+    Draws Philox-4x32 random bits with key `seed` and 128-bit counter
+    (0, `stream`), turns two 23-bit uniforms per element into a normal by
+    Box-Muller, and casts to `dtype`. Unlike `tf.random.stateless_normal`,
+    this gives the same values with and without XLA (TF's XLA kernels derive
+    the key/counter from a runtime seed, and convert bits to normals,
+    differently from the CPU/GPU kernels); only the last-ulp rounding of
+    log/cos may differ. Distinct `stream` values give non-overlapping Philox
+    streams.
+
+    Args:
+        shape: 1-D int tensor, the output shape.
+        seed: Python int (the key).
+        stream: int64 scalar tensor (e.g. step · n_vars + variable index).
+        dtype: output dtype.
+
+    Returns:
+        A `shape` tensor of N(0, 1) draws (|ξ| ≤ 5.77: the uniforms are ≥ 2⁻²⁴).
+    """
+    key = tf.reshape(tf.bitcast(tf.constant(seed, tf.int64), tf.uint64), [1])
+    counter = tf.stack(
+        [tf.constant(0, tf.uint64), tf.bitcast(tf.cast(stream, tf.int64), tf.uint64)])
+    bits = tf.raw_ops.StatelessRandomUniformFullIntV2(
+        shape=tf.concat([[2], tf.cast(shape, tf.int32)], 0),
+        key=key, counter=counter, alg=1, dtype=tf.uint32)  # alg 1 = Philox
+    # (k + 1/2)·2⁻²³ with k the top 23 bits: exactly representable, in (0, 1).
+    uniform = (tf.cast(tf.bitwise.right_shift(bits, 9), tf.float32) + 0.5) * (2.0**-23)
+    radius = tf.sqrt(-2.0 * tf.math.log(uniform[0]))
+    normal = radius * tf.cos((2.0 * np.pi) * uniform[1])
+    return tf.cast(normal, dtype)
+
+
+class _LangevinOptimizer(keras.optimizers.Optimizer):
+    """Shared machinery of SGLD and pSGLD (drift, prior, seeded noise).
+
+    Subclasses implement `_preconditioner(gradient, variable)` returning the
+    denominator D of the diagonal preconditioner G = 1/D (or `None` for G = I)
+    after updating their slots.
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        num_examples,
+        temperature,
+        prior_precision,
+        noise_burnin_steps,
+        seed,
+        name,
+        **kwargs,
+    ):
+        learning_rate = _check_learning_rate(learning_rate)
+        if num_examples is None:
+            raise ValueError(
+                "`num_examples` (the training-set size N the mean loss is "
+                "averaged over) is required; received num_examples=None")
+        _check_number("num_examples", num_examples, 1)
+        _check_number("temperature", temperature, 0)
+        _check_number("prior_precision", prior_precision, 0)
+        _check_number("noise_burnin_steps", noise_burnin_steps, 0, integer=True)
+        if seed is None:
+            # Drawn from numpy's global generator, so that
+            # keras.utils.set_random_seed makes it reproducible; stored in the
+            # config so that a reloaded optimizer continues the same stream.
+            seed = int(np.random.randint(0, 2**31 - 1))
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+            raise ValueError(f"`seed` must be an integer or None; received seed={seed!r}")
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.num_examples = num_examples
+        self.temperature = float(temperature)
+        self.prior_precision = float(prior_precision)
+        self.noise_burnin_steps = int(noise_burnin_steps)
+        self.seed = int(seed)
+
+    # -- pieces shared by both samplers ------------------------------------
+    def _noise(self, variable):
+        """ξ ~ N(0, I) of the variable's shape, keyed on (seed, step, index).
+
+        Returns:
+            A tensor of `variable.shape` and dtype; identical on every replica
+            and for every run with the same seed and optimizer `iterations`.
+        """
+        index = self._get_variable_index(variable)
+        num_vars = max(len(self._trainable_variables), 1)
+        step = ops.cast(ops.convert_to_tensor(self.iterations), "int64")
+        return stateless_standard_normal(
+            tf.shape(variable), self.seed, step * num_vars + index, variable.dtype)
+
+    def _preconditioner(self, gradient, variable):
+        return None
+
+    def update_step(self, gradient, variable, learning_rate):
+        """One Langevin step for one variable (see the module docstring).
+
+        Args:
+            gradient: the (already clipped) gradient of the mean loss.
+            variable: the model variable to update.
+            learning_rate: the current learning rate η (after schedules).
+        """
+        if isinstance(gradient, tf.IndexedSlices):
+            # The noise perturbs every row (also rows absent from the batch).
+            gradient = tf.convert_to_tensor(gradient)
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype)
+        gradient = ops.cast(gradient, dtype)
+
+        denominator = self._preconditioner(gradient, variable)
+
+        drift_gradient = gradient
+        if self.prior_precision > 0:
+            coefficient = ops.cast(self.prior_precision / self.num_examples, dtype)
+            drift_gradient = ops.add(gradient, ops.multiply(coefficient, variable))
+        if denominator is None:
+            increment = ops.multiply(drift_gradient, lr)
+        else:
+            increment = ops.divide(ops.multiply(lr, drift_gradient), denominator)
+
+        if self.temperature > 0:
+            # Per-step noise variance 2·η·T·G/N  (= ε·T·G, ε = 2η/N).
+            scale = ops.multiply(
+                lr, ops.cast(2.0 * self.temperature / self.num_examples, dtype))
+            if denominator is not None:
+                scale = ops.divide(scale, denominator)
+            noise = ops.multiply(ops.sqrt(scale), self._noise(variable))
+            if self.noise_burnin_steps > 0:
+                active = ops.greater_equal(
+                    ops.convert_to_tensor(self.iterations), self.noise_burnin_steps)
+                noise = ops.multiply(noise, ops.cast(active, dtype))
+            increment = ops.subtract(increment, noise)
+        self.assign_sub(variable, increment)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_examples": self.num_examples,
+                "temperature": self.temperature,
+                "prior_precision": self.prior_precision,
+                "noise_burnin_steps": self.noise_burnin_steps,
+                "seed": self.seed,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class SGLD(_LangevinOptimizer):
+    """Stochastic-gradient Langevin dynamics (Welling & Teh 2011, eq. 4).
+
+    Samples the posterior p(θ | D) ∝ p(θ) Π_n p(d_n | θ) of any Keras model
+    trained on a mean loss (Gan et al. 2017, eq. 6). Per step, with ḡ the
+    gradient of the mean mini-batch loss:
+
+        θ ← θ − η·(ḡ + (prior_precision / N)·θ) + sqrt(2·η·T / N)·ξ,  ξ ~ N(0, I)
+
+    which is the paper's θ ← θ − (ε/2)·∇Ũ + N(0, ε·T) with ε = 2η/N and
+    ∇Ũ = N·ḡ + prior_precision·θ. With `temperature=0` and
+    `prior_precision=0` this is exactly `keras.optimizers.SGD(learning_rate=η)`.
+
+    Args:
+        learning_rate: η, a positive float or a
+            `keras.optimizers.schedules.LearningRateSchedule` (SGLD theory
+            prefers decreasing steps). Same scale as SGD's learning rate.
+        num_examples: N, the number of training units the loss is a mean over
+            (e.g. training tokens for a token-averaged LM loss). Required.
+        temperature: T ≥ 0. 1 samples the posterior; 0 removes the noise
+            (plain SGD with a Gaussian prior); values between give a tempered
+            posterior p(θ|D)^(1/T).
+        prior_precision: precision 1/σ² of the isotropic Gaussian prior on
+            every trainable weight (0 = flat prior). Defaults to 1 (N(0, I)).
+        noise_burnin_steps: no noise is added during the first this-many
+            optimizer steps. Defaults to 0.
+        seed: integer seed of the noise; `None` draws one from numpy's global
+            generator (reproducible under `keras.utils.set_random_seed`) and
+            stores it in the config.
+        name: optimizer name.
+        **kwargs: base optimizer arguments: `clipnorm`, `clipvalue`,
+            `global_clipnorm`, `loss_scale_factor`,
+            `gradient_accumulation_steps`, `use_ema`, ...
+
+    Example:
+
+    ```python
+    model.compile(
+        optimizer=tfktopic.bayes.SGLD(learning_rate=0.5,
+                                      num_examples=len(x_train),
+                                      global_clipnorm=5.0),
+        loss="sparse_categorical_crossentropy")
+    model.fit(x_train, y_train, batch_size=32, epochs=10)
+    ```
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.01,
+        num_examples=None,
+        temperature=1.0,
+        prior_precision=1.0,
+        noise_burnin_steps=0,
+        seed=None,
+        name="sgld",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            num_examples=num_examples,
+            temperature=temperature,
+            prior_precision=prior_precision,
+            noise_burnin_steps=noise_burnin_steps,
+            seed=seed,
+            name=name,
+            **kwargs,
+        )
+
+    def build(self, var_list):
+        """Create the optimizer state (SGLD has no slots).
+
+        Args:
+            var_list: the model's trainable variables.
+        """
+        if self.built:
+            return
+        super().build(var_list)
+
+
+_V_INITS = ("ones", "zeros", "first_gradient")
+_EPS_PLACEMENTS = ("outside", "inside")
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class PSGLD(_LangevinOptimizer):
+    """Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016).
+
+    Gan et al. 2017, Algorithm 1 (with its drift-sign typo fixed). Per step,
+    with ḡ the gradient of the mean mini-batch loss:
+
+        V ← ρ·V + (1 − ρ)·ḡ⊙ḡ
+        G = 1 / (λ + sqrt(V))            (epsilon_placement="outside", paper)
+        G = 1 / sqrt(V + λ)              (epsilon_placement="inside", Keras RMSprop)
+        θ ← θ − η·G⊙(ḡ + (prior_precision / N)·θ) + sqrt(2·η·T·G / N)⊙ξ
+
+    i.e. θ ← θ − (ε/2)·G·∇Ũ + N(0, ε·T·G) with ε = 2η/N. V tracks the
+    likelihood gradient ḡ only (not the prior term), as in Li et al. The Γ(θ)
+    correction term of Li et al. (derivative of G) is dropped, as in Li et
+    al.'s experiments and Gan et al.; it vanishes as ρ → 1. Dropping it is
+    harmless when V averages over many more steps (1/(1−ρ)) than the chain's
+    autocorrelation time, or when V is dominated by mini-batch gradient noise;
+    with full-batch gradients and 1/(1−ρ) comparable to the autocorrelation
+    time, V follows the chain's position and the samples come out too wide
+    (measured: ~15 % excess variance on a 2-d Gaussian posterior).
+
+    With `temperature=0`, `prior_precision=0`, `v_init="zeros"` and
+    `epsilon_placement="inside"` this is exactly
+    `keras.optimizers.RMSprop(learning_rate=η, rho=ρ, epsilon=λ)`; with
+    `epsilon_placement="outside"` (default, the paper's λ + sqrt(V)) it is
+    RMSprop with the epsilon outside the square root.
+
+    Initialisation of V. With the paper's V₀ = 0 and a tiny λ, coordinates
+    whose first gradients are (near) zero get G ≈ 1/λ and a noise standard
+    deviation sqrt(2η/(Nλ)) that makes training diverge (reference notes
+    A4.3). `v_init` chooses:
+      * `"ones"` (default, as TFP): V₀ = 1, so G ≤ 1 at the start and the
+        preconditioner adapts over ~1/(1−ρ) steps;
+      * `"first_gradient"`: V₁ = ḡ₁⊙ḡ₁ on the first step (no bias towards 0;
+        coordinates with a zero first gradient still get G = 1/λ);
+      * `"zeros"`: the paper's V₀ = 0 (use with `noise_burnin_steps` of about
+        1/(1−ρ), or a larger `epsilon`).
+    Coordinates that stop receiving gradient (embedding rows of rare words)
+    see V decay as ρ^k whatever the initialisation; a larger `epsilon` bounds
+    G ≤ 1/λ.
+
+    Args:
+        learning_rate: η, a positive float or a LearningRateSchedule, on
+            RMSprop's scale (Gan et al. use 1e-3; 2e-3 for War and Peace).
+        num_examples: N, the number of training units the loss is a mean over.
+            Required.
+        temperature: T ≥ 0 (1 = posterior, 0 = no noise).
+        prior_precision: precision of the Gaussian prior N(0, I/precision) on
+            every weight (0 = flat). Defaults to 1.
+        rho: ρ, decay of the squared-gradient average (paper β₁ = 0.99).
+        epsilon: λ > 0, the preconditioner's diagonal bias (default 1e-5).
+        epsilon_placement: `"outside"` (λ + sqrt(V), paper) or `"inside"`
+            (sqrt(V + λ), Keras RMSprop / authors' code / TFP).
+        v_init: `"ones"`, `"first_gradient"` or `"zeros"` (see above).
+        noise_burnin_steps: no noise during the first this-many steps.
+        seed: integer noise seed (`None`: drawn from numpy, stored in config).
+        name: optimizer name.
+        **kwargs: base optimizer arguments (`clipnorm`, `clipvalue`,
+            `global_clipnorm`, `gradient_accumulation_steps`, ...).
+
+    Example:
+
+    ```python
+    model.compile(
+        optimizer=tfktopic.bayes.PSGLD(learning_rate=1e-3,
+                                       num_examples=len(x_train)),
+        loss="sparse_categorical_crossentropy")
+    model.fit(x_train, y_train, batch_size=50, epochs=20)
+    ```
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        num_examples=None,
+        temperature=1.0,
+        prior_precision=1.0,
+        rho=0.99,
+        epsilon=1e-5,
+        epsilon_placement="outside",
+        v_init="ones",
+        noise_burnin_steps=0,
+        seed=None,
+        name="psgld",
+        **kwargs,
+    ):
+        if not (_is_real(rho) and 0 <= rho < 1):
+            raise ValueError(f"`rho` must be in [0, 1); received rho={rho!r}")
+        _check_number("epsilon", epsilon, 0, strict=True)
+        if epsilon_placement not in _EPS_PLACEMENTS:
+            raise ValueError(
+                f"`epsilon_placement` must be one of {_EPS_PLACEMENTS}; "
+                f"received epsilon_placement={epsilon_placement!r}")
+        if v_init not in _V_INITS:
+            raise ValueError(
+                f"`v_init` must be one of {_V_INITS}; received v_init={v_init!r}")
+        super().__init__(
+            learning_rate=learning_rate,
+            num_examples=num_examples,
+            temperature=temperature,
+            prior_precision=prior_precision,
+            noise_burnin_steps=noise_burnin_steps,
+            seed=seed,
+            name=name,
+            **kwargs,
+        )
+        self.rho = float(rho)
+        self.epsilon = float(epsilon)
+        self.epsilon_placement = epsilon_placement
+        self.v_init = v_init
+
+    def build(self, var_list):
+        """Create the squared-gradient averages V (one slot per variable).
+
+        Args:
+            var_list: the model's trainable variables.
+        """
+        if self.built:
+            return
+        super().build(var_list)
+        initializer = "ones" if self.v_init == "ones" else "zeros"
+        self._sq_averages = self.add_optimizer_variables(
+            var_list, "sq_average", initializer=initializer)
+
+    def _preconditioner(self, gradient, variable):
+        """Update V and return the denominator D of G = 1/D."""
+        sq_avg = self._sq_averages[self._get_variable_index(variable)]
+        new_sq_avg = ops.add(
+            ops.multiply(self.rho, sq_avg),
+            ops.multiply(1 - self.rho, ops.square(gradient)),
+        )
+        if self.v_init == "first_gradient":
+            first = ops.equal(ops.convert_to_tensor(self.iterations), 0)
+            new_sq_avg = ops.where(first, ops.square(gradient), new_sq_avg)
+        self.assign(sq_avg, new_sq_avg)
+        if self.epsilon_placement == "inside":
+            return ops.sqrt(ops.add(sq_avg, self.epsilon))
+        return ops.add(ops.sqrt(sq_avg), self.epsilon)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "rho": self.rho,
+                "epsilon": self.epsilon,
+                "epsilon_placement": self.epsilon_placement,
+                "v_init": self.v_init,
+            }
+        )
+        return config
