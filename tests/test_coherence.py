@@ -247,32 +247,20 @@ def test_agrees_with_padded_gensim_c_npmi_without_repeats_or_zero_pairs():
     dictionary = Dictionary(docs)
     pad = ["<gensim-pad>"] * (ws - 1)
     padded = [pad + doc + pad for doc in docs]
+    def gensim_npmi(texts, topn):
+        return CoherenceModel(topics=topics, texts=texts, dictionary=dictionary,
+                              coherence="c_npmi", window_size=ws, topn=topn,
+                              processes=1).get_coherence_per_topic()
+
     for col, topn in enumerate(cardinalities):
-        model = CoherenceModel(
-            topics=topics,
-            texts=padded,
-            dictionary=dictionary,
-            coherence="c_npmi",
-            window_size=ws,
-            topn=topn,
-            processes=1,
-        )
-        gensim_per_topic = model.get_coherence_per_topic()
+        gensim_per_topic = gensim_npmi(padded, topn)
         np.testing.assert_allclose(
             ours.per_topic_per_cardinality[:, col], gensim_per_topic, rtol=0, atol=1e-6
         )
         # but not bit-identical: gensim's epsilon is still there
         assert not np.array_equal(ours.per_topic_per_cardinality[:, col], gensim_per_topic)
         # without the padding gensim sees only full windows and disagrees clearly
-        unpadded = CoherenceModel(
-            topics=topics,
-            texts=docs,
-            dictionary=dictionary,
-            coherence="c_npmi",
-            window_size=ws,
-            topn=topn,
-            processes=1,
-        ).get_coherence_per_topic()
+        unpadded = gensim_npmi(docs, topn)
         assert np.abs(ours.per_topic_per_cardinality[:, col] - unpadded).max() > 1e-2
 
 
