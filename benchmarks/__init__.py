@@ -1,0 +1,1 @@
+"""Speed and quality benchmarks (DESIGN.md §7); run ``python -m benchmarks.speed``."""

@@ -1,0 +1,10 @@
+"""Perplexity, coherence and BLEU of every model on real corpora (DESIGN.md §7).
+
+    python -m benchmarks.quality --quick --out benchmarks/results/quality_quick.json
+"""
+
+from benchmarks.common import run
+from benchmarks.speed import registries
+
+if __name__ == "__main__":
+    run("quality", registries("QUALITY"))

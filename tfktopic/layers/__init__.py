@@ -1,0 +1,1 @@
+"""Custom Keras layers of the topic-guided language models (one file per layer)."""
