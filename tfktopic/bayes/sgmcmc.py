@@ -124,6 +124,21 @@ def stateless_standard_normal(shape, seed, stream, dtype="float32"):
     return tf.cast(normal, dtype)
 
 
+def _first_square(gradient):
+    """V on the first step of `v_init="first_gradient"`: g⊙g where g ≠ 0.
+
+    Coordinates without a first gradient (embedding rows of words absent from
+    the first batch) get the mean square of the variable's non-zero gradients
+    instead of 0, so their G is on the scale of their neighbours', not 1/λ;
+    a variable with no gradient at all gets V = 1.
+    """
+    square = ops.square(gradient)
+    nonzero = ops.cast(ops.greater(square, 0), square.dtype)
+    count = ops.sum(nonzero)
+    fill = ops.where(count > 0, ops.sum(square) / ops.maximum(count, 1.0), 1.0)
+    return ops.where(square > 0, square, fill)
+
+
 class _LangevinOptimizer(keras.optimizers.Optimizer):
     """Shared machinery of SGLD and pSGLD (drift, prior, seeded noise).
 
@@ -353,10 +368,14 @@ class PSGLD(_LangevinOptimizer):
     whose first gradients are (near) zero get G ≈ 1/λ and a noise standard
     deviation sqrt(2η/(Nλ)) that makes training diverge (reference notes
     A4.3). `v_init` chooses:
-      * `"ones"` (default, as TFP): V₀ = 1, so G ≤ 1 at the start and the
-        preconditioner adapts over ~1/(1−ρ) steps;
-      * `"first_gradient"`: V₁ = ḡ₁⊙ḡ₁ on the first step (no bias towards 0;
-        coordinates with a zero first gradient still get G = 1/λ);
+      * `"first_gradient"` (default): V₁ = ḡ₁⊙ḡ₁ on the first step, so G is
+        on the gradients' scale from the start; coordinates with a zero first
+        gradient get the variable's mean non-zero ḡ₁² instead of 0;
+      * `"ones"` (as TFP): V₀ = 1, so G ≤ 1 at the start. Safe, but V then
+        decays only as ρ^k towards gradients of typical size 1e-3..1e-2: an
+        LSTM LM barely moves for the first few hundred steps (measured on
+        the Lee corpus, 7 epochs of 37 steps, η = 4e-3: valid ppl 2,239 with
+        `"ones"`, 137 with `"first_gradient"`, 160 for RMSprop);
       * `"zeros"`: the paper's V₀ = 0 (use with `noise_burnin_steps` of about
         1/(1−ρ), or a larger `epsilon`).
     Coordinates that stop receiving gradient (embedding rows of rare words)
@@ -402,7 +421,7 @@ class PSGLD(_LangevinOptimizer):
         rho=0.99,
         epsilon=1e-5,
         epsilon_placement="outside",
-        v_init="ones",
+        v_init="first_gradient",
         noise_burnin_steps=0,
         seed=None,
         name="psgld",
@@ -455,7 +474,7 @@ class PSGLD(_LangevinOptimizer):
         )
         if self.v_init == "first_gradient":
             first = ops.equal(ops.convert_to_tensor(self.iterations), 0)
-            new_sq_avg = ops.where(first, ops.square(gradient), new_sq_avg)
+            new_sq_avg = ops.where(first, _first_square(gradient), new_sq_avg)
         self.assign(sq_avg, new_sq_avg)
         if self.epsilon_placement == "inside":
             return ops.sqrt(ops.add(sq_avg, self.epsilon))

@@ -1,0 +1,207 @@
+"""Sample collection and predictive averaging (Gan et al. 2017 eq. 5, §5.1)."""
+
+import json
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from tfktopic.bayes import PSGLD, PredictiveSamples, SampleCollector, collection_indices
+from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, read_imdb, sentence_examples
+from tfktopic.data.pipeline import sentence_dataset
+from tfktopic.evaluation import evaluate_perplexity
+from tfktopic.models import LSTMLanguageModel
+
+
+# -- collection schemes and averaging arithmetic ------------------------------
+
+def test_collection_indices_forward_backward_thinned():
+    np.testing.assert_array_equal(collection_indices(10, 3, "forward"), [0, 1, 2])
+    np.testing.assert_array_equal(collection_indices(10, 3, "backward"), [7, 8, 9])
+    np.testing.assert_array_equal(collection_indices(10, 5, "thinned"), [1, 3, 5, 7, 9])
+    np.testing.assert_array_equal(collection_indices(10, 10, "thinned"), np.arange(10))
+    np.testing.assert_array_equal(collection_indices(7, 1, "thinned"), [6])
+    with pytest.raises(ValueError, match="num_samples"):
+        collection_indices(4, 5)
+    with pytest.raises(ValueError, match="scheme"):
+        collection_indices(4, 2, "random")
+
+
+def test_averaged_perplexity_is_the_mean_of_probabilities_not_of_logs():
+    rng = np.random.default_rng(0)
+    probs = rng.uniform(0.01, 0.9, size=(6, 50))
+    samples = PredictiveSamples(list(np.log(probs)))
+    expected = math.exp(-np.log(probs.mean(axis=0)).mean())
+    assert samples.perplexity() == pytest.approx(expected, rel=1e-12)
+    geometric = math.exp(-np.log(probs).mean())
+    assert samples.perplexity(mean="geometric") == pytest.approx(geometric, rel=1e-12)
+    # Jensen: the arithmetic mixture is never worse than the geometric one.
+    assert samples.perplexity() < samples.perplexity(mean="geometric")
+    floored = math.exp(-np.log(probs[[1, 3, 5]].mean(axis=0) + 1e-6).mean())
+    assert samples.perplexity(3, "thinned", floor=1e-6) == pytest.approx(floored, rel=1e-12)
+    mean, std = samples.average_probabilities(indices=[0, 2])
+    np.testing.assert_allclose(mean, probs[[0, 2]].mean(axis=0))
+    np.testing.assert_allclose(std, probs[[0, 2]].std(axis=0))
+    curve = samples.curve("backward")
+    assert [s for s, _ in curve] == list(range(1, 7))
+    assert curve[0][1] == pytest.approx(samples.sample_perplexities()[-1])
+
+
+def test_averaging_stays_finite_for_very_small_probabilities():
+    log_probs = [np.full(4, -900.0), np.full(4, -1000.0)]
+    value = PredictiveSamples(log_probs).average_log_prob()
+    np.testing.assert_allclose(value, -900.0 + np.log((1 + np.exp(-100.0)) / 2))
+
+
+def test_classification_average_accuracy_std_and_nll():
+    probs = np.array([[[0.9, 0.1], [0.4, 0.6]], [[0.6, 0.4], [0.8, 0.2]]])
+    samples = PredictiveSamples(list(probs), kind="classification", labels=[0, 1])
+    mean, std = samples.average_probabilities()
+    np.testing.assert_allclose(mean, [[0.75, 0.25], [0.6, 0.4]])
+    np.testing.assert_allclose(std, [[0.15, 0.15], [0.2, 0.2]])
+    assert samples.accuracy() == 0.5
+    assert samples.nll() == pytest.approx(-(math.log(0.75) + math.log(0.4)) / 2)
+
+
+def test_bad_sample_sets_raise_clear_errors():
+    with pytest.raises(ValueError, match="no sample"):
+        PredictiveSamples([])
+    with pytest.raises(ValueError, match="same evaluation data"):
+        PredictiveSamples([np.zeros(3), np.zeros(4)])
+    with pytest.raises(ValueError, match="kind"):
+        PredictiveSamples([np.zeros(3)], kind="regression")
+    with pytest.raises(ValueError, match="thin"):
+        SampleCollector([], thin=0)
+    with pytest.raises(ValueError, match="directory"):
+        SampleCollector([], save_weights=True)
+
+
+# -- the callback on a real corpus ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def lee():
+    train, valid, test = load_corpus("lee").split((0.8, 0.1, 0.1), seed=0)
+    lm = Vocabulary.build(train, min_count=3)
+    topic = TopicVocabulary.build(train, lm)
+    train_ex = sentence_examples(train, lm, topic)
+    small_ex = sentence_examples(train.subset(range(60)), lm, topic)
+    return {
+        "vocab_size": len(lm),
+        "num_tokens": train_ex.num_targets,
+        "train": sentence_dataset(train_ex, batch_size=64, seed=0),
+        "small_train": sentence_dataset(small_ex, batch_size=64, seed=0),
+        "small_num_tokens": small_ex.num_targets,
+        "valid": sentence_dataset(sentence_examples(valid, lm, topic), batch_size=256,
+                                  shuffle=False),
+        "test": sentence_dataset(sentence_examples(test, lm, topic), batch_size=256,
+                                 shuffle=False),
+    }
+
+
+def _psgld_lm(lee, dropout):
+    keras.utils.set_random_seed(1)
+    model = LSTMLanguageModel(lee["vocab_size"], embedding_dim=32, hidden_dim=48, dropout=dropout)
+    model.compile(optimizer=PSGLD(learning_rate=4e-3, num_examples=lee["num_tokens"], seed=3))
+    return model
+
+
+def test_collector_follows_burn_in_and_thinning_and_disk_equals_memory(lee, tmp_path):
+    model = _psgld_lm(lee, dropout=0.0)
+    steps_per_epoch = sum(1 for _ in lee["train"])
+    memory = SampleCollector(lee["valid"], burn_in_steps=10, thin=7, max_samples=4)
+    disk = SampleCollector({"valid": lee["valid"]}, burn_in_steps=10, thin=7, max_samples=4,
+                           directory=tmp_path / "samples", save_weights=True)
+    model.fit(lee["train"], epochs=1, steps_per_epoch=min(steps_per_epoch, 38), verbose=0,
+              callbacks=[memory, disk])
+    assert memory.steps == [17, 24, 31, 38]
+    assert disk.steps == memory.steps
+    in_memory = memory.samples()
+    on_disk = PredictiveSamples.load(tmp_path / "samples", "valid")
+    assert len(in_memory) == len(on_disk) == 4
+    assert isinstance(on_disk._predictions[0], np.memmap)
+    assert in_memory.perplexity() == pytest.approx(on_disk.perplexity(), rel=1e-9)
+    assert sorted(p.name for p in (tmp_path / "samples").glob("*.weights.h5")) == [
+        f"sample_{i:05d}.weights.h5" for i in range(4)]
+    # The last stored sample's predictions are those of the final weights.
+    direct = evaluate_perplexity(model, lee["valid"])
+    assert in_memory.sample_perplexities()[-1] == pytest.approx(direct.perplexity, rel=1e-4)
+    # A new collector on the same directory resumes the index.
+    resumed = SampleCollector({"valid": lee["valid"]}, directory=tmp_path / "samples")
+    assert resumed.steps == memory.steps
+    index = json.loads((tmp_path / "samples" / "samples.json").read_text())
+    assert index["kind"] == "lm" and len(index["files"]["valid"]) == 4
+
+
+def test_epoch_thinning_and_epoch_burn_in(lee):
+    model = _psgld_lm(lee, dropout=0.0)
+    collector = SampleCollector(lee["valid"], burn_in_epochs=1, thin="epoch")
+    history = model.fit(lee["train"], epochs=3, steps_per_epoch=5, verbose=0,
+                        callbacks=[collector])
+    assert collector.steps == [10, 15]
+    assert history.history["num_samples"][-1] == 2.0
+    assert "eval_avg_ppl" in history.history
+
+
+def test_averaging_samples_beats_the_last_sample_on_real_text(lee):
+    """Gan et al. eq. 5 on a small real task: pSGLD on 60 Lee documents.
+
+    The chain is near stationarity after a few epochs on this small training
+    set; single samples wander (and start to overfit) while the average of
+    their predictive probabilities is much better than any one of them.
+    """
+    keras.utils.set_random_seed(1)
+    model = LSTMLanguageModel(lee["vocab_size"], embedding_dim=32, hidden_dim=48)
+    model.compile(optimizer=PSGLD(learning_rate=1e-2, num_examples=lee["small_num_tokens"],
+                                  seed=3))
+    collector = SampleCollector({"test": lee["test"]}, burn_in_epochs=4, thin=3)
+    model.fit(lee["small_train"], epochs=12, verbose=0, callbacks=[collector])
+    samples = collector.samples("test")
+    assert len(samples) >= 20
+    singles = samples.sample_perplexities()
+    averaged = samples.perplexity()
+    assert averaged < 0.95 * singles[-1], (averaged, singles[-1])
+    assert averaged < singles.min()
+    assert samples.nll() < math.log(singles[-1])
+    # More samples help: all of them beat the last two.
+    assert averaged < samples.perplexity(2, "backward")
+
+
+def test_classifier_collection_gives_accuracy_and_uncertainty(imdb_path):
+    reviews = [read_imdb(imdb_path, split="train", labels=(label,), limit=150)
+               for label in ("pos", "neg")]
+    documents = [doc for part in reviews for doc in part.documents]
+    labels = np.array([label == "pos" for part in reviews for label in part.labels], np.float32)
+    order = np.random.default_rng(0).permutation(len(labels))
+    vocab = Vocabulary.build(reviews[0].documents + reviews[1].documents, min_count=3)
+    tokens = keras.utils.pad_sequences(
+        [vocab.encode([w for s in documents[i] for w in s]) for i in order], maxlen=120)
+    labels = labels[order]
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.layers.Embedding(len(vocab), 8),
+        keras.layers.GlobalAveragePooling1D(),
+        keras.layers.Dropout(0.5),
+        keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer=PSGLD(learning_rate=3e-3, num_examples=200, seed=0),
+                  loss="binary_crossentropy")
+    collector = SampleCollector(_batches(tokens[200:], labels[200:]), kind="classification",
+                                burn_in_epochs=1, thin=4)
+    model.fit(tokens[:200], labels[:200], batch_size=25, epochs=3, verbose=0,
+              callbacks=[collector])
+    samples = collector.samples()
+    assert collector.steps == [12, 16, 20, 24]  # 8 steps per epoch
+    mean, std = samples.average_probabilities()
+    assert mean.shape == std.shape == (100, 2)
+    np.testing.assert_allclose(mean.sum(axis=1), 1.0, rtol=1e-6)
+    assert (std > 0).all()
+    np.testing.assert_array_equal(samples.labels, labels[200:].astype(int))
+    last = collector.samples()._predictions[-1]
+    direct = np.asarray(model.predict(tokens[200:], verbose=0))[:, 0]
+    np.testing.assert_allclose(last[:, 1], direct, rtol=1e-5, atol=1e-6)
+    assert samples.accuracy() == float((mean.argmax(1) == labels[200:]).mean())
+
+
+def _batches(x, y, batch_size=50):
+    import tensorflow as tf
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size)
