@@ -39,6 +39,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "nltk>=3.9"],
+        "bench": ["matplotlib>=3.8"],
     },
     entry_points={"console_scripts": ["tfktopic=tfktopic.cli:main"]},
     classifiers=[

@@ -19,7 +19,9 @@ from keras import ops
 
 from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 
-__all__ = ["LSTMLanguageModel"]
+__all__ = ["LSTMLanguageModel", "CELLS"]
+
+CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "rnn": keras.layers.SimpleRNN}
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -35,6 +37,8 @@ class LSTMLanguageModel(keras.Model):
             before the softmax (non-recurrent connections only).
         document_level: carry the state across the J sentences of a ``[B, J, T]``
             batch (document-level baseline) instead of restarting every window.
+        cell: "lstm" (default), "gru" or "rnn" (a simple tanh RNN), all fused
+            Keras recurrent layers (the char-level comparison of Gan et al.).
         embeddings: optional ``[vocab_size, embedding_dim]`` matrix (e.g. from
             `tfktopic.data.embeddings.embedding_matrix`) to initialise the
             embedding; it is saved with the weights, not in the config.
@@ -47,7 +51,7 @@ class LSTMLanguageModel(keras.Model):
     """
 
     def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
-                 document_level=False, embeddings=None, **kwargs):
+                 document_level=False, embeddings=None, cell="lstm", **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
                             ("hidden_dim", hidden_dim), ("num_layers", num_layers)):
@@ -55,6 +59,9 @@ class LSTMLanguageModel(keras.Model):
                 raise ValueError(f"{name} must be >= 1, got {value}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if cell not in CELLS:
+            raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
+        self.cell = cell
         self.vocab_size = int(vocab_size)
         self.embedding_dim = int(embedding_dim)
         self.hidden_dim = int(hidden_dim)
@@ -64,7 +71,7 @@ class LSTMLanguageModel(keras.Model):
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, mask_zero=self.document_level,
             weights=None if embeddings is None else [embeddings], name="embedding")
-        self.lstms = [keras.layers.LSTM(self.hidden_dim, return_sequences=True, name=f"lstm_{i}")
+        self.lstms = [CELLS[cell](self.hidden_dim, return_sequences=True, name=f"{cell}_{i}")
                       for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
@@ -119,4 +126,4 @@ class LSTMLanguageModel(keras.Model):
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim,
                 "num_layers": self.num_layers, "dropout": self.dropout,
-                "document_level": self.document_level}
+                "document_level": self.document_level, "cell": self.cell}

@@ -1,0 +1,186 @@
+"""SG-MCMC benchmarks (issue 5): optimizer step time and PTB quality with averaging.
+
+Speed (``python -m benchmarks.speed --models psgld_lstm,sgld_lstm``):
+    seconds per training step of the same 2-layer LSTM LM under pSGLD vs
+    RMSprop (and SGLD vs SGD), and the test-time cost of averaging S samples.
+Quality (``python -m benchmarks.quality --models psgld_lstm``):
+    PTB, 2-layer LSTM, the same epoch budget: pSGLD with thinned sample
+    averaging vs a single RMSprop model (Gan et al. Table 7), and the
+    perplexity-vs-number-of-samples curves of thinned / forward / backward
+    collection (Fig. 2), written as JSON and PNG next to the output.
+"""
+
+import json
+import pathlib
+import time
+
+import keras
+import numpy as np
+
+from benchmarks.common import MissingData, peak_memory_mb, record, shared_file, time_train_steps
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+
+
+def _lstm(vocab_size, hidden, layers=2, dropout=0.0, seed=0):
+    from tfktopic.models import LSTMLanguageModel
+
+    keras.utils.set_random_seed(seed)
+    return LSTMLanguageModel(vocab_size, embedding_dim=hidden, hidden_dim=hidden,
+                             num_layers=layers, dropout=dropout)
+
+
+def _random_windows(vocab_size, batch_size, steps, num_batches=8, seed=0):
+    from tfktopic.bayes.setups import window_dataset
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(4, vocab_size, size=(num_batches, batch_size, steps + 1)).astype(np.int32)
+    return window_dataset(ids[..., :-1], ids[..., 1:], batch_size, shuffle=False)
+
+
+def speed_optimizers(quick):
+    """Step time of pSGLD / RMSprop and SGLD / SGD on the PTB-small LSTM."""
+    from tfktopic.bayes import PSGLD, SGLD
+
+    vocab, hidden, batch, steps = 10_000, (64 if quick else 200), 20, 20
+    data = _random_windows(vocab, batch, steps)
+    timed = 10 if quick else 40
+    config = {"vocab_size": vocab, "hidden_dim": hidden, "num_layers": 2, "batch_size": batch,
+              "num_steps": steps, "timed_steps": timed}
+    times = {}
+    for name, make in (("rmsprop_lstm", lambda: keras.optimizers.RMSprop(1e-3, rho=0.99)),
+                       ("psgld_lstm", lambda: PSGLD(1e-3, num_examples=900_000, seed=0)),
+                       ("sgd_lstm", lambda: keras.optimizers.SGD(1.0)),
+                       ("sgld_lstm", lambda: SGLD(1.0, num_examples=900_000, seed=0))):
+        model = _lstm(vocab, hidden)
+        model.compile(optimizer=make())
+        times[name] = time_train_steps(model, data, steps=timed)
+    out = [record("speed", "psgld_lstm", "step_time", times["psgld_lstm"], "rmsprop_lstm",
+                  times["rmsprop_lstm"], protocol="train step", dataset="random ids",
+                  config=config),
+           record("speed", "sgld_lstm", "step_time", times["sgld_lstm"], "rmsprop_lstm",
+                  times["rmsprop_lstm"], protocol="train step", dataset="random ids",
+                  config={**config, "sgd_step_time": times["sgd_lstm"],
+                          "sgld_over_sgd": times["sgld_lstm"] / times["sgd_lstm"]})]
+    out.append(_averaging_cost(vocab, hidden, quick))
+    return out
+
+
+def _averaging_cost(vocab, hidden, quick):
+    """Test-time cost of averaging S samples vs evaluating one model."""
+    from tfktopic.bayes import SampleCollector
+
+    samples = 5 if quick else 20
+    test = _random_windows(vocab, 20, 20, num_batches=20 if quick else 100, seed=1)
+    model = _lstm(vocab, hidden)
+    model.compile(optimizer="sgd")
+    collector = SampleCollector(test)
+    collector.set_model(model)
+    collector.collect(0)  # trace once
+    start = time.perf_counter()
+    for s in range(samples):
+        collector.collect(s + 1)
+    predict_time = (time.perf_counter() - start) / samples
+    stored = collector.samples()
+    start = time.perf_counter()
+    stored.perplexity()
+    combine_time = time.perf_counter() - start
+    tokens = 20 * 20 * (20 if quick else 100)
+    return record("speed", "psgld_lstm", "averaging_time", samples * predict_time + combine_time,
+                  "rmsprop_lstm", predict_time, protocol=f"evaluate {tokens} tokens",
+                  dataset="random ids",
+                  config={"num_samples": samples + 1, "per_sample_eval_s": predict_time,
+                          "combine_s": combine_time, "hidden_dim": hidden})
+
+
+def quality_ptb(quick):
+    """PTB: pSGLD + thinned averaging vs a single RMSprop model, same budget."""
+    from tfktopic.bayes import SampleCollector
+    from tfktopic.bayes.setups import optimizer, ptb_data
+    from tfktopic.data import Vocabulary, read_ptb
+    from tfktopic.evaluation import evaluate_perplexity
+
+    try:
+        ptb_dir = shared_file("ptb/ptb.train.txt").parent
+    except MissingData:
+        raise
+    vocab = Vocabulary.build(read_ptb(ptb_dir / "ptb.train.txt"), min_count=1)
+    hidden = 64 if quick else 200
+    epochs = 2 if quick else 4
+    batch = 32
+    lr = 2e-3
+    data = ptb_data(ptb_dir, vocab, num_steps=20, batch_size=batch,
+                    limit_tokens=120_000 if quick else None)
+    steps_per_epoch = sum(1 for _ in data["train"])
+    config = {"hidden_dim": hidden, "num_layers": 2, "num_steps": 20, "batch_size": batch,
+              "epochs": epochs, "learning_rate": lr, "dropout": 0.0,
+              "train_tokens": data["num_train_tokens"], "steps_per_epoch": steps_per_epoch,
+              "rmsprop": "pSGLD preconditioner at T=0 (rho 0.99, eps outside sqrt)"}
+    protocol = "independent 20-token windows from a zero state (Theano 'random' setup)"
+
+    start = time.perf_counter()
+    rms = _lstm(len(vocab), hidden)
+    rms.compile(optimizer=optimizer("rmsprop", lr, clipnorm=5.0))
+    rms.fit(data["train"], epochs=epochs, verbose=2)
+    rms_ppl = evaluate_perplexity(rms, data["test"]).perplexity
+    rms_time = time.perf_counter() - start
+
+    start = time.perf_counter()
+    burn_in = epochs // 2
+    thin = max(1, steps_per_epoch // 8)
+    collector = SampleCollector({"test": data["test"]}, burn_in_epochs=burn_in, thin=thin,
+                                directory=RESULTS / ("ptb_samples_quick" if quick else
+                                                     "ptb_samples"))
+    if collector.num_samples:
+        raise RuntimeError(f"{collector.directory} already holds samples; remove it first")
+    sampler = _lstm(len(vocab), hidden)
+    sampler.compile(optimizer=optimizer("psgld", lr, num_examples=data["num_train_tokens"],
+                                        clipnorm=5.0, seed=0))
+    sampler.fit(data["train"], epochs=epochs, verbose=2, callbacks=[collector])
+    psgld_time = time.perf_counter() - start
+    samples = collector.samples("test")
+    averaged = samples.perplexity()
+    last = float(samples.sample_perplexities()[-1])
+    curves = {scheme: samples.curve(scheme) for scheme in ("thinned", "forward", "backward")}
+    _save_curves(curves, quick, {"rmsprop": rms_ppl, "last_sample": last})
+    config = {**config, "num_samples": len(samples), "burn_in_epochs": burn_in,
+              "thin_steps": thin, "rmsprop_seconds": rms_time, "psgld_seconds": psgld_time,
+              "peak_memory_mb": peak_memory_mb()}
+    return [
+        record("quality", "psgld_lstm", "perplexity", averaged, "rmsprop_lstm", rms_ppl,
+               protocol=protocol + f"; average of all {len(samples)} thinned samples",
+               dataset="PTB test", config=config),
+        record("quality", "psgld_lstm_last_sample", "perplexity", last, "rmsprop_lstm", rms_ppl,
+               protocol=protocol + "; the last sample alone", dataset="PTB test", config=config),
+    ]
+
+
+def _save_curves(curves, quick, references):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS / ("ptb_sample_curve_quick" if quick else "ptb_sample_curve")
+    stem.with_suffix(".json").write_text(json.dumps({"curves": curves,
+                                                     "references": references}, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: curve written as JSON only "
+              "(pip install 'tfktopic[bench]')")
+        return
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for scheme, points in curves.items():
+        ax.plot([s for s, _ in points], [v for _, v in points], label=scheme)
+    ax.axhline(references["rmsprop"], color="grey", linestyle="--", label="RMSprop (single)")
+    ax.set_xlabel("number of samples")
+    ax.set_ylabel("test perplexity")
+    ax.set_title("PTB, pSGLD: averaging over samples (cf. Gan et al. Fig. 2)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(stem.with_suffix(".png"), dpi=120)
+    plt.close(fig)
+
+
+SPEED = {"psgld_lstm": speed_optimizers}
+QUALITY = {"psgld_lstm": quality_ptb}

@@ -1,0 +1,213 @@
+"""The experimental setups of Gan et al. (2017) as presets, data and model builders.
+
+One place for what the scripts (``scripts/sgmcmc_*.py``) and the benchmarks
+(``benchmarks/sgmcmc.py``) share (reference sgmcmc_and_topicrnn.md §A3):
+
+* PTB word-level LM, 2-layer LSTM small / medium / large (200 / 650 / 1500),
+  20 unrolled steps, "random" minibatches: independent windows from a zero
+  state, the Theano code's setup. (Zaremba's "successive" minibatches, with
+  the state carried from batch to batch, need a stateful LSTM and are not
+  provided yet.)
+* War and Peace character-level LM, 2-layer 128-unit LSTM / GRU / RNN,
+  100 x 100 character batches.
+* Sentence classification by a bidirectional LSTM (200 per direction, 400
+  concatenated), dropout 0.5, here on IMDB sentiment.
+
+Every builder returns plain Keras objects, so users can swap optimizers:
+`optimizer(name, ...)` gives SGD / RMSprop / SGLD / pSGLD with the paper's
+step sizes and the right `num_examples`.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfktopic.bayes.sgmcmc import PSGLD, SGLD
+from tfktopic.data.contexts import stream_arrays
+from tfktopic.data.corpora import Corpus
+
+__all__ = ["PTB_PRESETS", "CHAR_PRESETS", "CLASSIFIER_PRESETS", "optimizer", "window_dataset",
+           "ptb_data", "char_data", "bilstm_classifier"]
+
+# Table 4 sizes; learning rates of the authors' code (SGD/SGLD "lr" 1 on the
+# mean token loss, pSGLD/RMSprop 1e-3), dropout 0.5 (paper) / 0.65 (code, large).
+PTB_PRESETS = {
+    "small": {"hidden_dim": 200, "embedding_dim": 200, "num_layers": 2, "num_steps": 20,
+              "batch_size": 20, "dropout": 0.5, "clipnorm": 5.0, "sgd_lr": 1.0,
+              "rmsprop_lr": 1e-3, "epochs": 13},
+    "medium": {"hidden_dim": 650, "embedding_dim": 650, "num_layers": 2, "num_steps": 20,
+               "batch_size": 20, "dropout": 0.5, "clipnorm": 5.0, "sgd_lr": 1.0,
+               "rmsprop_lr": 1e-3, "epochs": 39},
+    "large": {"hidden_dim": 1500, "embedding_dim": 1500, "num_layers": 2, "num_steps": 20,
+              "batch_size": 20, "dropout": 0.65, "clipnorm": 10.0, "sgd_lr": 1.0,
+              "rmsprop_lr": 1e-3, "epochs": 55},
+}
+
+# Karpathy et al.'s setup used by Gan et al. Table 3: pSGLD lr 2e-3, 20 epochs,
+# burn-in 4 epochs, a sample every half epoch, 32 samples.
+CHAR_PRESETS = {
+    "paper": {"hidden_dim": 128, "embedding_dim": 128, "num_layers": 2, "num_steps": 100,
+              "batch_size": 100, "rmsprop_lr": 2e-3, "epochs": 20, "burn_in_epochs": 4,
+              "samples_per_epoch": 2, "max_samples": 32, "dropout": 0.0},
+}
+
+# §5.3: BiLSTM 200 per direction, dropout 0.5 on embeddings and on the
+# concatenated state, pSGLD lr 1e-3, batch 50, 20 epochs, averaging after epoch 1.
+CLASSIFIER_PRESETS = {
+    "paper": {"units": 200, "embedding_dim": 300, "dropout": 0.5, "rmsprop_lr": 1e-3,
+              "batch_size": 50, "epochs": 20, "burn_in_epochs": 1, "max_len": 400},
+}
+
+OPTIMIZERS = ("sgd", "rmsprop", "sgld", "psgld")
+
+
+def optimizer(name, learning_rate, num_examples=None, clipnorm=None, seed=None, **kwargs):
+    """An optimizer of the paper's comparisons.
+
+    Args:
+        name: "sgd", "rmsprop", "sgld" or "psgld".
+        learning_rate: step size on SGD's / RMSprop's scale (see `SGLD`).
+        num_examples: N, training units the loss is averaged over (tokens for
+            LMs, sentences for classifiers); required by SGLD / pSGLD.
+        clipnorm: gradient norm clipping (per variable, as Keras).
+        seed: noise seed of SGLD / pSGLD.
+        **kwargs: passed to the optimizer.
+
+    Returns:
+        A `keras.optimizers.Optimizer`.
+    """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    if name == "sgd":
+        return keras.optimizers.SGD(learning_rate, clipnorm=clipnorm, **kwargs)
+    if name == "rmsprop":
+        # pSGLD's preconditioner without noise: rho 0.99, epsilon outside.
+        return PSGLD(learning_rate, num_examples=num_examples or 1, temperature=0.0,
+                     prior_precision=0.0, clipnorm=clipnorm, **kwargs)
+    if num_examples is None:
+        raise ValueError(f"optimizer {name!r} needs num_examples (N)")
+    cls = SGLD if name == "sgld" else PSGLD
+    return cls(learning_rate, num_examples=num_examples, clipnorm=clipnorm, seed=seed, **kwargs)
+
+
+def window_dataset(inputs, targets, batch_size, shuffle=True, seed=0, drop_remainder=True):
+    """Independent LM windows ("random minibatches"), zero initial state each.
+
+    Args:
+        inputs, targets: int32 [num_batches, B, T] from `stream_arrays` (the
+            windows are regrouped, so B there need not equal `batch_size`).
+        batch_size: windows per batch.
+        shuffle: shuffle windows every epoch (seeded).
+        seed: shuffle seed.
+        drop_remainder: static batch size.
+
+    Returns:
+        A tf.data.Dataset of dicts ``tokens``, ``targets``, ``mask``.
+    """
+    steps = inputs.shape[-1]
+    x = np.asarray(inputs, np.int32).reshape(-1, steps)
+    y = np.asarray(targets, np.int32).reshape(-1, steps)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {"tokens": x, "targets": y, "mask": np.ones_like(x, np.float32)})
+    if shuffle:
+        dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def ptb_data(ptb_dir, vocab, num_steps=20, batch_size=20, limit_tokens=None):
+    """PTB train / valid / test windows of `num_steps` tokens.
+
+    Args:
+        ptb_dir: folder with ``ptb.{train,valid,test}.txt``.
+        vocab: a `Vocabulary` built on the training part.
+        num_steps: unrolled steps T.
+        batch_size: windows per batch.
+        limit_tokens: keep only about this many tokens of every part (quick runs).
+
+    Returns:
+        dict with ``train`` (shuffled), ``valid``, ``test`` (in order) datasets
+        and ``num_train_tokens`` (N for SG-MCMC).
+    """
+    from tfktopic.data.corpora import read_ptb
+    import pathlib
+
+    parts = {}
+    for name in ("train", "valid", "test"):
+        corpus = read_ptb(pathlib.Path(ptb_dir) / f"ptb.{name}.txt")
+        if limit_tokens:
+            corpus = _limit(corpus, limit_tokens if name == "train" else limit_tokens // 8)
+        parts[name] = stream_arrays(corpus, vocab, batch_size, num_steps)
+    return {
+        "train": window_dataset(*parts["train"], batch_size, shuffle=True),
+        "valid": window_dataset(*parts["valid"], batch_size, shuffle=False),
+        "test": window_dataset(*parts["test"], batch_size, shuffle=False),
+        "num_train_tokens": int(parts["train"][0].size),
+    }
+
+
+def _limit(corpus, num_tokens):
+    kept, total = [], 0
+    for document in corpus.documents:
+        kept.append(document)
+        total += sum(len(s) + 1 for s in document)
+        if total >= num_tokens:
+            break
+    return Corpus(kept, source=corpus.source)
+
+
+def char_data(path, num_steps=100, batch_size=100, fractions=(0.8, 0.1, 0.1), limit_chars=None):
+    """Character-level train / valid / test windows of a text file (War and Peace).
+
+    The text is split contiguously by `fractions` (Karpathy et al.: 260 / 32 /
+    33 batches of 100 x 100); every character, newline included, is a token.
+
+    Returns:
+        dict with ``train``, ``valid``, ``test`` datasets, ``vocab`` (a
+        `Vocabulary` of characters) and ``num_train_tokens``.
+    """
+    from tfktopic.data.corpora import _decoded_lines
+    from tfktopic.data.vocab import Vocabulary
+
+    text = "".join(line + "\n" for _, line in _decoded_lines(path))
+    if limit_chars:
+        text = text[:limit_chars]
+    bounds = np.cumsum([0] + [int(f * len(text)) for f in fractions])
+    pieces = [list(text[bounds[i]:bounds[i + 1]]) for i in range(3)]
+    vocab = Vocabulary.build([[pieces[0]]], min_count=1)
+    out = {"vocab": vocab}
+    for name, piece in zip(("train", "valid", "test"), pieces):
+        arrays = stream_arrays(Corpus([[piece]]), vocab, batch_size, num_steps)
+        out[name] = window_dataset(*arrays, batch_size, shuffle=name == "train")
+        if name == "train":
+            out["num_train_tokens"] = int(arrays[0].size)
+    return out
+
+
+def bilstm_classifier(vocab_size, units=200, embedding_dim=300, dropout=0.5, embeddings=None,
+                      num_classes=2):
+    """Gan et al.'s sentence classifier: a bidirectional LSTM over word vectors.
+
+    The final states of both directions are concatenated (2 x `units`), with
+    dropout on the embeddings and on the concatenated state.
+
+    Args:
+        vocab_size: vocabulary size (id 0 is padding, masked).
+        units: LSTM units per direction (the code's n_h = 200).
+        embedding_dim: word vector size (300 for word2vec).
+        dropout: dropout rate (0.5).
+        embeddings: optional [vocab_size, embedding_dim] initial matrix.
+        num_classes: 2 gives one sigmoid unit, more a softmax.
+
+    Returns:
+        An uncompiled `keras.Sequential`.
+    """
+    layers = [
+        keras.layers.Embedding(vocab_size, embedding_dim, mask_zero=True,
+                               weights=None if embeddings is None else [embeddings]),
+        keras.layers.Dropout(dropout),
+        keras.layers.Bidirectional(keras.layers.LSTM(units)),
+        keras.layers.Dropout(dropout),
+        keras.layers.Dense(1 if num_classes == 2 else num_classes,
+                           activation="sigmoid" if num_classes == 2 else "softmax"),
+    ]
+    return keras.Sequential(layers, name="bilstm_classifier")
