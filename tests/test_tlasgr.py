@@ -1,0 +1,563 @@
+"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr).
+
+Topic recovery uses documents generated from a known (r)GBN and runs the
+sampler with the generator's **true theta** given (theta is the encoder's job
+in the model; with theta fixed the topic labels are identified, so the
+Hungarian matching must come out as the identity).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic.bayes.sgmcmc import stateless_standard_normal
+from tfktopic.bayes.tlasgr import (
+    REALMIN,
+    TLASGRTopics,
+    binomial,
+    counter_uniform,
+    crt,
+    multinomial_split,
+    random_key,
+)
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+try:
+    from scipy.optimize import linear_sum_assignment
+except ImportError:  # pragma: no cover - scipy is a test dependency in practice
+    linear_sum_assignment = None
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+def _column_cosines(estimate, truth):
+    a = estimate / np.linalg.norm(estimate, axis=0)
+    b = truth / np.linalg.norm(truth, axis=0)
+    return b.T @ a  # [true topic, estimated topic]
+
+
+def _matched_cosine(estimate, truth):
+    """Mean cosine of true/estimated columns under the best one-to-one matching.
+
+    Hungarian matching (scipy) when available, else greedy. Returns
+    (mean matched cosine, estimated column matched to each true column).
+    """
+    sim = _column_cosines(estimate, truth)
+    if linear_sum_assignment is not None:
+        rows, cols = linear_sum_assignment(-sim)
+    else:
+        rows, cols, free = np.arange(len(sim)), np.zeros(len(sim), int), set(range(len(sim)))
+        for r in rows:
+            cols[r] = max(free, key=lambda c: sim[r, c])
+            free.remove(cols[r])
+    return float(sim[rows, cols].mean()), cols
+
+
+def _direct_cosine(estimate, truth):
+    return float(np.mean(np.diag(_column_cosines(estimate, truth))))
+
+
+def _generate(rng, vocab_size, topic_sizes, num_docs, num_sentences, recurrent,
+              top_shape=0.5, top_mean=30.0):
+    """Documents from an (r)GBN with known Phi, Pi (reference rgbn_rnn.md §1.1).
+
+    theta^L_1 (and every theta^L_j without recurrence) ~ Gam(top_shape, mean
+    top_mean): the top prior is not learned by the sampler, so it is chosen
+    to give ~100 tokens per sentence and documents that differ. Below:
+    theta^l_j ~ Gam(Phi^{l+1} theta^{l+1}_j + Pi^l theta^l_{j-1}, 1),
+    d_j ~ Pois(Phi^1 theta^1_j). Phi^1 columns ~ Dir(0.05) (peaked topics),
+    Phi^l (l > 1) ~ Dir(0.3); Pi^l = 0.8 * cyclic shift + 0.2 * Dir(1)
+    (far from both the uniform and the identity start).
+    """
+    rows = (vocab_size,) + tuple(topic_sizes[:-1])
+    phis = [rng.dirichlet(np.full(r, 0.05 if l == 0 else 0.3), size=k).T
+            for l, (r, k) in enumerate(zip(rows, topic_sizes))]
+    pis = [0.8 * np.roll(np.eye(k), 1, axis=0) + 0.2 * rng.dirichlet(np.ones(k), size=k).T
+           for k in topic_sizes]
+    top = len(topic_sizes) - 1
+    thetas = [np.zeros((num_docs, num_sentences, k)) for k in topic_sizes]
+    for j in range(num_sentences):
+        for l in reversed(range(len(topic_sizes))):
+            if l == top and (j == 0 or not recurrent):
+                thetas[l][:, j] = rng.gamma(top_shape, top_mean / top_shape,
+                                            size=(num_docs, topic_sizes[l]))
+                continue
+            shape = np.zeros((num_docs, topic_sizes[l]))
+            if l < top:
+                shape += thetas[l + 1][:, j] @ phis[l + 1].T
+            if recurrent and j > 0:
+                shape += thetas[l][:, j - 1] @ pis[l].T
+            thetas[l][:, j] = rng.gamma(np.maximum(shape, 1e-6), 1.0)
+    bow = rng.poisson(thetas[0] @ phis[0].T).astype("float32")
+    return phis, pis, [t.astype("float32") for t in thetas], bow
+
+
+def _run_sampler(topics, bow, thetas, steps, batch_size, rng):
+    update = tf.function(topics.update)
+    for _ in range(steps):
+        idx = rng.choice(len(bow), batch_size, replace=False)
+        update(tf.constant(bow[idx]), [tf.constant(t[idx]) for t in thetas])
+
+
+# --------------------------------------------------------------------------
+# 1. Counter-based random numbers and the augmentation samplers
+# --------------------------------------------------------------------------
+def test_counter_uniform_is_uniform_deterministic_and_key_dependent():
+    counters = tf.range(200_000, dtype=tf.int64)
+    u = counter_uniform(random_key(3, step=7, stream=1), counters).numpy()
+    assert 0.0 < u.min() and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.003 and abs(u.var() - 1 / 12) < 0.002
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+    hist = np.histogram(u, bins=20, range=(0, 1))[0]
+    assert np.all(np.abs(hist - 10_000) < 500)
+    np.testing.assert_array_equal(u, counter_uniform(random_key(3, 7, 1), counters).numpy())
+    for other in (random_key(4, 7, 1), random_key(3, 8, 1), random_key(3, 7, 2)):
+        v = counter_uniform(other, counters).numpy()
+        assert abs(np.corrcoef(u, v)[0, 1]) < 0.01
+
+
+def test_crt_matches_exact_mean_and_variance():
+    m = np.array([1, 3, 10, 50, 0], np.float32)
+    r = np.array([0.1, 1.0, 5.0, 0.7, 2.0], np.float32)
+    draws = crt(np.tile(m, (20_000, 1)), r, key=1).numpy()
+    p = [r[c] / (r[c] + np.arange(int(m[c]))) for c in range(len(m))]
+    mean = np.array([q.sum() for q in p])           # sum_{i<m} r / (r + i)
+    var = np.array([(q * (1 - q)).sum() for q in p])
+    se = np.sqrt(var / len(draws)) + 1e-9
+    assert np.all(np.abs(draws.mean(0) - mean) < 5 * se), (draws.mean(0), mean)
+    np.testing.assert_allclose(draws.var(0), var, rtol=0.06, atol=1e-9)
+    assert np.all(draws[:, :4] >= 1) and np.all(draws[:, 4] == 0)
+    assert np.all(draws <= m)
+    # r = 0: the first customer still opens a table (as the released Crt_Sample).
+    np.testing.assert_array_equal(crt(np.array([[4.0]]), 0.0, key=2).numpy(), [[1.0]])
+
+
+def test_binomial_matches_exact_mean_and_variance():
+    n = np.array([10, 3, 25, 0], np.float32)
+    p = np.array([0.3, 0.9, 0.02, 0.5], np.float32)
+    draws = binomial(np.tile(n, (20_000, 1)), p, key=5).numpy()
+    se = np.sqrt(n * p * (1 - p) / len(draws)) + 1e-9
+    assert np.all(np.abs(draws.mean(0) - n * p) < 5 * se)
+    np.testing.assert_allclose(draws.var(0), n * p * (1 - p), rtol=0.06)
+
+
+def test_multinomial_split_matches_exact_moments_and_conserves_counts():
+    rng = np.random.default_rng(0)
+    num_docs, topics = 10_000, 4
+    phi = rng.dirichlet(np.full(3, 5.0), size=topics).T.astype("float32")   # [R=3, K]
+    theta = np.array([[[1.0, 2.0, 0.5, 1.5]]], np.float32)
+    counts = np.zeros((num_docs, 2, 3), np.float32)
+    counts[:, 0, 1] = 7           # sentence 0: 7 tokens of word 1
+    counts[:, 1, 2] = 3           # sentence 1: 3 tokens of word 2
+    phi_counts, topic_counts = multinomial_split(
+        counts, phi, np.tile(theta, (num_docs, 2, 1)), key=9)
+    phi_counts, topic_counts = phi_counts.numpy(), topic_counts.numpy()
+    for sentence, word, n in ((0, 1, 7), (1, 2, 3)):
+        prob = phi[word] * theta[0, 0] / np.sum(phi[word] * theta[0, 0])
+        x = topic_counts[:, sentence]
+        se = np.sqrt(n * prob * (1 - prob) / num_docs)
+        assert np.all(np.abs(x.mean(0) - n * prob) < 5 * se)
+        np.testing.assert_allclose(x.var(0), n * prob * (1 - prob), rtol=0.08)
+        np.testing.assert_array_equal(x.sum(1), n)                 # per entry conserved
+        np.testing.assert_array_equal(phi_counts[word].sum(), n * num_docs)
+    assert phi_counts[0].sum() == 0
+    np.testing.assert_array_equal(phi_counts.sum(0), topic_counts.sum((0, 1)))
+
+
+def test_multinomial_split_with_all_zero_weights_is_uniform_not_topic_zero():
+    # theta underflow (reference §8.6) must not dump every count on topic 0.
+    _, topic_counts = multinomial_split(np.full((1, 1, 1), 4000.0, np.float32),
+                                        np.full((1, 4), 0.25, np.float32),
+                                        np.zeros((1, 1, 4), np.float32), key=1)
+    counts = topic_counts.numpy().ravel()
+    assert counts.sum() == 4000 and np.all(np.abs(counts - 1000) < 150)
+
+
+def test_augmented_counts_do_not_depend_on_how_the_batch_is_split():
+    """The draws are keyed on global document positions: two half batches with
+    offsets sum to exactly the full batch's counts (the MirroredStrategy rule)."""
+    rng = np.random.default_rng(1)
+    _, _, thetas, bow = _generate(rng, 30, (5, 3), 6, 4, recurrent=True)
+    topics = TLASGRTopics(30, (5, 3), num_documents=60, seed=4)
+    step = tf.constant(3, tf.int64)
+    full = topics.augment(bow, thetas, step=step)
+    first = topics.augment(bow[:4], [t[:4] for t in thetas], step=step, offset=0)
+    second = topics.augment(bow[4:], [t[4:] for t in thetas], step=step, offset=4)
+    flat = lambda counts: [c.numpy() for group in counts for c in group]
+    for whole, a, b in zip(flat(full), flat(first), flat(second)):
+        np.testing.assert_array_equal(whole, a + b)
+    assert sum(c.sum() for c in flat(full)) > 0
+    # ... and a different step draws differently.
+    other = flat(topics.augment(bow, thetas, step=tf.constant(4, tf.int64)))
+    assert any(not np.array_equal(a, b) for a, b in zip(flat(full), other))
+
+
+# --------------------------------------------------------------------------
+# 2. The Riemannian simplex update against a NumPy transcription of §4.3
+# --------------------------------------------------------------------------
+def _numpy_tlasgr(x, counts, m, prior, t, rho, floor, noise):
+    """Reference rgbn_rnn.md §4.3, line by line (float64)."""
+    eps = ((20 + t + 1) / 21) ** -0.7
+    scaled = rho * counts
+    m = scaled.sum(0) if t == 0 else (1 - (t + 1) ** -0.9) * m + (t + 1) ** -0.9 * scaled.sum(0)
+    m_bar = np.maximum(m, floor)
+    post = scaled + prior
+    new = x + eps / m_bar * (post - post.sum(0) * x) + np.sqrt(eps * 2 * x / m_bar) * noise
+    new = new - (new.sum(0) - 1) * x
+    if (new <= 0).any():
+        new = np.maximum(new, 0)
+        new = new / np.maximum(new.sum(0), REALMIN)
+    return new, m
+
+
+@pytest.mark.parametrize("step", [0, 5])
+@pytest.mark.parametrize("floor", [None, 2.2e-20])
+def test_apply_counts_matches_numpy_reference(step, floor):
+    rng = np.random.default_rng(step)
+    topics = TLASGRTopics(12, (4, 3), num_documents=100, seed=21, preconditioner_floor=floor)
+    topics.iterations.assign(step)
+    phi_counts = [rng.poisson(3.0, size=(12, 4)).astype("float32"),
+                  rng.poisson(2.0, size=(4, 3)).astype("float32")]
+    phi_counts[0][:, 2] = 0                       # an empty topic: the floor matters
+    pi_counts = [rng.poisson(1.0, size=(4, 4)).astype("float32"),
+                 rng.poisson(1.0, size=(3, 3)).astype("float32")]
+    old = [v.numpy().astype("float64") for v in topics.phi + topics.pi]
+    pre = [rng.uniform(50, 500, size=v.shape[1]) for v in topics.phi + topics.pi]
+    for var, value in zip(topics.phi_preconditioners + topics.pi_preconditioners, pre):
+        var.assign(value.astype("float32"))
+    stats = topics.apply_counts(phi_counts, pi_counts, batch_size=10)
+    assert int(topics.iterations.numpy()) == step + 1
+    priors = [0.1, 0.1, 1.0, 1.0]
+    for index, (var, counts) in enumerate(zip(topics.phi + topics.pi, phi_counts + pi_counts)):
+        noise = stateless_standard_normal(var.shape, 21, step * 4 + index, "float64").numpy()
+        floor_value = priors[index] * var.shape[0] if floor is None else floor
+        expected, m = _numpy_tlasgr(old[index], counts.astype("float64"),
+                                    np.float32(pre[index]).astype("float64"), priors[index],
+                                    step, 100 / 10, floor_value, noise)
+        np.testing.assert_allclose(var.numpy(), expected, atol=2e-6)
+        precond = (topics.phi_preconditioners + topics.pi_preconditioners)[index].numpy()
+        np.testing.assert_allclose(precond, m, rtol=1e-6)
+    assert stats["phi1_counts"] == phi_counts[0].sum()
+    assert float(stats["tlasgr_step_size"]) == pytest.approx(((21 + step) / 21) ** -0.7)
+
+
+# --------------------------------------------------------------------------
+# 3. Topic recovery on generated documents (true theta given)
+# --------------------------------------------------------------------------
+def test_recovers_the_topics_of_a_one_layer_gbn():
+    rng = np.random.default_rng(0)
+    phis, _, thetas, bow = _generate(rng, 40, (4,), 200, 4, recurrent=False)
+    topics = TLASGRTopics(40, (4,), num_documents=200, recurrent=False, seed=0)
+    chance, _ = _matched_cosine(topics.phi[0].numpy(), phis[0])   # random U(0,1) start
+    _run_sampler(topics, bow, thetas, steps=60, batch_size=20, rng=rng)
+    score, assignment = _matched_cosine(topics.phi[0].numpy(), phis[0])
+    assert chance < 0.5, chance
+    assert score > 0.97, (score, chance)
+    np.testing.assert_array_equal(assignment, np.arange(4))   # labels fixed by theta
+    assert topics.pi == []
+
+
+def test_recovers_phi_and_pi_of_a_two_layer_recurrent_gbn():
+    rng = np.random.default_rng(1)
+    phis, pis, thetas, bow = _generate(rng, 40, (6, 3), 200, 4, recurrent=True)
+    topics = TLASGRTopics(40, (6, 3), num_documents=200, recurrent=True, seed=1)
+    phi_chance = [_matched_cosine(p.numpy(), t)[0] for p, t in zip(topics.phi, phis)]
+    # Chance: the uniform start for Pi, the random U(0, 1) start for Phi.
+    pi_chance = [_direct_cosine(p.numpy(), t) for p, t in zip(topics.pi, pis)]
+    _run_sampler(topics, bow, thetas, steps=80, batch_size=20, rng=rng)
+    for layer, (estimate, truth) in enumerate(zip(topics.phi, phis)):
+        score, assignment = _matched_cosine(estimate.numpy(), truth)
+        assert score > 0.95, (layer, score, phi_chance)
+        np.testing.assert_array_equal(assignment, np.arange(truth.shape[1]))
+    for layer, (estimate, truth) in enumerate(zip(topics.pi, pis)):
+        score = _direct_cosine(estimate.numpy(), truth)
+        assert score > 0.9, (layer, score, pi_chance)
+    assert max(pi_chance) < 0.75 and max(phi_chance) < 0.8, (pi_chance, phi_chance)
+
+
+def test_identity_pi_is_stuck_on_dense_theta_and_uniform_start_recovers():
+    """The released code starts Pi at the identity. With dense theta (Gam(30, 1)
+    at the top) the off-diagonal entries never receive temporal counts; the
+    default `pi_init="uniform"` start recovers the cyclic Pi."""
+    rng = np.random.default_rng(2)
+    _, pis, thetas, bow = _generate(rng, 40, (4,), 200, 4, recurrent=True, top_shape=30.0)
+    scores = {}
+    for init in ("identity", "uniform"):
+        topics = TLASGRTopics(40, (4,), num_documents=200, seed=2, pi_init=init)
+        _run_sampler(topics, bow, thetas, steps=100, batch_size=20,
+                     rng=np.random.default_rng(3))
+        scores[init] = _direct_cosine(topics.pi[0].numpy(), pis[0])
+    assert scores["identity"] < 0.3 and scores["uniform"] > 0.85, scores
+
+
+# --------------------------------------------------------------------------
+# 4. Simplex, finiteness, shapes of the generative quantities
+# --------------------------------------------------------------------------
+def test_columns_stay_on_the_simplex_over_1000_updates_without_nan():
+    rng = np.random.default_rng(4)
+    vocab, sizes, batch, sentences = 20, (4, 3), 4, 3
+    topics = TLASGRTopics(vocab, sizes, num_documents=1000, seed=4)
+
+    @tf.function
+    def step(bow, thetas):
+        stats = topics.update(bow, thetas)
+        values = [tf.convert_to_tensor(v) for v in topics.phi + topics.pi]  # after the update
+        sum_error = tf.reduce_max([tf.reduce_max(tf.abs(tf.reduce_sum(v, 0) - 1.0))
+                                   for v in values])
+        minimum = tf.reduce_min([tf.reduce_min(v) for v in values])
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in values]
+                               + [tf.math.is_finite(v) for v in stats.values()])
+        return sum_error, minimum, finite
+
+    worst_sum, worst_min = 0.0, 0.0
+    for index in range(1000):
+        bow = rng.poisson(rng.uniform(0.0, 3.0), size=(batch, sentences, vocab))
+        bow[0] = 0                                         # an empty document
+        thetas = [rng.gamma(0.3, 10.0, size=(batch, sentences, k)) for k in sizes]
+        thetas[0][..., 0] = 0.0                            # a dead topic: zero counts
+        sum_error, minimum, finite = step(tf.constant(bow, tf.float32),
+                                          [tf.constant(t, tf.float32) for t in thetas])
+        assert bool(finite), index
+        worst_sum, worst_min = max(worst_sum, float(sum_error)), min(worst_min, float(minimum))
+    assert worst_sum < 1e-5 and worst_min >= 0.0, (worst_sum, worst_min)
+    for var in topics.phi_preconditioners + topics.pi_preconditioners:
+        assert np.all(np.isfinite(var.numpy()))
+    assert int(topics.iterations.numpy()) == 1000
+
+
+def test_gamma_shapes_poisson_rate_and_phi_products():
+    rng = np.random.default_rng(5)
+    sizes = (5, 4, 3)
+    thetas = [rng.gamma(1.0, 1.0, size=(2, 4, k)).astype("float32") for k in sizes]
+    for recurrent in (True, False):
+        topics = TLASGRTopics(9, sizes, num_documents=10, recurrent=recurrent, seed=5)
+        for var in topics.pi:  # a non-trivial Pi
+            x = rng.uniform(size=var.shape)
+            var.assign((x / x.sum(0)).astype("float32"))
+        phi = [v.numpy() for v in topics.phi]
+        pi = [v.numpy() for v in topics.pi]
+        rate, shapes = topics(thetas)
+        np.testing.assert_allclose(rate.numpy(), thetas[0] @ phi[0].T, rtol=1e-5)
+        for l, shape in enumerate(shapes):
+            expected = np.ones_like(thetas[l]) if l == 2 else thetas[l + 1] @ phi[l + 1].T
+            if recurrent:
+                previous = thetas[l][:, :-1] @ pi[l].T
+                if l == 2:
+                    expected[:, 1:] = previous
+                else:
+                    expected[:, 1:] += previous
+            np.testing.assert_allclose(shape.numpy(), expected, rtol=1e-5)
+        products = [p.numpy() for p in topics.phi_products()]
+        np.testing.assert_allclose(products[2], phi[0] @ phi[1] @ phi[2], rtol=1e-5)
+        assert [p.shape for p in products] == [(9, 5), (9, 4), (9, 3)]
+        for p in products:
+            np.testing.assert_allclose(p.sum(0), 1.0, atol=1e-5)
+
+
+def test_update_traces_once_for_dynamic_batch_and_sentence_counts():
+    topics = TLASGRTopics(12, (4, 3), num_documents=50, seed=8)
+    spec = [tf.TensorSpec((None, None, 12)),
+            [tf.TensorSpec((None, None, 4)), tf.TensorSpec((None, None, 3))]]
+    update = tf.function(topics.update, input_signature=spec)
+    rng = np.random.default_rng(8)
+    for batch, sentences in ((3, 5), (2, 1), (1, 2)):   # J = 1: no backward pass
+        bow = rng.poisson(2.0, size=(batch, sentences, 12)).astype("float32")
+        thetas = [rng.gamma(1.0, 5.0, size=(batch, sentences, k)).astype("float32")
+                  for k in (4, 3)]
+        stats = update(bow, thetas)
+        assert float(stats["phi1_counts"]) == bow.sum()   # every token is assigned
+        if sentences == 1:
+            assert float(stats["pi1_counts"]) == 0.0
+    assert update.experimental_get_tracing_count() == 1
+    for var in topics.phi + topics.pi:
+        np.testing.assert_allclose(var.numpy().sum(0), 1.0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# 5. Saving / checkpointing, update inside fit
+# --------------------------------------------------------------------------
+@keras.saving.register_keras_serializable(package="tfktopic_tests")
+class TopicsOnlyModel(keras.Model):
+    """The smallest model whose train_step runs TLASGRTopics.update."""
+
+    def __init__(self, topics_config, **kwargs):
+        super().__init__(**kwargs)
+        self.topics_config = topics_config
+        self.topics = TLASGRTopics(**topics_config)
+
+    def call(self, inputs):
+        return self.topics.poisson_rate(inputs["theta_1"])
+
+    def train_step(self, data):
+        return self.topics.update(data["bow"], [data["theta_1"], data["theta_2"]])
+
+    def get_config(self):
+        return {**super().get_config(), "topics_config": self.topics_config}
+
+
+def _topic_data(seed, num_docs=12):
+    rng = np.random.default_rng(seed)
+    _, _, thetas, bow = _generate(rng, 15, (4, 3), num_docs, 3, recurrent=True)
+    return {"bow": bow, "theta_1": thetas[0], "theta_2": thetas[1]}
+
+
+def test_update_runs_in_fit_and_keras_file_restores_state_exactly(tmp_path):
+    data = _topic_data(6)
+    config = {"vocab_size": 15, "topic_sizes": [4, 3], "num_documents": 12, "seed": 6}
+    model = TopicsOnlyModel(config)
+    model.compile(jit_compile=False)
+    history = model.fit(data, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    assert int(model.topics.iterations.numpy()) == 6
+    assert np.all(np.isfinite(history.history["phi1_change"]))
+    model({"theta_1": data["theta_1"][:1]})  # build (the weights already exist)
+    path = tmp_path / "topics.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert len(loaded.topics.weights) == len(model.topics.weights) == 9
+    for a, b in zip(model.topics.weights, loaded.topics.weights):
+        assert a.name == b.name
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # Resuming continues exactly as the uninterrupted run (the draws are keyed
+    # on the restored step counter and seed).
+    loaded.compile(jit_compile=False)
+    model.fit(data, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    loaded.fit(data, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(model.topics.weights, loaded.topics.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_tf_train_checkpoint_restores_phi_pi_counters_and_preconditioners(tmp_path):
+    data = _topic_data(7)
+    topics = TLASGRTopics(15, (4, 3), num_documents=12, seed=7)
+    update = tf.function(topics.update)
+    for start in (0, 6):
+        update(data["bow"][start:start + 6],
+               [data["theta_1"][start:start + 6], data["theta_2"][start:start + 6]])
+    saved = [w.numpy().copy() for w in topics.weights]
+    prefix = tf.train.Checkpoint(topics=topics).save(str(tmp_path / "ckpt"))
+    fresh = TLASGRTopics(15, (4, 3), num_documents=12, seed=7)
+    assert not np.array_equal(fresh.phi[0].numpy(), saved[0])  # a fresh start differs
+    tf.train.Checkpoint(topics=fresh).restore(prefix).assert_consumed()
+    for value, w in zip(saved, fresh.weights):
+        np.testing.assert_array_equal(value, w.numpy())
+    assert int(fresh.iterations.numpy()) == 2
+    assert np.all(fresh.phi_preconditioners[0].numpy() > 0)
+
+
+def test_get_config_round_trip():
+    topics = TLASGRTopics(30, [5, 3], num_documents=99, recurrent=False, seed=3,
+                          step_size=0.5, preconditioner_floor=1.0, pi_init="uniform")
+    clone = TLASGRTopics.from_config(topics.get_config())
+    assert clone.get_config() == topics.get_config()
+    np.testing.assert_array_equal(clone.phi[1].numpy(), topics.phi[1].numpy())  # same seed
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"vocab_size": 0}, "vocab_size"),
+    ({"topic_sizes": ()}, "topic_sizes"),
+    ({"topic_sizes": (4, 0)}, "topic_sizes"),
+    ({"topic_sizes": "abc"}, "topic_sizes"),
+    ({"num_documents": 0}, "num_documents"),
+    ({"seed": -1}, "seed"),
+    ({"step_size": 0.0}, "step_size"),
+    ({"phi_prior": -1.0}, "phi_prior"),
+    ({"preconditioner_floor": 0.0}, "preconditioner_floor"),
+    ({"pi_init": "eye"}, "pi_init"),
+])
+def test_bad_arguments_raise_value_error_naming_them(kwargs, name):
+    args = {"vocab_size": 10, "topic_sizes": (4, 3), "num_documents": 5, **kwargs}
+    with pytest.raises(ValueError, match=name):
+        TLASGRTopics(**args)
+
+
+def test_bad_update_inputs_raise_value_error_naming_them():
+    topics = TLASGRTopics(10, (4, 3), num_documents=5, seed=0)
+    thetas = [tf.ones((2, 3, 4)), tf.ones((2, 3, 3))]
+    with pytest.raises(ValueError, match="bow"):
+        topics.update(tf.ones((2, 3, 11)), thetas)
+    with pytest.raises(ValueError, match="thetas"):
+        topics.update(tf.ones((2, 3, 10)), thetas[:1])
+    with pytest.raises(ValueError, match=r"thetas\[1\]"):
+        topics.update(tf.ones((2, 3, 10)), [thetas[0], tf.ones((2, 3, 5))])
+    with pytest.raises(ValueError, match=r"thetas\[0\]"):
+        topics.update(tf.ones((2, 3, 10)), [tf.ones((2, 4, 4)), thetas[1]])
+
+
+# --------------------------------------------------------------------------
+# 6. MirroredStrategy on 2 logical CPUs (subprocess: devices must be set first)
+# --------------------------------------------------------------------------
+_MIRRORED_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from tfktopic.bayes.tlasgr import TLASGRTopics
+
+    rng = np.random.default_rng(0)
+    V, K, J = 30, (5, 3), 4
+    batches = []
+    for size in (6, 5):       # an even and an uneven split (3 + 3, 3 + 2)
+        bow = rng.poisson(1.5, size=(size, J, V)).astype("float32")
+        thetas = [rng.gamma(0.5, 4.0, size=(size, J, k)).astype("float32") for k in K]
+        batches.append((bow, thetas[0], thetas[1]))
+
+    def run(strategy):
+        with strategy.scope():
+            topics = TLASGRTopics(V, K, num_documents=60, recurrent=True, seed=7)
+        init = topics.phi[0].numpy()
+
+        @tf.function
+        def step(bow, theta_1, theta_2):
+            return strategy.run(topics.update, args=(bow, [theta_1, theta_2]))
+
+        local_sizes = []
+        for bow, t1, t2 in batches:
+            data = tf.data.Dataset.from_tensor_slices((bow, t1, t2)).batch(len(bow))
+            batch = next(iter(strategy.experimental_distribute_dataset(data)))
+            local_sizes.append([int(x.shape[0]) for x in
+                                strategy.experimental_local_results(batch[0])])
+            step(*batch)
+        gap = 0.0
+        for w in topics.weights:
+            local = strategy.experimental_local_results(w.value)
+            for other in local[1:]:
+                gap = max(gap, float(np.abs(local[0].numpy() - other.numpy()).max()))
+        moved = float(np.abs(topics.phi[0].numpy() - init).max())
+        return [w.numpy() for w in topics.weights], local_sizes, gap, moved
+
+    single, _, _, moved = run(tf.distribute.get_strategy())
+    mirrored, sizes, gap, _ = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    diff = max(float(np.abs(a.astype("float64") - b).max()) for a, b in zip(single, mirrored))
+    print("RESULT" + json.dumps(dict(sizes=sizes, gap=gap, diff=diff, moved=moved,
+                                     steps=int(mirrored[-1]))))
+""")
+
+
+def test_mirrored_strategy_matches_single_device(tmp_path):
+    script = tmp_path / "mirrored_tlasgr.py"
+    script.write_text(_MIRRORED_SCRIPT)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    result = json.loads(line[len("RESULT"):])
+    assert result["sizes"] == [[3, 3], [3, 2]], result   # the batch really was split
+    assert result["steps"] == 2, result
+    assert result["moved"] > 1e-3, result                # the update did something
+    assert result["gap"] == 0.0, result                  # replicas stay identical
+    assert result["diff"] < 1e-6, result                 # == single device, same batch

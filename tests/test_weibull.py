@@ -1,0 +1,150 @@
+"""Tests of the Weibull layer and formulas (tfktopic.layers.weibull).
+
+q(theta) = Weibull(k, lam) (shape k, scale lam); the gamma prior is
+Gamma(alpha, rate beta). Monte Carlo and TFP's distributions are the
+independent references.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_probability as tfp
+from scipy import stats
+
+from tfktopic.layers.weibull import WeibullSampler, weibull_gamma_kl, weibull_mean
+
+tfd = tfp.distributions
+
+# (k, lam, alpha, beta): small/large shapes, sparse gamma priors, rate != 1.
+PARAMS = np.array([
+    [0.5, 0.3, 0.5, 1.0],
+    [1.0, 1.0, 1.0, 2.0],
+    [2.0, 2.0, 3.0, 0.5],
+    [5.0, 4.0, 0.1, 1.0],
+    [0.8, 10.0, 20.0, 3.0],
+    [30.0, 0.05, 1e-3, 1.0],
+], np.float64)
+
+
+def test_kl_closed_form_matches_monte_carlo_with_tfp_distributions():
+    k, lam, alpha, beta = (tf.constant(c) for c in PARAMS.T)
+    q = tfd.Weibull(concentration=k, scale=lam)
+    p = tfd.Gamma(concentration=alpha, rate=beta)
+    x = q.sample(200_000, seed=tf.constant([1, 2], tf.int32))
+    log_ratio = (q.log_prob(x) - p.log_prob(x)).numpy()
+    mc_mean = log_ratio.mean(0)
+    mc_se = log_ratio.std(0) / np.sqrt(len(log_ratio))
+    closed = weibull_gamma_kl(k, lam, alpha, beta).numpy()
+    assert np.all(np.abs(closed - mc_mean) < 5 * mc_se + 1e-6), (closed, mc_mean, mc_se)
+    # TFP's registered analytic KL agrees to float64 precision.
+    np.testing.assert_allclose(closed, tfd.kl_divergence(q, p).numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_kl_uses_the_gamma_rate_not_the_scale():
+    k, lam, alpha = 1.5, 2.0, 2.0
+    kl = float(weibull_gamma_kl(k, lam, alpha, 4.0))
+    q = tfd.Weibull(tf.constant(k, tf.float64), tf.constant(lam, tf.float64))
+    with_rate = float(tfd.kl_divergence(q, tfd.Gamma(alpha, rate=tf.constant(4.0, tf.float64))))
+    with_scale = float(tfd.kl_divergence(q, tfd.Gamma(alpha, rate=tf.constant(0.25, tf.float64))))
+    assert kl == pytest.approx(with_rate, rel=1e-6)  # float32 inputs
+    assert abs(kl - with_scale) > 1.0
+
+
+def test_kl_is_zero_only_when_the_distributions_coincide():
+    # Weibull(1, lam) = Exponential(rate 1/lam) = Gamma(1, rate 1/lam).
+    assert float(weibull_gamma_kl(1.0, 2.0, 1.0, 0.5)) == pytest.approx(0.0, abs=1e-6)
+    assert float(weibull_gamma_kl(1.0, 2.0, 1.0, 2.0)) > 0.1
+
+
+def test_kl_floors_keep_degenerate_priors_finite():
+    kl = weibull_gamma_kl(tf.constant([1.0, 1.0]), tf.constant([1.0, 1e-30]),
+                          tf.constant([0.0, 1.0]), 1.0)
+    assert np.all(np.isfinite(kl.numpy()))
+
+
+def test_sample_mean_matches_weibull_mean_and_distribution():
+    sampler = WeibullSampler(seed=3)
+    k = tf.constant([[0.7], [1.0], [3.0]])          # scalar k per row, broadcast
+    lam = tf.constant([[0.5, 2.0], [1.0, 4.0], [2.0, 0.1]])
+    n = 4000
+    draws = sampler(tf.tile(k[None], (n, 1, 1)), tf.tile(lam[None], (n, 1, 1)),
+                    training=True).numpy()
+    mean = weibull_mean(k, lam).numpy()
+    se = draws.std(0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(0) - mean) < 5 * se), (draws.mean(0), mean)
+    # The draws follow Weibull(k, lam) (KS test against the exact CDF).
+    for i in range(3):
+        for j in range(2):
+            cdf = lambda x, kk=float(k[i, 0]), ll=float(lam[i, j]): 1 - np.exp(-(x / ll) ** kk)
+            assert stats.kstest(draws[:, i, j], cdf).pvalue > 1e-3
+    # Weibull(1, lam) is exponential: mean lam.
+    np.testing.assert_allclose(mean[1], [1.0, 4.0], rtol=1e-6)
+
+
+def test_inference_returns_the_mean_and_sample_overrides_training():
+    sampler = WeibullSampler(seed=0)
+    k, lam = tf.fill((2, 3, 1), 2.0), tf.fill((2, 3, 4), 3.0)
+    mean = sampler(k, lam)
+    np.testing.assert_allclose(mean.numpy(), 3.0 * 0.886226925, rtol=1e-5)  # Gamma(1.5)
+    assert mean.shape == (2, 3, 4)
+    np.testing.assert_array_equal(sampler(k, lam, training=True, sample=False).numpy(),
+                                  mean.numpy())
+    drawn = sampler(k, lam, training=False, sample=True).numpy()
+    assert drawn.shape == (2, 3, 4) and np.std(drawn) > 0
+
+
+def test_gradients_with_respect_to_k_and_lam_are_finite_and_pathwise_unbiased():
+    sampler = WeibullSampler(seed=5)
+    k = tf.Variable([[0.1], [1.0], [100.0]])
+    lam = tf.Variable([[0.5, 2.0], [1.0, 1.0], [3.0, 0.2]])
+    with tf.GradientTape(persistent=True) as tape:
+        theta = sampler(tf.repeat(k, 20000, axis=0), tf.repeat(lam, 20000, axis=0),
+                        training=True)
+        sample_mean = tf.reduce_mean(tf.reshape(theta, (3, 20000, 2)), axis=1)
+        objective = tf.reduce_sum(sample_mean)
+        exact = tf.reduce_sum(weibull_mean(k, lam))
+        kl = tf.reduce_sum(weibull_gamma_kl(k, lam, 2.0, 1.0))
+    for target in (objective, kl):
+        for grad in tape.gradient(target, [k, lam]):
+            assert np.all(np.isfinite(grad.numpy()))
+    # d theta / d lam = theta / lam, so the pathwise gradient of the mean is
+    # exactly E[theta]/lam = Gamma(1 + 1/k) (within MC error).
+    g_lam_mc, g_lam = tape.gradient(objective, lam).numpy(), tape.gradient(exact, lam).numpy()
+    np.testing.assert_allclose(g_lam_mc[1:], g_lam[1:], rtol=0.05)
+    g_k_mc, g_k = tape.gradient(objective, k).numpy(), tape.gradient(exact, k).numpy()
+    np.testing.assert_allclose(g_k_mc[1:], g_k[1:], rtol=0.1, atol=1e-3)
+
+
+def test_seeded_sampler_is_reproducible_and_draws_fresh_noise_in_tf_function():
+    k, lam = tf.ones((4, 1)), tf.ones((4, 3))
+    a = WeibullSampler(seed=11)(k, lam, training=True).numpy()
+    b = WeibullSampler(seed=11)(k, lam, training=True).numpy()
+    np.testing.assert_array_equal(a, b)
+    sampler = WeibullSampler(seed=11)
+    fn = tf.function(lambda: sampler(k, lam, training=True))
+    first, second = fn().numpy(), fn().numpy()
+    assert not np.array_equal(first, second)
+
+
+def test_uniform_clip_bounds_the_draws():
+    sampler = WeibullSampler(seed=2, uniform_eps=0.2)
+    theta = sampler(tf.ones((5000, 1)), tf.ones((5000, 1)), training=True).numpy()
+    assert theta.min() >= -np.log(0.8) - 1e-6 and theta.max() <= -np.log(0.2) + 1e-5
+
+
+def test_get_config_round_trip_and_output_shape():
+    sampler = WeibullSampler(seed=9, uniform_eps=1e-4, name="weibull")
+    clone = WeibullSampler.from_config(sampler.get_config())
+    assert clone.seed == 9 and clone.uniform_eps == 1e-4 and clone.name == "weibull"
+    assert keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(sampler)).get_config() == sampler.get_config()
+    assert sampler.compute_output_shape((None, 8, 1), (None, 8, 5)) == (None, 8, 5)
+
+
+@pytest.mark.parametrize("kwargs, name", [({"uniform_eps": 0.5}, "uniform_eps"),
+                                          ({"uniform_eps": -1e-3}, "uniform_eps"),
+                                          ({"seed": 1.5}, "seed")])
+def test_bad_arguments_raise_value_error_naming_them(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        WeibullSampler(**kwargs)

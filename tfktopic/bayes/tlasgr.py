@@ -1,0 +1,816 @@
+"""TLASGR-MCMC for the global topic parameters of (r)GBN-RNN, as TensorFlow ops.
+
+Guo, Chen, Lu, Zhou, *Recurrent Hierarchical Topic-Guided RNN for Language
+Generation* (ICML 2020), Algorithm 1; the topic-layer-adaptive stochastic
+gradient Riemannian (TLASGR) MCMC of Cong, Chen, Liu, Zhou (ICML 2017);
+implementation reference `rgbn_rnn.md` §4 (what the released code computes).
+
+After each gradient step on the networks, the sampler
+
+1. **augments** the bag-of-words counts of the mini-batch with latent counts
+   given the encoder's theta samples (reference §4.2):
+   * `multinomial_split`: every count of word (row) v in sentence j of
+     document n picks a topic k with probability ∝ Phi[v, k] theta[n, j, k];
+   * `crt`: Chinese-restaurant-table counts l ~ CRT(m, r), i.e.
+     l = sum_{i<m} Bernoulli(r / (r + i));
+   * `binomial`: the tables of a lower layer are split between the temporal
+     part (prior shape Pi theta_{j-1}) and the hierarchical part
+     (Phi^{l+1} theta^{l+1}_j) with probability ∝ the two shape parts;
+   * the temporal tables are allocated to previous-sentence topics with a
+     `multinomial_split` through Pi (rows "to" topic k, columns "from" k').
+   Only the backward chain over the J sentences of each layer is sequential.
+2. **updates** every Phi^l and Pi^l (columns on the simplex) with the
+   preconditioned Langevin step on the simplex (reference §4.3,
+   `riemannian_simplex_step`), the counts scaled by the corpus/mini-batch ratio,
+   and projects back onto the simplex.
+
+**Random numbers.** The augmentation draws come from a counter-based generator
+(`random_key`, `counter_uniform`): each draw is a hash of (seed, MCMC step,
+stream, *global* position of the count in the mini-batch, occurrence index).
+The augmented counts are therefore a pure function of the global batch,
+whatever its split across replicas, and an interrupted run resumed from a
+checkpoint (the step counter is a weight) redraws exactly the same values. The
+Langevin noise of the update is keyed on (seed, step, matrix index)
+(`tfktopic.bayes.sgmcmc.stateless_standard_normal`). Under a
+`tf.distribute` strategy the augmented counts are summed across replicas, and
+every replica then applies the same deterministic-given-(counts, step) update:
+Phi and Pi stay identical on all replicas and equal to the single-device result
+for the same global batch.
+
+The counts expand to one draw per token / customer (dynamic shapes), so a
+model calling `TLASGRTopics.update` in its `train_step` must be compiled with
+``jit_compile=False`` (the default on CPU; XLA cannot compile dynamic shapes).
+"""
+
+import numbers
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tfktopic.bayes.sgmcmc import stateless_standard_normal
+
+__all__ = [
+    "TLASGRTopics",
+    "random_key",
+    "counter_uniform",
+    "crt",
+    "binomial",
+    "multinomial_split",
+    "riemannian_simplex_step",
+]
+
+#: Initialisations of Pi: the released code's identity, or uniform columns.
+PI_INITS = ("identity", "uniform")
+#: The reference code's ``realmin`` (floor of preconditioners and normalisers).
+REALMIN = 2.2e-20
+# splitmix64 (Steele, Lea & Flood, OOPSLA 2014) with the finaliser constants of
+# Stafford's "Mix13", as in Vigna's reference splitmix64.
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+# A count entry may hold at most 2**24 tokens/customers (the occurrence index
+# takes the low 24 bits of the draw counter).
+_OCCURRENCE_BITS = 24
+# Weight added to every multinomial weight so that an all-zero row (theta
+# underflow, reference §8.6) gives a uniform draw instead of "all on topic 0".
+_TINY_WEIGHT = 1e-30
+
+# All functions here are plain TF ops with explicit tf.while_loop control flow:
+# autograph's source transformation would only cost tracing time.
+_no_autograph = tf.autograph.experimental.do_not_convert
+
+# Augmentation streams (phase of the sampler), combined with layer and sentence.
+_MULTINOMIAL, _CRT, _SPLIT, _TEMPORAL = range(4)
+
+
+# -----------------------------------------------------------------------------
+# Counter-based random numbers
+# -----------------------------------------------------------------------------
+@_no_autograph
+def _u64(value):
+    value = tf.convert_to_tensor(value)
+    if value.dtype == tf.uint64:
+        return value
+    return tf.bitcast(tf.cast(value, tf.int64), tf.uint64)
+
+
+@_no_autograph
+def _mix64(z):
+    """The splitmix64 output function: a bijective 64-bit avalanche mix."""
+    z = tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(30, tf.uint64)))
+    z = z * tf.constant(_MIX1, tf.uint64)
+    z = tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(27, tf.uint64)))
+    z = z * tf.constant(_MIX2, tf.uint64)
+    return tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(31, tf.uint64)))
+
+
+@_no_autograph
+def random_key(seed, step=0, stream=0):
+    """A 64-bit key of the counter-based generator for (seed, step, stream).
+
+    Args:
+        seed: int (or int tensor) seed.
+        step: int or int64 tensor, e.g. the MCMC step counter.
+        stream: int or int tensor distinguishing independent uses.
+
+    Returns:
+        uint64 scalar tensor.
+    """
+    golden = tf.constant(_GOLDEN, tf.uint64)
+    z = _mix64(_u64(seed) * golden + golden)
+    z = _mix64(z + _u64(step) * golden)
+    return _mix64(z + _u64(stream) * golden)
+
+
+@_no_autograph
+def counter_uniform(key, counter):
+    """U(0, 1) draws that are a pure function of (key, counter), elementwise.
+
+    This is the splitmix64 generator evaluated at positions `counter` of the
+    stream that starts at `key`: distinct counters give (statistically)
+    independent draws.
+
+    Args:
+        key: uint64 scalar from `random_key` (or an int, hashed by `random_key`).
+        counter: int64 tensor of draw indices.
+
+    Returns:
+        float32 tensor of `counter`'s shape with values (i + 1/2) 2^-24 in (0, 1).
+    """
+    key = _as_key(key)
+    z = _mix64(key + _u64(counter) * tf.constant(_GOLDEN, tf.uint64))
+    top = tf.bitwise.right_shift(z, tf.constant(40, tf.uint64))
+    return (tf.cast(top, tf.float32) + 0.5) * (2.0 ** -24)
+
+
+@_no_autograph
+def _as_key(key):
+    if isinstance(key, (tf.Tensor, tf.Variable)) and key.dtype == tf.uint64:
+        return key
+    return random_key(key)
+
+
+@_no_autograph
+def _integer_counts(counts):
+    """Round non-negative counts to int64 (negative counts count as 0, ref. §8.7)."""
+    counts = tf.convert_to_tensor(counts)
+    if counts.dtype.is_integer:
+        return tf.maximum(tf.cast(counts, tf.int64), 0)
+    return tf.cast(tf.round(tf.maximum(counts, 0.0)), tf.int64)
+
+
+@_no_autograph
+def _expand(counts, key, offset):
+    """One uniform draw per unit of a count tensor.
+
+    Args:
+        counts: integer-valued tensor [N, ...] (N = documents of this replica).
+        key: generator key.
+        offset: global index of this replica's first document.
+
+    Returns:
+        (entries, unit_entry, occurrence, u): the flat indices of the non-zero
+        entries of `counts` [E] (int64, ascending), and for every unit the
+        position of its entry in `entries`, its index 0..count-1 within the
+        entry (both int64 [T]) and its uniform draw [T], keyed on the entry's
+        *global* flat index and the occurrence.
+    """
+    n = tf.reshape(_integer_counts(counts), [-1])
+    inner = tf.reduce_prod(tf.shape(counts, out_type=tf.int64)[1:])
+    entries = tf.where(n > 0)[:, 0]
+    repeats = tf.gather(n, entries)
+    unit_entry = tf.repeat(tf.range(tf.size(entries, out_type=tf.int64)), repeats)
+    starts = tf.cumsum(repeats, exclusive=True)
+    occurrence = tf.range(tf.size(unit_entry, out_type=tf.int64)) - tf.gather(starts, unit_entry)
+    global_entry = tf.gather(entries, unit_entry) + tf.cast(offset, tf.int64) * inner
+    counter = global_entry * (2 ** _OCCURRENCE_BITS) + occurrence
+    return entries, unit_entry, occurrence, counter_uniform(key, counter)
+
+
+# -----------------------------------------------------------------------------
+# Augmentation samplers
+# -----------------------------------------------------------------------------
+@_no_autograph
+def crt(counts, concentration, key=0, offset=0):
+    """Chinese-restaurant-table counts l ~ CRT(m, r), elementwise.
+
+    l = sum_{i=0}^{m-1} b_i with b_i ~ Bernoulli(r / (r + i)) (Zhou & Carin
+    2015; the released ``Crt_Sample``, reference §4.1). The first customer
+    always opens a table, so l >= 1 whenever m >= 1 (also for r = 0), and
+    E[l] = sum_{i<m} r / (r + i). The Bernoulli grid is ragged: one draw per
+    customer of the non-zero entries (no dense [..., max m] grid).
+
+    Args:
+        counts: non-negative integer-valued tensor m [N, ...] (rounded; negative
+            entries count as 0).
+        concentration: float tensor r >= 0 broadcastable to `counts`.
+        key: generator key (`random_key`) or int seed.
+        offset: global index of the first row of `counts` along axis 0 (for
+            replica-independent draws, see the module docstring).
+
+    Returns:
+        float32 tensor of table counts, the shape of `counts`.
+    """
+    counts = tf.convert_to_tensor(counts)
+    concentration = tf.cast(concentration, tf.float32)
+    entries, unit_entry, customer, u = _expand(counts, key, offset)
+    entry = tf.gather(entries, unit_entry)
+    r = tf.gather(tf.reshape(tf.broadcast_to(concentration, tf.shape(counts)), [-1]), entry)
+    i = tf.cast(customer, tf.float32)
+    new_table = tf.where(customer == 0, True, u * (r + i) < r)
+    tables = tf.math.unsorted_segment_sum(tf.cast(new_table, tf.float32), entry,
+                                          tf.size(counts, out_type=tf.int64))
+    return tf.reshape(tables, tf.shape(counts))
+
+
+@_no_autograph
+def binomial(counts, probs, key=0, offset=0):
+    """Binomial(counts, probs) draws, elementwise, as sums of Bernoulli trials.
+
+    Args:
+        counts: non-negative integer-valued tensor [N, ...].
+        probs: float tensor in [0, 1] broadcastable to `counts`.
+        key: generator key or int seed.
+        offset: global index of the first row of `counts` (see `crt`).
+
+    Returns:
+        float32 tensor of successes, the shape of `counts`.
+    """
+    counts = tf.convert_to_tensor(counts)
+    probs = tf.cast(probs, tf.float32)
+    entries, unit_entry, _, u = _expand(counts, key, offset)
+    entry = tf.gather(entries, unit_entry)
+    p = tf.gather(tf.reshape(tf.broadcast_to(probs, tf.shape(counts)), [-1]), entry)
+    successes = tf.math.unsorted_segment_sum(tf.cast(u < p, tf.float32), entry,
+                                             tf.size(counts, out_type=tf.int64))
+    return tf.reshape(successes, tf.shape(counts))
+
+
+@_no_autograph
+def multinomial_split(counts, phi, theta, key=0, offset=0):
+    """Split counts over topics: each unit of X[n, j, v] picks topic k ∝ Phi[v, k] theta[n, j, k].
+
+    The PGBN/rGBN multinomial augmentation (the released ``Multi_Sample``,
+    reference §4.1-4.2 (a)): given the Poisson factorisation
+    X[n, j, :] ~ Pois(Phi theta[n, j]), the latent counts
+    x[n, j, v, k] ~ Mult(X[n, j, v], Phi[v, :] ⊙ theta[n, j, :] / sum). The
+    draw is an inverse-CDF lookup with one uniform per unit. Each theta row is
+    rescaled by its maximum (the split is scale-invariant) and a 1e-30 weight
+    is added, so an all-zero row draws uniformly (reference §8.6).
+
+    Args:
+        counts: non-negative integer-valued [N, J, R] (R rows of Phi: the
+            vocabulary for layer 1, the K_{l-1} topics below for layer l, or
+            the K_l "to" topics when splitting temporal tables through Pi).
+        phi: [R, K] non-negative (columns on the simplex).
+        theta: [N, J, K] non-negative topic weights.
+        key: generator key or int seed.
+        offset: global index of the first document (see `crt`).
+
+    Returns:
+        (phi_counts, topic_counts): float32 [R, K] = sum_{n,j} x[n, j, :, :]
+        and float32 [N, J, K] = sum_v x[n, j, v, :].
+    """
+    counts = tf.convert_to_tensor(counts)
+    phi = tf.cast(phi, tf.float32)
+    theta = tf.cast(theta, tf.float32)
+    shape = tf.shape(counts, out_type=tf.int64)
+    num_rows = shape[2]
+    num_topics = tf.shape(phi, out_type=tf.int64)[1]
+    entries, unit_to_entry, _, u = _expand(counts, key, offset)
+    # Cumulative weights once per non-zero entry, then looked up per unit.
+    rows = entries % num_rows
+    docs = entries // num_rows  # n * J + j
+    theta = tf.reshape(theta, [-1, num_topics])
+    theta = theta / tf.maximum(tf.reduce_max(theta, axis=1, keepdims=True), 1e-37)
+    weights = tf.gather(phi, rows) * tf.gather(theta, docs) + _TINY_WEIGHT
+    cumulative = tf.gather(tf.cumsum(weights, axis=1), unit_to_entry)
+    target = u[:, None] * cumulative[:, -1:]
+    topic = tf.minimum(tf.reduce_sum(tf.cast(cumulative < target, tf.int64), axis=1),
+                       num_topics - 1)
+    ones = tf.ones_like(u)
+    phi_counts = tf.math.unsorted_segment_sum(
+        ones, tf.gather(rows, unit_to_entry) * num_topics + topic, num_rows * num_topics)
+    topic_counts = tf.math.unsorted_segment_sum(
+        ones, tf.gather(docs, unit_to_entry) * num_topics + topic,
+        shape[0] * shape[1] * num_topics)
+    return (tf.reshape(phi_counts, tf.stack([num_rows, num_topics])),
+            tf.reshape(topic_counts, tf.stack([shape[0], shape[1], num_topics])))
+
+
+# -----------------------------------------------------------------------------
+# The Riemannian update on the simplex
+# -----------------------------------------------------------------------------
+@_no_autograph
+def riemannian_simplex_step(x, counts, preconditioner, prior, step_size, forgetting_rate,
+                            scale, preconditioner_floor, noise):
+    """One TLASGR step of a column-stochastic matrix (reference §4.3).
+
+    With C' = scale · counts, P = C' + prior, the per-column preconditioner
+    M ← (1 - kappa_t) M + kappa_t colsum(C') (kappa_0 = 1 sets M = colsum(C')),
+    M̄ = max(M, floor):
+
+        X' = X + eps_t (P - colsum(P) ⊙ X) / M̄ + sqrt(2 eps_t X / M̄) ⊙ noise
+
+    then the projection X'' = X' - (colsum(X') - 1) ⊙ X, negative entries
+    clipped to 0 and the columns renormalised (Cong et al. 2017;
+    the released ``ProjSimplexSpecial``). A column whose projection has no
+    positive mass keeps its old value.
+
+    Args:
+        x: [R, K] float64 current matrix (columns on the simplex).
+        counts: [R, K] augmented counts of the mini-batch (summed over replicas).
+        preconditioner: [K] float64 running M.
+        prior: Dirichlet prior concentration (scalar).
+        step_size: eps_t (scalar).
+        forgetting_rate: kappa_t (scalar).
+        scale: corpus / mini-batch size ratio rho (scalar).
+        preconditioner_floor: floor of M (scalar or [K]).
+        noise: [R, K] standard normal draws.
+
+    Returns:
+        (new_x [R, K], new_preconditioner [K]), float64.
+    """
+    scaled = scale * counts
+    new_m = (1.0 - forgetting_rate) * preconditioner + forgetting_rate * tf.reduce_sum(scaled, 0)
+    m_bar = tf.maximum(new_m, preconditioner_floor)
+    posterior = scaled + prior
+    drift = (posterior - tf.reduce_sum(posterior, 0, keepdims=True) * x) / m_bar
+    diffusion = tf.sqrt(2.0 * step_size * tf.maximum(x, 0.0) / m_bar) * noise
+    proposal = x + step_size * drift + diffusion
+    projected = proposal - (tf.reduce_sum(proposal, 0, keepdims=True) - 1.0) * x
+    projected = tf.maximum(projected, 0.0)
+    total = tf.reduce_sum(projected, 0, keepdims=True)
+    new_x = tf.where(total > REALMIN, projected / tf.maximum(total, REALMIN), x)
+    return new_x, new_m
+
+
+@_no_autograph
+def _replica_layout(local_batch):
+    """(replica context or None, global offset of this replica's docs, global batch)."""
+    local_batch = tf.cast(local_batch, tf.float32)
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return None, tf.constant(0, tf.int64), local_batch
+    num = ctx.num_replicas_in_sync
+    replica = tf.cast(ctx.replica_id_in_sync_group, tf.int32)
+    sizes = ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                           tf.one_hot(replica, num, dtype=tf.float32) * local_batch)
+    before = tf.cast(tf.range(num) < replica, tf.float32)
+    offset = tf.cast(tf.round(tf.reduce_sum(sizes * before)), tf.int64)
+    return ctx, offset, tf.reduce_sum(sizes)
+
+
+def _positive(name, value, integer=False, allow_zero=False):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if ok and integer:
+        ok = float(value) == int(value)
+    if ok:
+        ok = value >= 0 if allow_zero else value > 0
+    if not ok:
+        kind = "an integer" if integer else "a number"
+        relation = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {kind} {relation}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class TLASGRTopics(keras.layers.Layer):
+    """The global parameters Phi^l, Pi^l of an (r)GBN and their TLASGR-MCMC sampler.
+
+    Owns, as **non-trainable** weights (so they are saved and checkpointed with
+    the model, and never touched by the optimizer):
+
+    * ``phi[l]``: Phi^{l+1} of shape [K_{l-1}, K_l] (K_0 = vocab_size),
+      initialised i.i.d. U(0, 1) and column-normalised (reference §1.1);
+    * ``pi[l]``: Pi^{l+1} of shape [K_l, K_l] (``recurrent=True`` only),
+      initialised uniform (or to the released code's identity, `pi_init`);
+      column k' is p(next topic | previous k');
+    * ``phi_preconditioners[l]``, ``pi_preconditioners[l]``: the per-column
+      running preconditioners M (reference §4.3);
+    * ``iterations``: the MCMC step counter t (int64).
+
+    All columns stay on the simplex. Generative model (Guo et al. 2020;
+    reference §1.1), per document and sentence j:
+    theta^L_1 ~ Gam(1, tau0), theta^L_j ~ Gam(Pi^L theta^L_{j-1}, tau0) (j > 1),
+    theta^l_j ~ Gam(Phi^{l+1} theta^{l+1}_j + Pi^l theta^l_{j-1}, tau0) (no Pi
+    term at j = 1),
+    d_j ~ Pois(Phi^1 theta^1_j); without recurrence (GBN) the Pi terms vanish.
+    Gamma distributions are Gam(tau0 e, rate tau0).
+
+    `update(bow, thetas)` runs one TLASGR-MCMC step (Guo et al. 2020,
+    Algorithm 1; Cong et al. 2017): the augmentation of reference §4.2 and the
+    Riemannian simplex step of §4.3 with
+
+    * step size
+      eps_t = step_size · ((step_size_tau + 1 + t) / (step_size_tau + 1))^(-step_size_decay)
+      (code: 1, 20, 0.7, so eps_0 = 1);
+    * forgetting rate kappa_t = (t + 1)^(-forgetting_decay) (code: 0.9);
+    * counts scaled by rho = num_documents / (documents in the global batch);
+    * Dirichlet priors phi_prior (0.1) on Phi, pi_prior (1) on Pi;
+    * M̄ = max(M, floor) with floor = the prior mass of a column (prior × rows)
+      by default — the reference code's 2.2e-20 lets empty columns explode
+      (reference §8.6); pass ``preconditioner_floor=2.2e-20`` to reproduce it.
+
+    Args:
+        vocab_size: V_c, the topic vocabulary size (rows of Phi^1).
+        topic_sizes: (K_1, ..., K_L), topics per layer (paper: 100-80-50).
+        num_documents: training document chunks (the corpus size the mini-batch
+            counts are scaled to; reference §4.3 uses #chunks / batch size).
+        recurrent: True for rGBN (with Pi), False for GBN (no Pi).
+        seed: integer seed of the initialisation and of all MCMC draws
+            (`None`: drawn from numpy's global generator, so
+            `keras.utils.set_random_seed` makes it reproducible; stored in the
+            config).
+        tau0: the gamma rate tau0 of the generative model (the CRT
+            concentrations are tau0 × the prior shapes; reference §1.1).
+        step_size, step_size_tau, step_size_decay: eps_0, tau and kappa of the
+            step-size schedule.
+        forgetting_decay: exponent of the preconditioner's forgetting rate.
+        phi_prior, pi_prior: Dirichlet concentrations (eta_0 and 1).
+        preconditioner_floor: `None` (prior column mass) or a positive float.
+        pi_init: "uniform" (default) or "identity" (the released code,
+            reference §1.1). The identity is a near-absorbing state of the
+            sampler when theta is dense (as Weibull encoder samples are): a
+            temporal table of topic k is allocated to k' ∝
+            Pi[k, k'] theta_{j-1, k'}, so zero off-diagonal entries receive
+            (almost) no counts. Measured on documents generated from a
+            2-layer rGBN (6-3 topics, cyclic-shift Pi, true theta given, 120
+            updates, seeds 1-3): mean column cosine of Pi^1 to the truth 0.21-0.50
+            from the identity, 0.94-0.99 from the uniform start (Pi^2, whose
+            theta is sparse, 1.0 from both).
+
+    Example:
+    >>> topics = TLASGRTopics(vocab_size=50, topic_sizes=(8, 4), num_documents=1000, seed=0)
+    >>> bow = tf.random.poisson((16, 5, 50), 0.5)             # [B, J, V] counts
+    >>> thetas = [tf.random.gamma((16, 5, k), 1.0) for k in (8, 4)]
+    >>> stats = tf.function(topics.update)(bow, thetas)      # inside train_step
+    >>> [tuple(p.shape) for p in topics.phi_products()]
+    [(50, 8), (50, 4)]
+    """
+
+    def __init__(self, vocab_size, topic_sizes, num_documents, recurrent=True, seed=None,
+                 tau0=1.0, step_size=1.0, step_size_tau=20.0, step_size_decay=0.7,
+                 forgetting_decay=0.9, phi_prior=0.1, pi_prior=1.0, preconditioner_floor=None,
+                 pi_init="uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = _positive("vocab_size", vocab_size, integer=True)
+        if isinstance(topic_sizes, numbers.Integral):
+            topic_sizes = (topic_sizes,)
+        try:
+            sizes = tuple(topic_sizes)
+        except TypeError:
+            raise ValueError(
+                f"topic_sizes must be a sequence of positive integers, got {topic_sizes!r}"
+            ) from None
+        if not sizes:
+            raise ValueError("topic_sizes must name at least one layer, got ()")
+        self.topic_sizes = tuple(_positive("topic_sizes", k, integer=True) for k in sizes)
+        self.num_documents = _positive("num_documents", num_documents, integer=True)
+        self.recurrent = bool(recurrent)
+        if seed is None:
+            seed = int(np.random.randint(0, 2**31 - 1))
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+        self.seed = int(seed)
+        self.tau0 = _positive("tau0", tau0)
+        self.step_size = _positive("step_size", step_size)
+        self.step_size_tau = _positive("step_size_tau", step_size_tau, allow_zero=True)
+        self.step_size_decay = _positive("step_size_decay", step_size_decay, allow_zero=True)
+        self.forgetting_decay = _positive("forgetting_decay", forgetting_decay, allow_zero=True)
+        self.phi_prior = _positive("phi_prior", phi_prior)
+        self.pi_prior = _positive("pi_prior", pi_prior)
+        self.preconditioner_floor = (None if preconditioner_floor is None else
+                                     _positive("preconditioner_floor", preconditioner_floor))
+        if pi_init not in PI_INITS:
+            raise ValueError(f"pi_init must be one of {PI_INITS}, got {pi_init!r}")
+        self.pi_init = pi_init
+        self.build()
+
+    @property
+    def num_layers(self):
+        return len(self.topic_sizes)
+
+    # ------------------------------------------------------------------ weights
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        rng = np.random.default_rng(self.seed)
+        rows = (self.vocab_size,) + self.topic_sizes[:-1]
+
+        def weight(name, shape, value, dtype="float32"):
+            variable = self.add_weight(
+                name=name, shape=shape, dtype=dtype, trainable=False,
+                initializer=lambda shape, dtype=None: ops.convert_to_tensor(value, dtype),
+                aggregation="only_first_replica")
+            # Also a direct attribute: `tf.train.Checkpoint` does not look into
+            # the Python lists below (Keras' own saving does).
+            setattr(self, name, variable)
+            return variable
+
+        self.phi, self.pi = [], []
+        self.phi_preconditioners, self.pi_preconditioners = [], []
+        for l, (r, k) in enumerate(zip(rows, self.topic_sizes), start=1):
+            init = rng.uniform(size=(r, k))
+            self.phi.append(weight(f"phi_{l}", (r, k), init / init.sum(0, keepdims=True)))
+            self.phi_preconditioners.append(weight(f"phi_preconditioner_{l}", (k,), np.zeros(k)))
+            if self.recurrent:
+                pi = np.eye(k) if self.pi_init == "identity" else np.full((k, k), 1.0 / k)
+                self.pi.append(weight(f"pi_{l}", (k, k), pi))
+                self.pi_preconditioners.append(
+                    weight(f"pi_preconditioner_{l}", (k,), np.zeros(k)))
+        self.iterations = weight("iterations", (), 0, dtype="int64")
+        self.built = True
+
+    @_no_autograph
+    def phi_products(self):
+        """[Phi^1, Phi^1 Phi^2, ..., Phi^1 ... Phi^L]: word distributions of every layer.
+
+        Returns:
+            list of float32 [V, K_l] tensors; column k of entry l is topic k of
+            layer l+1 projected to the vocabulary (its top rows are its top
+            words; reference §6.4). Columns sum to 1.
+        """
+        products, current = [], None
+        for phi in self.phi:
+            current = ops.convert_to_tensor(phi) if current is None else ops.matmul(current, phi)
+            products.append(current)
+        return products
+
+    # ------------------------------------------------------- generative model
+    @_no_autograph
+    def _prior_parts(self, thetas):
+        """Per layer (up, time): Phi^{l+1} theta^{l+1}_j and Pi^l theta^l_{j-1}.
+
+        `up` is None at the top layer, `time` is None without recurrence and is
+        zero at j = 1. Both [B, J, K_l].
+        """
+        parts = []
+        for l, theta in enumerate(thetas):
+            up = None
+            if l + 1 < self.num_layers:
+                up = ops.matmul(thetas[l + 1], ops.transpose(self.phi[l + 1]))
+            time = None
+            if self.recurrent:
+                previous = ops.concatenate([ops.zeros_like(theta[:, :1]), theta[:, :-1]], axis=1)
+                time = ops.matmul(previous, ops.transpose(self.pi[l]))
+            parts.append((up, time))
+        return parts
+
+    @_no_autograph
+    def gamma_shapes(self, thetas):
+        """Prior shapes e^l_j of theta^l_j (reference §1.2), for the ELBO.
+
+        e^l_j = Phi^{l+1} theta^{l+1}_j + Pi^l theta^l_{j-1} (Pi term only for
+        j > 1 and when recurrent); at the top layer e^L_1 = 1 and
+        e^L_j = Pi^L theta^L_{j-1} (1 for every j without recurrence). The
+        prior is Gam(tau0 e, rate tau0). Gradients flow into `thetas`; Phi and
+        Pi are constants of the ELBO.
+
+        Args:
+            thetas: list over layers of float [B, J, K_l].
+
+        Returns:
+            list over layers of float [B, J, K_l].
+        """
+        shapes = []
+        for theta, (up, time) in zip(thetas, self._prior_parts(thetas)):
+            if up is not None:
+                shapes.append(up if time is None else up + time)
+            elif time is None:
+                shapes.append(ops.ones_like(theta))
+            else:
+                first = ops.cast(ops.arange(ops.shape(theta)[1]) == 0, theta.dtype)
+                shapes.append(time + first[None, :, None])
+        return shapes
+
+    @_no_autograph
+    def poisson_rate(self, theta):
+        """Rate Phi^1 theta^1_j of the bag of words d_j, float [B, J, V]."""
+        return ops.matmul(theta, ops.transpose(self.phi[0]))
+
+    def call(self, thetas):
+        """(Poisson rate [B, J, V], list of gamma prior shapes [B, J, K_l])."""
+        thetas = self._check_thetas(thetas)
+        return self.poisson_rate(thetas[0]), self.gamma_shapes(thetas)
+
+    # ----------------------------------------------------------- augmentation
+    def _check_thetas(self, thetas):
+        if not isinstance(thetas, (list, tuple)) or len(thetas) != self.num_layers:
+            raise ValueError(
+                f"thetas must be a list of {self.num_layers} tensors [B, J, K_l] (one per "
+                f"layer), got {type(thetas).__name__} of length "
+                f"{len(thetas) if isinstance(thetas, (list, tuple)) else '?'}")
+        out = []
+        for l, (theta, k) in enumerate(zip(thetas, self.topic_sizes)):
+            theta = ops.convert_to_tensor(theta)
+            if len(theta.shape) != 3 or theta.shape[-1] not in (None, k):
+                raise ValueError(
+                    f"thetas[{l}] must have shape [B, J, {k}], got {tuple(theta.shape)}")
+            out.append(theta)
+        return out
+
+    @_no_autograph
+    def _check_update_inputs(self, bow, thetas):
+        bow = tf.convert_to_tensor(bow)
+        if len(bow.shape) != 3 or bow.shape[-1] not in (None, self.vocab_size):
+            raise ValueError(
+                f"bow must have shape [B, J, {self.vocab_size}] (counts over the topic "
+                f"vocabulary), got {tuple(bow.shape)}")
+        thetas = [tf.stop_gradient(tf.cast(t, tf.float32)) for t in self._check_thetas(thetas)]
+        for l, theta in enumerate(thetas):
+            if None not in (theta.shape[1], bow.shape[1]) and theta.shape[1] != bow.shape[1]:
+                raise ValueError(f"thetas[{l}] has {theta.shape[1]} sentences but bow has "
+                                 f"{bow.shape[1]}")
+        return bow, thetas
+
+    @_no_autograph
+    def _key(self, step, layer, phase, sentence=0):
+        return random_key(self.seed, step, (layer * 4 + phase) * 65536 + sentence)
+
+    @_no_autograph
+    def augment(self, bow, thetas, step=None, offset=0):
+        """Latent counts of one mini-batch (reference §4.2), without the update.
+
+        Args:
+            bow: float [B, J, V] bag-of-words counts of each sentence's context
+                (rounded; negative entries count as 0, reference §8.7).
+            thetas: list over layers of float [B, J, K_l] theta samples of the
+                same forward pass (treated as constants).
+            step: int64 step the draws are keyed on (default: `iterations`).
+            offset: global index of this batch's first document.
+
+        Returns:
+            (phi_counts, pi_counts): lists over layers of float32 [K_{l-1}, K_l]
+            and (recurrent only) [K_l, K_l] (rows "to", columns "from") counts.
+        """
+        bow, thetas = self._check_update_inputs(bow, thetas)
+        step = tf.convert_to_tensor(self.iterations) if step is None else step
+        parts = self._prior_parts(thetas)
+        data = bow
+        phi_counts, pi_counts = [], []
+        for l, theta in enumerate(thetas):
+            counts, latent = multinomial_split(
+                data, self.phi[l], theta, self._key(step, l, _MULTINOMIAL), offset)
+            phi_counts.append(counts)
+            up, time = parts[l]
+            top = up is None
+            if not self.recurrent:
+                if not top:
+                    data = crt(latent, self.tau0 * up, self._key(step, l, _CRT), offset)
+                continue
+            transitions, handed_back, upward = self._backward_pass(
+                l, theta, latent, up, time, step, offset)
+            pi_counts.append(transitions)
+            if not top:
+                # Sentence 1: every table goes up (reference §4.2 c).
+                first = crt(latent[:, 0] + handed_back, self.tau0 * up[:, 0],
+                            self._key(step, l, _CRT, 0), offset)
+                data = tf.concat([first[:, None], upward[:, 1:]], axis=1)
+        return phi_counts, pi_counts
+
+    @_no_autograph
+    def _backward_pass(self, l, theta, latent, up, time, step, offset):
+        """Backward pass of layer l over sentences J..2 (reference §4.2 b).
+
+        A `tf.while_loop` (the only sequential part of the sampler): at
+        sentence j the customers are this sentence's latent counts plus those
+        handed back from sentence j+1; their CRT tables (concentration
+        tau0 (Pi theta_{j-1} + Phi^{l+1} theta^{l+1}_j)) are split between time
+        and up (lower layers), and the temporal tables are allocated through Pi
+        to the topics of sentence j-1.
+
+        Returns:
+            (transition counts [K, K], counts handed back to sentence 1 [B, K],
+            upward tables [B, J, K] (entry 0 unused; zeros at the top layer)).
+        """
+        top = up is None
+        num_sentences = tf.shape(latent)[1]
+        by_sentence = tf.transpose(latent, [1, 0, 2])
+        time_by_sentence = tf.transpose(time, [1, 0, 2])
+        theta_by_sentence = tf.transpose(theta, [1, 0, 2])
+        up_by_sentence = time_by_sentence if top else tf.transpose(up, [1, 0, 2])
+        pi = tf.convert_to_tensor(self.pi[l])
+        upward = tf.TensorArray(tf.float32, size=num_sentences, element_shape=latent[:, 0].shape)
+        upward = upward.write(0, tf.zeros_like(latent[:, 0]))
+
+        def body(j, transitions, handed_back, upward):
+            customers = by_sentence[j] + handed_back
+            shape_time = time_by_sentence[j]
+            if top:
+                temporal = crt(customers, self.tau0 * shape_time,
+                               self._key(step, l, _CRT, j), offset)
+                upward = upward.write(j, tf.zeros_like(temporal))
+            else:
+                shape_up = up_by_sentence[j]
+                tables = crt(customers, self.tau0 * (shape_time + shape_up),
+                             self._key(step, l, _CRT, j), offset)
+                p_time = tf.math.divide_no_nan(shape_time, shape_time + shape_up)
+                temporal = binomial(tables, p_time, self._key(step, l, _SPLIT, j), offset)
+                upward = upward.write(j, tables - temporal)
+            allocated, back = multinomial_split(
+                temporal[:, None, :], pi, theta_by_sentence[j - 1][:, None, :],
+                self._key(step, l, _TEMPORAL, j), offset)
+            return j - 1, transitions + allocated, back[:, 0], upward
+
+        _, transitions, handed_back, upward = tf.while_loop(
+            lambda j, *_: j > 0, body,
+            (num_sentences - 1, tf.zeros_like(pi), tf.zeros_like(latent[:, 0]), upward))
+        return transitions, handed_back, tf.transpose(upward.stack(), [1, 0, 2])
+
+    # ----------------------------------------------------------------- update
+    @_no_autograph
+    def schedule(self, step):
+        """(eps_t, kappa_t) of MCMC step `step` (0-based), float64 tensors."""
+        t = tf.cast(step, tf.float64)
+        tau = self.step_size_tau
+        step_size = self.step_size * ((tau + 1.0 + t) / (tau + 1.0)) ** (-self.step_size_decay)
+        forgetting = (t + 1.0) ** (-self.forgetting_decay)
+        return step_size, forgetting
+
+    @_no_autograph
+    def apply_counts(self, phi_counts, pi_counts, batch_size, step=None):
+        """The TLASGR update of every Phi^l, Pi^l given augmented counts (§4.3).
+
+        Deterministic given (counts, step): the Langevin noise is keyed on
+        (seed, step, matrix index). Increments `iterations`.
+
+        Args:
+            phi_counts, pi_counts: lists as returned by `augment` (summed over
+                replicas).
+            batch_size: documents in the (global) mini-batch.
+            step: step (default: `iterations`).
+
+        Returns:
+            dict of float32 scalar diagnostics.
+        """
+        step = tf.convert_to_tensor(self.iterations) if step is None else step
+        step = tf.cast(step, tf.int64)
+        step_size, forgetting = self.schedule(step)
+        scale = self.num_documents / tf.cast(batch_size, tf.float64)
+        jobs = [(f"phi{l + 1}", var, pre, counts, self.phi_prior)
+                for l, (var, pre, counts) in enumerate(
+                    zip(self.phi, self.phi_preconditioners, phi_counts))]
+        jobs += [(f"pi{l + 1}", var, pre, counts, self.pi_prior)
+                 for l, (var, pre, counts) in enumerate(
+                     zip(self.pi, self.pi_preconditioners, pi_counts))]
+        stats = {"tlasgr_step": tf.cast(step, tf.float32),
+                 "tlasgr_step_size": tf.cast(step_size, tf.float32)}
+        for index, (name, var, pre, counts, prior) in enumerate(jobs):
+            x = tf.cast(var.value, tf.float64)
+            floor = self.preconditioner_floor
+            if floor is None:
+                floor = prior * int(var.shape[0])
+            noise = stateless_standard_normal(tf.shape(x), self.seed,
+                                              step * len(jobs) + index, tf.float64)
+            new_x, new_m = riemannian_simplex_step(
+                x, tf.cast(counts, tf.float64), tf.cast(pre.value, tf.float64), prior,
+                step_size, forgetting, scale, floor, noise)
+            var.assign(tf.cast(new_x, var.dtype))
+            pre.assign(tf.cast(new_m, pre.dtype))
+            stats[f"{name}_counts"] = tf.cast(tf.reduce_sum(counts), tf.float32)
+            stats[f"{name}_change"] = tf.cast(tf.reduce_max(tf.abs(new_x - x)), tf.float32)
+        self.iterations.assign_add(tf.constant(1, tf.int64))
+        return stats
+
+    @_no_autograph
+    def update(self, bow, thetas):
+        """One TLASGR-MCMC step: augment the mini-batch, then update Phi and Pi.
+
+        Call it inside a `tf.function` (e.g. `train_step`) after the network
+        update, with the theta samples of the same forward pass (Guo et al.
+        2020, Algorithm 1). Under a distribution strategy (inside
+        `strategy.run`) the replica's documents are keyed by their global
+        position, the augmented counts are summed across replicas and every
+        replica applies the same update.
+
+        Args:
+            bow: float [B, J, V] bag-of-words counts of the sentences' contexts.
+            thetas: list over layers of float [B, J, K_l] (no gradient flows).
+
+        Returns:
+            dict of float32 scalar diagnostics: ``tlasgr_step``,
+            ``tlasgr_step_size`` and per matrix ``phi{l}_counts`` /
+            ``pi{l}_counts`` (augmented counts in the batch) and
+            ``phi{l}_change`` / ``pi{l}_change`` (max absolute change).
+        """
+        bow, thetas = self._check_update_inputs(bow, thetas)
+        ctx, offset, batch_size = _replica_layout(tf.shape(bow)[0])
+        step = tf.convert_to_tensor(self.iterations)
+        phi_counts, pi_counts = self.augment(bow, thetas, step, offset)
+        if ctx is not None:
+            phi_counts, pi_counts = ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                                                   (phi_counts, pi_counts))
+        return self.apply_counts(phi_counts, pi_counts, batch_size, step)
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "topic_sizes": list(self.topic_sizes), "num_documents": self.num_documents,
+                "recurrent": self.recurrent, "seed": self.seed, "tau0": self.tau0,
+                "step_size": self.step_size, "step_size_tau": self.step_size_tau,
+                "step_size_decay": self.step_size_decay,
+                "forgetting_decay": self.forgetting_decay, "phi_prior": self.phi_prior,
+                "pi_prior": self.pi_prior, "preconditioner_floor": self.preconditioner_floor,
+                "pi_init": self.pi_init}
