@@ -1,3 +1,4 @@
 """Models following the contract of DESIGN.md §3 (dict batch in, logits out)."""
 
 from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.rgbn_rnn import RGBNRNN, hierarchy_to_dot, topic_hierarchy

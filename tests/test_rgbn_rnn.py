@@ -1,0 +1,402 @@
+"""rGBN-RNN / GBN-RNN: topic-gated LSTM stack, Weibull encoder, the model with
+TLASGR-MCMC inside fit, perplexity, generation, topic hierarchy, saving."""
+
+import json
+import math
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
+from tfktopic.data.pipeline import document_dataset
+from tfktopic.evaluation import evaluate_perplexity
+from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
+from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
+from tfktopic.models import rgbn_rnn
+from tfktopic.models.rgbn_rnn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
+                                      make_optimizer, topic_hierarchy)
+
+J = 4  # sentences per chunk in the tests (the paper uses 8)
+
+
+def _random_batch(rng, batch, vocab_size, topic_vocab_size, length=7):
+    tokens = rng.integers(1, vocab_size, size=(batch, J, length)).astype(np.int32)
+    mask = np.ones((batch, J, length), np.float32)
+    mask[:, -1, 3:] = 0.0
+    return {"tokens": tokens, "targets": np.roll(tokens, -1, axis=-1), "mask": mask,
+            "context_bow": rng.poisson(0.3, size=(batch, J, topic_vocab_size)).astype(np.float32)}
+
+
+def _tiny(vocab_size, topic_vocab_size, num_layers=2, **kwargs):
+    keras.utils.set_random_seed(0)
+    sizes = {"hidden_sizes": (16, 12, 10)[:num_layers], "topic_sizes": (8, 6, 4)[:num_layers]}
+    sizes.update(kwargs)
+    return RGBNRNN(vocab_size, topic_vocab_size, num_documents=100, num_layers=num_layers,
+                   embedding_dim=12, dropout=0.2, seed=3, **sizes)
+
+
+# ------------------------------------------------------------------ layers
+@pytest.mark.parametrize("orientation", ["paper", "code"])
+def test_fast_stack_equals_stepwise_reference_from_the_cell(orientation):
+    keras.utils.set_random_seed(1)
+    rng = np.random.default_rng(0)
+    stack = TopicGatedLSTMStack(units=(9, 7, 5), num_topics=(6, 4, 3), dropout=0.3,
+                                orientation=orientation, kernel_scale=0.5)
+    x = rng.normal(size=(3, 8, 5)).astype(np.float32)
+    thetas = [rng.random((3, k)).astype(np.float32) for k in (6, 4, 3)]
+    fast = [np.asarray(a) for a in stack(x, thetas, training=False)]
+    assert [a.shape for a in fast] == [(3, 8, 9), (3, 8, 7), (3, 8, 5)]
+    # Step by step: every layer's LSTM step, its gate, then the next layer.
+    cells = stack.cells()
+    states = [cell.get_initial_state(3) for cell in cells]
+    stepwise = [[] for _ in cells]
+    for t in range(8):
+        inputs = x[:, t]
+        for l, cell in enumerate(cells):
+            inputs, states[l] = cell(np.concatenate([inputs, thetas[l]], -1), states[l])
+            stepwise[l].append(np.asarray(inputs))
+    for l in range(3):
+        np.testing.assert_allclose(np.stack(stepwise[l], 1), fast[l], atol=2e-6)
+    # A stand-alone cell inside keras.layers.RNN (theta tiled over time) with
+    # the same weights gives the first layer.
+    cell = TopicGatedLSTMCell(9, num_topics=6, orientation=orientation)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    tiled = np.concatenate([x, np.repeat(thetas[0][:, None], 8, axis=1)], -1)
+    rnn.build(tiled.shape)
+    cell.lstm_cell.set_weights(stack.lstms[0].cell.get_weights())
+    cell.gate.set_weights(stack.gates[0].get_weights())
+    np.testing.assert_allclose(np.asarray(rnn(tiled)), fast[0], atol=2e-6)
+    clone = keras.layers.RNN.from_config(rnn.get_config())  # the cell's config round-trips
+    assert clone.cell.get_config() == cell.get_config()
+    # The gate output is not fed back: the LSTM alone gives the same hidden path.
+    hidden = np.asarray(stack.lstms[0](x))
+    np.testing.assert_allclose(np.asarray(stack.gates[0](hidden, thetas[0])), fast[0], atol=2e-6)
+    # Dropout acts in training only.
+    assert not np.allclose(np.asarray(stack(x, thetas, training=True)[0]), fast[0])
+
+
+def test_gate_matches_eq4_and_orientations_are_reparameterisations():
+    rng = np.random.default_rng(2)
+    H, K = 5, 3
+    paper, code = TopicGate(H, "paper"), TopicGate(H, "code")
+    hidden = rng.normal(size=(4, 6, H)).astype(np.float32)
+    theta = rng.random((4, K)).astype(np.float32)
+    paper.build(hidden.shape, theta.shape)
+    code.build(hidden.shape, theta.shape)
+    U, W, Wh, b = [rng.normal(size=w.shape).astype(np.float32) for w in paper.get_weights()]
+    paper.set_weights([U, W, Wh, b])
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+    tu = theta[:, None] @ U + b
+    z = sig(tu[..., :H] + hidden @ W[:, :H])
+    r = sig(tu[..., H:2 * H] + hidden @ W[:, H:])
+    candidate = np.tanh(tu[..., 2 * H:] + (r * hidden) @ Wh)
+    expected = z * candidate + (1 - z) * hidden           # eq. 4
+    np.testing.assert_allclose(np.asarray(paper(hidden, theta)), expected, atol=1e-5)
+    # The code's orientation with the z pre-activation negated is the same map.
+    flip = np.ones(3 * H, np.float32)
+    flip[:H] = -1
+    code.set_weights([U * flip, W * flip[:2 * H], Wh, b * flip])
+    np.testing.assert_allclose(np.asarray(code(hidden, theta)), expected, atol=1e-5)
+    # Default initialisation: both start with z passing mostly the LSTM output
+    # (b_z = -1 in the paper's orientation == b_z = 1 in the code's).
+    out_p = np.asarray(TopicGate(H, "paper", kernel_scale=1e-9)(hidden, theta))
+    out_c = np.asarray(TopicGate(H, "code", kernel_scale=1e-9)(hidden, theta))
+    np.testing.assert_allclose(out_p, out_c, atol=1e-5)
+    np.testing.assert_allclose(out_p, sig(-1.0) * np.tanh(1.0) + sig(1.0) * hidden, atol=1e-5)
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+@pytest.mark.parametrize("scalar_k", [True, False])
+def test_weibull_encoder_shapes_recurrence_and_k(recurrent, scalar_k):
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    encoder = RecurrentWeibullEncoder(topic_sizes=(7, 5, 3), recurrent=recurrent,
+                                      scalar_k=scalar_k, k_range=(0.2, 50.0), seed=4)
+    bow = rng.poisson(1.0, size=(2, J, 20)).astype(np.float32)
+    thetas, ks, lams = encoder(bow)
+    for outputs in (thetas, ks, lams):
+        assert [tuple(o.shape) for o in outputs] == [(2, J, 7), (2, J, 5), (2, J, 3)]
+    for k, lam, theta in zip(ks, lams, thetas):
+        k, lam, theta = np.asarray(k), np.asarray(lam), np.asarray(theta)
+        assert k.min() >= 0.2 and k.max() <= 50.0 and lam.min() > 0
+        # Scalar k: one value per (document, sentence) tiled over the topics.
+        assert np.allclose(k, k[..., :1]) == scalar_k
+        np.testing.assert_allclose(theta, lam * np.exp(tf.math.lgamma(1.0 + 1.0 / k)), rtol=1e-5)
+    sampled = np.asarray(encoder(bow, training=True)[0][0])
+    assert sampled.min() > 0 and not np.allclose(sampled, np.asarray(thetas[0]))
+    # Sentence j depends on earlier contexts only through the recurrence
+    # (eq. 9), and never on later ones.
+    changed = bow.copy()
+    changed[:, 0] += 5.0
+    moved = np.asarray(encoder(changed)[0][0])
+    assert np.allclose(moved[:, 2], np.asarray(thetas[0])[:, 2]) != recurrent
+    later = bow.copy()
+    later[:, 3] += 5.0
+    np.testing.assert_allclose(np.asarray(encoder(later)[0][0])[:, :3],
+                               np.asarray(thetas[0])[:, :3], rtol=1e-6)
+
+
+# ------------------------------------------------------------------- model
+@pytest.mark.parametrize("num_layers", [1, 3])
+def test_forward_shapes_and_sentence_independence(num_layers):
+    rng = np.random.default_rng(1)
+    model = _tiny(40, 25, num_layers=num_layers)
+    batch = _random_batch(rng, 2, 40, 25)
+    logits = np.asarray(model(batch))
+    assert logits.shape == (2, J, 7, 40)
+    outputs = model.forward(batch, training=True)
+    assert [tuple(t.shape) for t in outputs["thetas"]] == [(2, J, k) for k in model.topic_sizes]
+    # Given the contexts, sentences are independent in the LM.
+    other = dict(batch, tokens=batch["tokens"].copy())
+    other["tokens"][:, 1] = 5
+    np.testing.assert_allclose(np.asarray(model(other))[:, [0, 2, 3]], logits[:, [0, 2, 3]],
+                               atol=1e-5)
+    # The paper's sizes for 1-3 layers.
+    paper = RGBNRNN(1000, 500, num_documents=10, num_layers=num_layers)
+    assert paper.hidden_sizes == ((600,), None, (600, 512, 256))[num_layers - 1]
+    assert paper.topic_sizes == ((100,), None, (100, 80, 50))[num_layers - 1]
+    preset = RGBNRNN.from_preset("reference_code", 1000, 500, 10, num_layers=2)
+    assert (preset.hidden_sizes, preset.topic_sizes, preset.kl_weights) == (
+        (600, 512), (100, 80), (0.1, 0.01))
+    assert preset.tm_weight == 0.001 and not preset.encoder_recurrent and preset.scalar_k
+
+
+def test_gradients_reach_encoder_lstms_and_gates():
+    rng = np.random.default_rng(2)
+    model = _tiny(30, 20, num_layers=2, tm_weight=0.0)  # LM loss only: theta still learns
+    batch = _random_batch(rng, 3, 30, 20)
+    model(batch)
+    with tf.GradientTape() as tape:
+        terms = model._objective(batch, model.forward(batch, training=True))
+    grads = tape.gradient(terms["loss"], model.trainable_weights)
+    named = {w.path: None if g is None else np.asarray(tf.convert_to_tensor(g))
+             for w, g in zip(model.trainable_weights, grads)}
+    for fragment in ("encoder/rnn_0", "encoder/rnn_1", "encoder/k_0", "encoder/lambda_1",
+                     "stack/lstm_0", "stack/lstm_1", "gate_0/theta_kernel",
+                     "gate_1/theta_kernel", "gate_1/hidden_kernel", "embedding", "softmax"):
+        found = [g for path, g in named.items() if fragment in path]
+        assert found, (fragment, list(named))
+        assert all(g is not None and np.all(np.isfinite(g)) for g in found), fragment
+        assert max(float(np.abs(g).max()) for g in found) > 0, fragment
+    assert not any("topic_model" in path for path in named)  # Phi, Pi are sampled
+
+
+def test_gbn_rnn_train_step_without_transitions_and_word2vec_init():
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(30, 12)).astype(np.float32)  # e.g. from embedding_matrix()
+    model = _tiny(30, 20, num_layers=1, recurrent=False, embeddings=matrix)
+    model.compile(optimizer="adam")
+    batch = _random_batch(rng, 4, 30, 20)
+    model(batch)
+    np.testing.assert_array_equal(np.asarray(model.embedding.embeddings), matrix)
+    assert model.pis == [] and len(model.phis) == 1
+    phi = np.asarray(model.phis[0]).copy()
+    logs = model.train_step({k: tf.constant(v) for k, v in batch.items()})
+    assert set(logs) == {"loss", "nll", "ppl", "kl", "tm_nll"}
+    assert all(np.isfinite(float(v)) for v in logs.values())
+    new = np.asarray(model.phis[0])
+    assert not np.allclose(new, phi) and np.allclose(new.sum(0), 1.0, atol=1e-5)
+    assert int(model.topic_model.iterations) == 1
+    assert not np.allclose(np.asarray(model.embedding.embeddings), matrix)  # fine-tuned
+
+
+# ----------------------------------------------- trained on real APNEWS text
+@pytest.fixture(scope="module")
+def trained(apnews_path, mallet_stopwords_path, tmp_path_factory):
+    corpus = read_tdlm(apnews_path).subset(range(60))
+    train, valid = corpus.split((0.8, 0.2), seed=0)
+    lm = Vocabulary.build(train, min_count=3)
+    topic = TopicVocabulary.build(train, lm, stopwords=str(mallet_stopwords_path))
+    train_seq = document_sequences(train, lm, topic, sentences_per_chunk=J, protocol="all_other")
+    valid_seq = document_sequences(valid, lm, topic, sentences_per_chunk=J, protocol="preceding")
+    keras.utils.set_random_seed(0)
+    model = RGBNRNN(len(lm), len(topic), num_documents=len(train_seq), num_layers=2,
+                    hidden_sizes=(48, 32), topic_sizes=(12, 6), embedding_dim=32, dropout=0.1,
+                    seed=5)
+    model.compile(optimizer=make_optimizer({"learning_rate": 5e-3, "clipnorm": 5.0}))
+    checkpoint = tmp_path_factory.mktemp("rgbn") / "last.keras"
+    steps = 5 * math.ceil(len(train_seq) / 8)
+    history = model.fit(document_dataset(train_seq, batch_size=8, seed=0), epochs=5, verbose=0,
+                        callbacks=[keras.callbacks.ModelCheckpoint(str(checkpoint),
+                                                                   save_freq=steps)])
+    return dict(model=model, history=history.history, lm=lm, topic=topic, train_seq=train_seq,
+                valid_seq=valid_seq, train=train, checkpoint=checkpoint, steps=steps,
+                mcmc_state=[np.asarray(w) for w in model.topic_model.weights])
+
+
+def test_fit_learns_keeps_topics_on_the_simplex_and_beats_unigram(trained):
+    model, history = trained["model"], trained["history"]
+    assert set(history) >= {"loss", "nll", "ppl", "kl", "tm_nll"}
+    assert history["loss"][-1] < history["loss"][0]
+    assert history["ppl"][-1] < 0.7 * history["ppl"][0]
+    assert trained["checkpoint"].exists()
+    # One TLASGR update per training step; Phi and Pi columns on the simplex.
+    assert int(model.topic_model.iterations) == trained["steps"]
+    for matrix in model.phis + model.pis:
+        matrix = np.asarray(matrix)
+        assert np.isfinite(matrix).all() and matrix.min() >= 0
+        np.testing.assert_allclose(matrix.sum(0), 1.0, atol=1e-5)
+    assert not np.allclose(np.asarray(model.pis[0]), np.eye(12))  # Pi left the identity
+    # Held-out perplexity (leak-free "preceding" contexts, Weibull mean) beats
+    # the add-1/2 unigram of the training text.
+    valid_seq, lm = trained["valid_seq"], trained["lm"]
+    valid_ds = document_dataset(valid_seq, batch_size=8, shuffle=False)
+    result = evaluate_perplexity(model, valid_ds, protocol="preceding")
+    counts = np.array([lm.counts.get(t, 0) for t in lm.tokens], np.float64) + 0.5
+    counts[:2] = 0
+    with np.errstate(divide="ignore"):
+        unigram = np.log(counts / counts.sum())
+    mask = np.arange(valid_seq.tokens.shape[-1]) < valid_seq.lengths[..., None]
+    unigram_ppl = math.exp(-unigram[valid_seq.targets[mask]].mean())
+    assert result.num_tokens == valid_seq.num_targets
+    assert result.perplexity < 0.9 * unigram_ppl, (result.perplexity, unigram_ppl)
+    evaluated = model.evaluate(valid_ds, return_dict=True, verbose=0)
+    assert evaluated["ppl"] == pytest.approx(result.perplexity, rel=1e-3)
+    # Averaging p over Weibull samples: a proper, comparable estimate.
+    sampled = model.evaluate_sampled_perplexity(valid_ds, num_samples=2, protocol="preceding")
+    assert sampled.num_tokens == result.num_tokens and "2 samples" in sampled.protocol
+    assert 0.8 * result.perplexity < sampled.perplexity < 1.25 * result.perplexity
+
+
+def test_generation_shapes_topk_and_conditioning(trained):
+    model, V = trained["model"], trained["model"].vocab_size
+
+    def check(ids, rows, max_len):
+        assert ids.shape == (rows, max_len) and ids.dtype == np.int32
+        for row in ids:
+            ends = np.flatnonzero(row == 2)
+            body = row[:ends[0]] if len(ends) else row
+            assert ((body >= 3) & (body < V)).all()  # never <pad>/<bos> before <eos>
+            if len(ends):
+                assert (row[ends[0] + 1:] == 0).all()
+
+    noise = model.generate(4, max_len=12, method="top_k", top_k=5, temperature=0.75, seed=0)
+    check(noise, 4, 12)
+    np.testing.assert_array_equal(
+        noise, model.generate(4, max_len=12, method="top_k", top_k=5, temperature=0.75, seed=0))
+    top1 = model.generate(3, max_len=10, topic=2, method="top_k", top_k=1, seed=1)
+    np.testing.assert_array_equal(top1, model.generate(3, max_len=10, topic=2, method="greedy"))
+    for topic, layer in ((3, 0), (1, 1), (np.eye(6)[0] + np.eye(6)[4], 1), ({0: 2, 1: 5}, 0)):
+        check(model.generate(2, max_len=10, topic=topic, topic_layer=layer, method="sample",
+                             seed=2), 2, 10)
+    contexts = trained["valid_seq"]
+    document = np.zeros((J, model.topic_vocab_size), np.float32)
+    for j in range(J):
+        np.add.at(document[j], contexts.context(0, j), 1.0)
+    check(model.generate(context_bow=document, max_len=10, method="sample", seed=3), J, 10)
+    check(model.generate_paragraph(5, max_len=10, method="sample", seed=4), 5, 10)
+    check(model.generate_paragraph(3, max_len=10, context_bow=document, seed=5), 3, 10)
+    # The token chooser never leaves the top k and never emits <pad>/<bos>.
+    logits = np.random.default_rng(0).normal(size=(500, 30))
+    picks = rgbn_rnn._choose(logits, "top_k", 1.0, 4, np.random.default_rng(1))
+    masked = logits.copy()
+    masked[:, :2] = -np.inf
+    top = np.argsort(-masked, axis=1)[:, :4]
+    assert all(p in row for p, row in zip(picks, top))
+    assert len(set(picks.tolist())) > 4
+    np.testing.assert_array_equal(rgbn_rnn._choose(logits, "greedy", 1.0, 1, None), top[:, 0])
+
+
+def test_topic_hierarchy_json_and_dot(trained, tmp_path):
+    model, topic = trained["model"], trained["topic"]
+    hierarchy = topic_hierarchy(model, topic, top_n=6, num_children=2, num_transitions=2)
+    json.loads(json.dumps(hierarchy))
+    assert hierarchy["num_layers"] == 2 and hierarchy["recurrent"]
+    assert [len(layer["topics"]) for layer in hierarchy["layers"]] == [12, 6]
+    assert hierarchy["layers"][0]["topics"][3]["words"] == model.topics(6, topic)[3]
+    assert hierarchy["layers"][1]["topics"][0]["words"] == model.topics(6, topic, layer=1)[0]
+    assert len(hierarchy["hierarchical_edges"]) == 6 * 2
+    assert len(hierarchy["temporal_edges"]) == (12 + 6) * 2
+    phi2, pi1 = np.asarray(model.phis[1]), np.asarray(model.pis[0])
+    for edge in hierarchy["hierarchical_edges"]:
+        assert edge["weight"] == pytest.approx(phi2[edge["child"], edge["parent"]], abs=1e-6)
+        assert phi2[edge["child"], edge["parent"]] >= np.sort(phi2[:, edge["parent"]])[-2] - 1e-7
+    edge = hierarchy["temporal_edges"][0]
+    assert edge["weight"] == pytest.approx(pi1[edge["to"], edge["from"]], abs=1e-6)
+    dot = hierarchy_to_dot(hierarchy, words_per_topic=3)
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    assert dot.count("->") == 12 + 36 and dot.count("style=dashed") == 36
+    assert "L1_T5 [label=" in dot and "L0_T11 [label=" in dot
+    svg = hierarchy_to_svg(dot, tmp_path / "h.svg")
+    if shutil.which("dot") is None:
+        assert svg is None
+    else:
+        assert (tmp_path / "h.svg").read_text().lstrip().startswith("<")
+
+
+def test_keras_round_trip_restores_networks_phi_pi_and_mcmc_state(trained, tmp_path):
+    model = trained["model"]
+    batch = next(iter(document_dataset(trained["valid_seq"], batch_size=4, shuffle=False)))
+    path = tmp_path / "rgbn.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, RGBNRNN) and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(np.asarray(loaded(batch)), np.asarray(model(batch)), atol=1e-5)
+    names = lambda m: [w.path for w in m.topic_model.weights]
+    assert names(loaded) == names(model)
+    for a, b in zip(model.topic_model.weights, loaded.topic_model.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # The optimizer state comes back too (Adam moments, step count).
+    assert len(loaded.optimizer.variables) == len(model.optimizer.variables)
+    for a, b in zip(model.optimizer.variables, loaded.optimizer.variables):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(loaded.optimizer.iterations) == trained["steps"]
+    # The MCMC resumes exactly: the same next update on both.
+    thetas = [np.asarray(t) for t in model.forward(batch)["thetas"]]
+    model.topic_model.update(batch["context_bow"], thetas)
+    loaded.topic_model.update(batch["context_bow"], thetas)
+    for a, b in zip(model.topic_model.weights, loaded.topic_model.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # The checkpoint ModelCheckpoint wrote at the end of fit holds the same MCMC state.
+    restored = keras.saving.load_model(trained["checkpoint"])
+    assert int(restored.topic_model.iterations) == trained["steps"]
+    for a, b in zip(restored.topic_model.weights, trained["mcmc_state"]):
+        np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="num_layers=4 has no paper sizes"):
+        RGBNRNN(10, 5, num_documents=1, num_layers=4)
+    with pytest.raises(ValueError, match="hidden_sizes must give 2"):
+        RGBNRNN(10, 5, num_documents=1, num_layers=2, hidden_sizes=(8,), topic_sizes=(4, 2))
+    with pytest.raises(ValueError, match="kl_weights must give 1"):
+        RGBNRNN(10, 5, num_documents=1, num_layers=1, kl_weights=(1, 1))
+    with pytest.raises(ValueError, match="dropout must be in"):
+        RGBNRNN(10, 5, num_documents=1, dropout=1.0)
+    with pytest.raises(ValueError, match="gate_orientation must be one of"):
+        RGBNRNN(10, 5, num_documents=1, gate_orientation="gru")
+    with pytest.raises(ValueError, match="num_documents must be >= 1"):
+        RGBNRNN(10, 5, num_documents=0)
+    with pytest.raises(ValueError, match="embeddings must have shape"):
+        RGBNRNN(10, 5, num_documents=1, embedding_dim=4, embeddings=np.zeros((10, 3)))
+    with pytest.raises(ValueError, match="preset must be one of"):
+        RGBNRNN.from_preset("huge", 10, 5, 1)
+    with pytest.raises(ValueError, match="num_layers=3 exceeds"):
+        RGBNRNN.from_preset("small", 10, 5, 1, num_layers=3)
+    with pytest.raises(ValueError, match="k_range must be"):
+        RecurrentWeibullEncoder((4,), k_range=(0.0, 1.0))
+    with pytest.raises(ValueError, match="orientation must be one of"):
+        TopicGate(4, orientation="sideways")
+    with pytest.raises(ValueError, match="num_topics must give one positive size"):
+        TopicGatedLSTMStack(units=(4, 4), num_topics=(3,))
+    model = _tiny(20, 10, num_layers=2)
+    model(_random_batch(np.random.default_rng(0), 1, 20, 10))
+    with pytest.raises(ValueError, match="method must be one of"):
+        model.generate(method="beam")
+    with pytest.raises(ValueError, match="top_k must be >= 1"):
+        model.generate(method="top_k", top_k=0)
+    with pytest.raises(ValueError, match="topic must be in"):
+        model.generate(topic=8)
+    with pytest.raises(ValueError, match="topic_layer must be in"):
+        model.generate(topic=0, topic_layer=2)
+    with pytest.raises(ValueError, match="context_bow must be"):
+        model.generate(context_bow=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="num_samples must be >= 1"):
+        model.evaluate_sampled_perplexity([], num_samples=0)
+    gbn = _tiny(20, 10, num_layers=1, recurrent=False)
+    with pytest.raises(ValueError, match="context_bow: continuing a document"):
+        gbn.generate_paragraph(2, context_bow=np.ones((2, 10)))
+    assert set(PRESETS) >= {"paper", "reference_code", "small"}
