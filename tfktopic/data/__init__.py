@@ -4,6 +4,7 @@ from tfktopic.data.contexts import (
     PROTOCOLS,
     DocumentSequences,
     SentenceExamples,
+    document_examples,
     document_sequences,
     sentence_examples,
     sentence_windows,

@@ -33,6 +33,7 @@ __all__ = [
     "sentence_windows",
     "sentence_examples",
     "document_sequences",
+    "document_examples",
     "stream_arrays",
 ]
 
@@ -160,6 +161,16 @@ class SentenceExamples:
         """Number of predicted tokens (``<eos>`` included)."""
         return int(self.lengths.sum())
 
+    @property
+    def document_targets(self):
+        """float32 [N]: predicted tokens of each window's *document* (all its windows).
+
+        TopicRNN charges the KL of q(theta | context) once per document by
+        weighting each window's KL by lengths / document_targets.
+        """
+        per_document = np.bincount(self.document_index, weights=self.lengths)
+        return per_document[self.document_index].astype(np.float32)
+
     def context(self, i):
         """Topic ids of window `i`'s context."""
         return self.context_values[self.context_splits[i]:self.context_splits[i + 1]]
@@ -244,6 +255,14 @@ class DocumentSequences:
     def num_targets(self):
         return int(self.lengths.sum())
 
+    @property
+    def document_targets(self):
+        """float32 [M, J]: predicted tokens of the document of each window (all
+        chunks of the document), as `SentenceExamples.document_targets`."""
+        per_document = np.bincount(self.document_index, weights=self.lengths.sum(axis=1))
+        chunk_totals = per_document[self.document_index].astype(np.float32)
+        return np.repeat(chunk_totals[:, None], self.lengths.shape[1], axis=1)
+
     def context(self, chunk, j):
         """Topic ids of the context of window `j` of `chunk`."""
         i = chunk * self.tokens.shape[1] + j
@@ -282,6 +301,58 @@ def document_sequences(corpus, lm_vocab, topic_vocab, sentences_per_chunk=8, max
     return DocumentSequences(tokens.reshape(M, J, max_len), targets.reshape(M, J, max_len),
                              lengths.reshape(M, J), values, splits,
                              np.asarray(doc_index, np.int64), protocol, len(topic_vocab))
+
+
+def document_examples(corpus, lm_vocab, topic_vocab, max_len=400, context_len=None):
+    """Every document as one example: its token stream and its whole bag of words.
+
+    The stream is ``[<bos>] + s_1 + [<eos>] + s_2 + [<eos>] + ...`` cut to its
+    first `max_len` predicted tokens (one sequence per document, as TopicRNN's
+    IMDB setup with reviews truncated at 400 tokens); the context is the topic
+    words of the **whole** document (protocol ``"whole_document"``). This is
+    the input of document features (TopicRNN's inference-network output and
+    last RNN state) and of training on whole documents, where q(theta | X_c)
+    sees the full document. It is *not* a leak-free perplexity protocol: the
+    context contains the predicted words.
+
+    Args:
+        corpus: a `Corpus` (or list of documents).
+        lm_vocab: the `Vocabulary`.
+        topic_vocab: the `TopicVocabulary`.
+        max_len: predicted tokens kept per document.
+        context_len: keep only the first `context_len` topic words of the
+            context (`None`: all).
+
+    Returns:
+        A `SentenceExamples` with one row per document (``sentence_index`` 0).
+
+    Example:
+    >>> from tfktopic.data import load_corpus, Vocabulary, TopicVocabulary
+    >>> corpus = load_corpus("lee")
+    >>> lm = Vocabulary.build(corpus, min_count=3)
+    >>> examples = document_examples(corpus, lm, TopicVocabulary.build(corpus, lm), max_len=50)
+    >>> len(examples) == len(corpus), examples.tokens.shape[1]
+    (True, 50)
+    """
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    if context_len is not None and context_len < 0:
+        raise ValueError(f"context_len must be >= 0 or None, got {context_len}")
+    windows, contexts = [], []
+    for document in corpus:
+        stream = [lm_vocab.bos_id]
+        for sentence in document:
+            stream.extend(lm_vocab.encode(sentence))
+            stream.append(lm_vocab.eos_id)
+        windows.append(stream[:max_len + 1])
+        context = topic_vocab.topic_ids(stream[1:])
+        contexts.append(context if context_len is None else context[:context_len])
+    tokens, targets, lengths = _pad_windows(windows, max_len)
+    values, splits = _ragged(contexts)
+    num = len(windows)
+    return SentenceExamples(tokens, targets, lengths, values, splits,
+                            np.arange(num, dtype=np.int64), np.zeros(num, np.int64),
+                            "whole_document", len(topic_vocab))
 
 
 def stream_arrays(corpus, lm_vocab, batch_size, num_steps):

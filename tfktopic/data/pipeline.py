@@ -9,6 +9,10 @@ Every dataset yields dicts with
   (sentence examples), or [B, J, V_c] with tokens [B, J, T] (document
   sequences).
 
+With ``document_targets=True`` the dicts also carry ``doc_targets`` float32
+[B] (or [B, J]): the number of predicted tokens of each window's document,
+which TopicRNN needs to charge its KL once per document.
+
 Contexts travel through tf.data as ragged topic ids and become dense bags of
 words only after batching (one `tf.math.bincount` per batch), so memory holds
 at most `context_len` ids per example. Shuffling is seeded, so a pipeline is
@@ -43,7 +47,8 @@ def _shuffle_batch(dataset, size, batch_size, shuffle, seed, drop_remainder):
     return dataset.batch(batch_size, drop_remainder=drop_remainder)
 
 
-def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remainder=False):
+def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remainder=False,
+                     document_targets=False):
     """A tf.data.Dataset of sentence windows.
 
     Args:
@@ -52,9 +57,12 @@ def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remaind
         shuffle: shuffle the windows (seeded; reshuffled every epoch).
         seed: the shuffle seed.
         drop_remainder: drop the last incomplete batch (static batch shape).
+        document_targets: add ``doc_targets`` float32 [B], the predicted
+            tokens of each window's document (`SentenceExamples.document_targets`).
 
     Returns:
-        A dataset of dicts ``tokens``, ``targets``, ``mask``, ``context_bow``.
+        A dataset of dicts ``tokens``, ``targets``, ``mask``, ``context_bow``
+        (and ``doc_targets``).
 
     Example:
     >>> dataset = sentence_dataset(examples, batch_size=32)  # doctest: +SKIP
@@ -62,33 +70,42 @@ def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remaind
     """
     max_len = examples.tokens.shape[1]
     vocab_size = max(int(examples.topic_vocab_size), 1)
-    dataset = tf.data.Dataset.from_tensor_slices({
+    columns = {
         "tokens": examples.tokens,
         "targets": examples.targets,
         "lengths": examples.lengths,
         "context": _ragged_contexts(examples.context_values, examples.context_splits),
-    })
+    }
+    if document_targets:
+        columns["doc_targets"] = examples.document_targets
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
     dataset = _shuffle_batch(dataset, len(examples), batch_size, shuffle, seed, drop_remainder)
 
     def to_contract(batch):
-        return {
+        contract = {
             "tokens": batch["tokens"],
             "targets": batch["targets"],
             "mask": tf.sequence_mask(batch["lengths"], max_len, dtype=tf.float32),
             "context_bow": _bag_of_words(batch["context"], vocab_size),
         }
+        if document_targets:
+            contract["doc_targets"] = batch["doc_targets"]
+        return contract
 
     return dataset.map(to_contract, num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
-def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remainder=False):
+def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remainder=False,
+                     document_targets=False):
     """A tf.data.Dataset of document chunks (rGBN-RNN's inputs).
 
     Args:
         sequences: `DocumentSequences` from `document_sequences`.
         batch_size: chunks per batch (B documents x J sentences).
         shuffle, seed, drop_remainder: as in `sentence_dataset`.
+        document_targets: add ``doc_targets`` float32 [B, J]
+            (`DocumentSequences.document_targets`).
 
     Returns:
         A dataset of dicts ``tokens``/``targets`` int32 [B, J, T], ``mask``
@@ -98,24 +115,30 @@ def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remaind
     vocab_size = int(sequences.topic_vocab_size)
     contexts = tf.RaggedTensor.from_uniform_row_length(
         _ragged_contexts(sequences.context_values, sequences.context_splits), J)
-    dataset = tf.data.Dataset.from_tensor_slices({
+    columns = {
         "tokens": sequences.tokens,
         "targets": sequences.targets,
         "lengths": sequences.lengths,
         "context": contexts,
-    })
+    }
+    if document_targets:
+        columns["doc_targets"] = sequences.document_targets
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
     dataset = _shuffle_batch(dataset, num_chunks, batch_size, shuffle, seed, drop_remainder)
 
     def to_contract(batch):
         context = batch["context"]
         flat = context.merge_dims(0, 1)
         bow = _bag_of_words(flat, vocab_size)
-        return {
+        contract = {
             "tokens": batch["tokens"],
             "targets": batch["targets"],
             "mask": tf.sequence_mask(batch["lengths"], max_len, dtype=tf.float32),
             "context_bow": tf.reshape(bow, [-1, J, vocab_size]),
         }
+        if document_targets:
+            contract["doc_targets"] = batch["doc_targets"]
+        return contract
 
     return dataset.map(to_contract, num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -4,3 +4,4 @@ from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 from tfktopic.layers.weibull import WeibullSampler, weibull_gamma_kl, weibull_mean
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
+from tfktopic.layers.stopword_gate import StopwordGate

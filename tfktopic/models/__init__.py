@@ -2,3 +2,4 @@
 
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn_rnn import RGBNRNN, hierarchy_to_dot, topic_hierarchy
+from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier

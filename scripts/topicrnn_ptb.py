@@ -1,0 +1,176 @@
+"""TopicRNN / TopicLSTM / TopicGRU on Penn Treebank (Dieng et al. 2017, §4.1, Table 2).
+
+    python scripts/topicrnn_ptb.py --neurons 100 --cell gru
+    python scripts/topicrnn_ptb.py --quick          # a small slice, about a minute
+
+Setup (preset ``ptb_<neurons>`` in `tfktopic.models.topicrnn.PRESETS`):
+documents are blocks of 10 sentences, the LM vocabulary is PTB's 10k types,
+the inference network sees the stop-word-free bag of words (Mallet's list by
+default: the paper's 449-word list is not published), 1 recurrent layer of
+10 / 100 / 300 units with K = 18 / 50 / 50 topics, Adam, at most 15 epochs
+with early stopping on the validation perplexity, no dropout.
+
+Training contexts are the other sentences of the document ("all_other"),
+evaluation contexts the **preceding** sentences only (leak-free; theta = mean
+of q; the stop-word indicator is marginalised). Each sentence window starts
+from a zero RNN state (sentence-level protocol, DESIGN.md §5) unless
+``--level document``, which carries the state across the sentences of a
+document (``document_dataset`` chunks of 10 sentences). The papers'
+"all_other" test perplexity, which lets future text in, is printed too and
+labelled as such.
+"""
+
+import argparse
+import json
+import math
+import pathlib
+import sys
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
+if str(REPO_ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA),
+                        help="folder with ptb/ptb.{train,valid,test}.txt and stopwords/mallet_en.txt "
+                             "(default: %(default)s)")
+    parser.add_argument("--neurons", type=int, choices=(10, 100, 300), default=100,
+                        help="recurrent units: the paper's 10 / 100 / 300 (K = 18 / 50 / 50)")
+    parser.add_argument("--cell", choices=("rnn", "lstm", "gru"), default="rnn",
+                        help="rnn = TopicRNN, lstm = TopicLSTM, gru = TopicGRU")
+    parser.add_argument("--variant", choices=("paper", "disjoint"), default="paper")
+    parser.add_argument("--level", choices=("sentence", "document"), default="sentence",
+                        help="zero state per sentence, or state carried across a document")
+    parser.add_argument("--stopwords", default=None,
+                        help="stop list for X_c (default: Mallet's list in --data-dir)")
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="a small slice of PTB and 2 epochs (about a minute on 2 cores)")
+    parser.add_argument("--out", default=None, help="write the results as JSON to this file")
+    return parser.parse_args(argv)
+
+
+def require(path, what):
+    if not path.exists():
+        sys.exit(f"error: {what} not found at {path}; pass --data-dir (the shared data folder "
+                 f"with ptb/ and stopwords/)")
+    return path
+
+
+def unigram_perplexity(lm_vocab, examples):
+    """Perplexity of the training unigram distribution (add-0.5) on `examples`."""
+    import numpy as np
+
+    counts = np.array([lm_vocab.counts.get(t, 0) for t in lm_vocab.tokens], np.float64) + 0.5
+    counts[:2] = 0  # <pad>, <bos> are never targets
+    with np.errstate(divide="ignore"):
+        log_p = np.log(counts / counts.sum())
+    return math.exp(-log_p[examples.targets[examples.mask > 0]].mean())
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    data_dir = pathlib.Path(args.data_dir)
+    ptb = {split: require(data_dir / "ptb" / f"ptb.{split}.txt", f"PTB {split} file")
+           for split in ("train", "valid", "test")}
+    stopwords = args.stopwords or str(require(data_dir / "stopwords" / "mallet_en.txt",
+                                              "Mallet stop list"))
+
+    import keras
+
+    from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read_ptb,
+                               sentence_examples)
+    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+    from tfktopic.evaluation import evaluate_perplexity
+    from tfktopic.models.topicrnn import PRESETS, TopicRNN
+
+    preset = dict(PRESETS[f"ptb_{args.neurons}"])
+    epochs = args.epochs or (2 if args.quick else preset["epochs"])
+    batch_size = args.batch_size or preset["batch_size"]
+    learning_rate = args.learning_rate or (3e-3 if args.quick else preset["learning_rate"])
+    per_doc = preset["sentences_per_document"]
+    corpora = {split: read_ptb(path, sentences_per_document=per_doc)
+               for split, path in ptb.items()}
+    if args.quick:
+        corpora = {"train": corpora["train"].subset(range(200)),
+                   "valid": corpora["valid"].subset(range(30)),
+                   "test": corpora["test"].subset(range(30))}
+    lm_vocab = Vocabulary.build(corpora["train"], min_count=preset["min_count"])
+    topic_vocab = TopicVocabulary.build(corpora["train"], lm_vocab, stopwords=stopwords,
+                                        max_freq_fraction=preset["max_freq_fraction"])
+    print(f"PTB ({'quick slice' if args.quick else 'full'}): "
+          + ", ".join(f"{k} {len(v)} documents" for k, v in corpora.items()))
+    print(f"LM vocabulary {len(lm_vocab)} (incl. <pad>, <bos>); topic vocabulary "
+          f"{len(topic_vocab)} content words; stop words/special/symbols for l_t: "
+          f"{len(lm_vocab) - len(topic_vocab)} (paper: 9,551 content / 449 stop words); "
+          f"removed: {topic_vocab.ignored}")
+
+    max_len, context_len = preset["max_len"], preset["context_len"]
+
+    def dataset(split, protocol, shuffle):
+        if args.level == "document":
+            sequences = document_sequences(corpora[split], lm_vocab, topic_vocab,
+                                           sentences_per_chunk=per_doc, max_len=max_len,
+                                           context_len=context_len, protocol=protocol)
+            return document_dataset(sequences, batch_size=max(1, batch_size // per_doc),
+                                    shuffle=shuffle, seed=args.seed, document_targets=True)
+        examples = sentence_examples(corpora[split], lm_vocab, topic_vocab, max_len=max_len,
+                                     context_len=context_len, protocol=protocol)
+        return sentence_dataset(examples, batch_size=batch_size, shuffle=shuffle, seed=args.seed,
+                                document_targets=True)
+
+    keras.utils.set_random_seed(args.seed)
+    model = TopicRNN.from_preset(f"ptb_{args.neurons}", len(lm_vocab), topic_vocab.lm_to_topic,
+                                 cell=args.cell, variant=args.variant, seed=args.seed)
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate))
+    print(f"model: Topic{args.cell.upper()} {args.neurons} units, K={model.num_topics}, "
+          f"variant {args.variant}, level {args.level}, {model.count_params():,} parameters; "
+          f"epochs {epochs}, batch {batch_size}, Adam {learning_rate}")
+    stopping = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min",
+                                             patience=preset["early_stopping_patience"],
+                                             restore_best_weights=True)
+    start = time.perf_counter()
+    model.fit(dataset("train", "all_other", True), epochs=epochs, verbose=2,
+              validation_data=dataset("valid", "preceding", False), callbacks=[stopping])
+    train_seconds = time.perf_counter() - start
+
+    results = {"neurons": args.neurons, "cell": args.cell, "variant": args.variant,
+               "level": args.level, "num_topics": model.num_topics, "epochs": epochs,
+               "quick": args.quick, "train_seconds": round(train_seconds, 1),
+               "lm_vocab": len(lm_vocab), "topic_vocab": len(topic_vocab), "perplexity": {}}
+    print("\nperplexity (theta = mean of q from the preceding sentences, l_t marginalised):")
+    for split in ("train", "valid", "test"):
+        value = evaluate_perplexity(model, dataset(split, "preceding", False),
+                                    protocol="preceding").perplexity
+        results["perplexity"][split] = value
+        print(f"  {split:<6} {value:9.2f}")
+    leaky = evaluate_perplexity(model, dataset("test", "all_other", False),
+                                protocol="all_other").perplexity
+    results["perplexity"]["test_all_other"] = leaky
+    print(f"  test   {leaky:9.2f}  (papers' 'all_other' protocol: the context includes later "
+          "sentences -- not leak-free)")
+    test_examples = sentence_examples(corpora["test"], lm_vocab, topic_vocab, max_len=max_len)
+    results["perplexity"]["test_unigram"] = unigram_perplexity(lm_vocab, test_examples)
+    print(f"  test   {results['perplexity']['test_unigram']:9.2f}  (unigram baseline)")
+    print("\ntopics (top words of the rows of B):")
+    topics = model.topics(top_n=8, vocabulary=topic_vocab)
+    for k, words in enumerate(topics[:10]):
+        print(f"  {k:>3}: {' '.join(words)}")
+    results["topics"] = topics
+    sentence = model.generate(num_sentences=1, max_len=25, topic=0, method="top_k", seed=args.seed)
+    print("\ngenerated (topic 0, top-k):", " ".join(lm_vocab.decode(sentence[0], strip_special=True)))
+    if args.out:
+        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()
