@@ -1,0 +1,395 @@
+"""LDA+LSTM: an LSTM language model with LDA topic proportions of the context.
+
+The baseline of Lau, Baldwin & Cohn (*Topically Driven Neural Language Model*,
+ACL 2017, §5 "LDA+LSTM") that TCNLM (Wang et al., AISTATS 2018, Table 2) and
+TopicRNN comparisons copy: an LDA model is trained on the training documents,
+the topic proportions theta_d of a sentence's document context are inferred
+with it, and theta_d is concatenated to the LSTM output before the softmax::
+
+    h_t = LSTM(E y_{<t})                 (zero state per sentence window)
+    p(y_t | y_<t, d) = softmax(W [h_t ; theta_d] + b)
+
+Design (why the LDA lives inside the Keras model):
+
+* LDA is fitted once with gensim (`fit_lda`: `LdaModel`, online variational
+  Bayes, Hoffman et al. 2010) on the topic-vocabulary bags of words of the
+  training documents.
+* Its variational topic-word parameters lambda [K, V_c] and the Dirichlet prior
+  alpha [K] become **non-trainable weights** of `LDATopicInference`, which runs
+  gensim's per-document variational E-step as TF ops on the pipeline's
+  ``context_bow``. The model is therefore self-contained: it trains, evaluates,
+  saves (`.keras`, the LDA parameters saved as weights) and exports on the
+  pipeline dicts alone, and the leak-free ``preceding`` protocol applies to the
+  LDA context exactly as to every other topic model -- no side channel of
+  precomputed topic proportions that could be built from the wrong context.
+* The E-step receives no gradient (`stop_gradient`, non-trainable weights): the
+  LDA stays the LDA that gensim fitted, only the LSTM, embedding and softmax
+  learn (the baseline of the papers keeps LDA fixed, too).
+
+The E-step (Blei, Ng & Jordan 2003, eqs. (6)-(7); Hoffman et al. 2010, Alg. 2,
+in gensim's Lee-Seung form without an explicit phi) for a context with counts
+n_w::
+
+    E[log beta_kw]  = psi(lambda_kw) - psi(sum_w' lambda_kw')
+    E[log theta_k]  = psi(gamma_k)   - psi(sum_k' gamma_k')
+    phi_wk          ∝ exp(E[log theta_k]) exp(E[log beta_kw])
+    gamma_k         = alpha_k + sum_w n_w phi_wk
+                    = alpha_k + exp(E[log theta_k]) sum_w n_w exp(E[log beta_kw]) / phinorm_w
+
+iterated until the mean absolute change of gamma is below `gamma_threshold`
+(per document) or `iterations` is reached; theta = gamma / sum(gamma), which is
+gensim's `get_document_topics(..., minimum_probability=0)`. gensim starts gamma
+from a random Gamma(100, 1/100) draw; this layer starts from its mean (all
+ones), so it is deterministic and agrees with gensim to the convergence
+tolerance (tested against `LdaModel.inference` on real documents).
+"""
+
+import numpy as np
+import keras
+import tensorflow as tf
+from keras import ops
+
+from tfktopic.models.lstm_lm import LSTMLanguageModel
+
+__all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus", "PRESETS"]
+
+#: Hyperparameters of the LDA+LSTM baseline. "paper" follows the small models of
+#: Lau et al. 2017 / TCNLM Table 2 (1 layer of 600, embeddings 300, LDA with
+#: 50/100/150 topics, Adam 1e-3, batch 64, sequence length 30, context 300).
+PRESETS = {
+    "paper": {
+        "num_topics": 50,          # TCNLM Table 2 columns: 50 / 100 / 150
+        "embedding_dim": 300,      # TDLM e = 300
+        "hidden_dim": 600,         # TCNLM / TDLM "small": 1 x 600
+        "num_layers": 1,
+        "dropout": 0.4,            # TDLM lm_keep_prob 0.6
+        "lda_passes": 20,          # not stated in the papers
+        "lda_iterations": 50,      # gensim's default E-step budget
+        "learning_rate": 1e-3,     # TDLM
+        "clipnorm": 5.0,           # TDLM max_grad_norm
+        "batch_size": 64,
+        "max_len": 30,
+        "context_len": 300,
+        "epochs": 10,              # TDLM epoch_size (paper)
+    },
+    "large": {                     # TCNLM Table 2 "large": 2 x 900
+        "num_topics": 50, "embedding_dim": 300, "hidden_dim": 900, "num_layers": 2,
+        "dropout": 0.4, "lda_passes": 20, "lda_iterations": 50, "learning_rate": 1e-3,
+        "clipnorm": 5.0, "batch_size": 64, "max_len": 30, "context_len": 300, "epochs": 10,
+    },
+    "small": {                     # CPU-sized, for tests and quick benchmarks
+        "num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
+        "dropout": 0.0, "lda_passes": 5, "lda_iterations": 50, "learning_rate": 3e-3,
+        "clipnorm": 5.0, "batch_size": 64, "max_len": 30, "context_len": 300, "epochs": 5,
+    },
+}
+
+
+def lda_bow_corpus(documents, topic_vocab):
+    """Topic-vocabulary bags of words of whole documents, in gensim's format.
+
+    Args:
+        documents: iterable of documents (lists of sentences of tokens), e.g. a
+            `Corpus`.
+        topic_vocab: the `TopicVocabulary`; its topic ids are the gensim term ids.
+
+    Returns:
+        A list with one ``[(topic_id, count), ...]`` per document (ids ascending;
+        a document without topic words gives an empty list).
+    """
+    corpus = []
+    for document in documents:
+        ids = [topic_vocab.word_to_id(w) for sentence in document for w in sentence]
+        ids = np.asarray([i for i in ids if i >= 0], np.int64)
+        counts = np.bincount(ids, minlength=0) if ids.size else np.zeros(0, np.int64)
+        corpus.append([(int(i), int(c)) for i, c in enumerate(counts) if c])
+    return corpus
+
+
+def fit_lda(corpus, topic_vocab, num_topics=50, passes=10, seed=0, alpha="symmetric",
+            iterations=50, chunksize=2000, **kwargs):
+    """Fit gensim's `LdaModel` on the topic-vocabulary BoW of training documents.
+
+    Args:
+        corpus: the training documents (a `Corpus` or list of documents).
+        topic_vocab: the `TopicVocabulary` (its ids are the LDA's term ids, so the
+            LDA's columns line up with the pipeline's ``context_bow``).
+        num_topics: K.
+        passes: passes over the corpus (online VB epochs).
+        seed: gensim's ``random_state``.
+        alpha: gensim's document-topic prior ("symmetric" = 1/K, "asymmetric",
+            "auto" to learn it, or an array).
+        iterations: maximum E-step iterations per document during training.
+        chunksize: documents per online update.
+        **kwargs: further `gensim.models.LdaModel` arguments (e.g. ``eta``).
+
+    Returns:
+        A fitted `gensim.models.LdaModel` (float32) over ``len(topic_vocab)`` terms.
+
+    Raises:
+        ValueError: for num_topics or passes < 1, or a corpus without topic words.
+    """
+    from gensim.models import LdaModel
+
+    if int(num_topics) < 1:
+        raise ValueError(f"num_topics must be >= 1, got {num_topics}")
+    if int(passes) < 1:
+        raise ValueError(f"passes must be >= 1, got {passes}")
+    bows = lda_bow_corpus(corpus, topic_vocab)
+    if not any(bows):
+        raise ValueError("fit_lda: the corpus has no topic-vocabulary words; check topic_vocab")
+    id2word = dict(enumerate(topic_vocab.words))
+    return LdaModel(bows, num_topics=int(num_topics), id2word=id2word, passes=int(passes),
+                    random_state=seed, alpha=alpha, iterations=int(iterations),
+                    chunksize=int(chunksize), eval_every=None, dtype=np.float32, **kwargs)
+
+
+def _lda_parameters(lda):
+    """(lambda [K, V], alpha [K]) of a gensim LdaModel or a dict of the two."""
+    if isinstance(lda, dict):
+        try:
+            return np.asarray(lda["topic_word"], np.float32), np.asarray(lda["alpha"], np.float32)
+        except KeyError as error:
+            raise ValueError(
+                f"lda dict needs keys 'topic_word' and 'alpha', missing {error}") from None
+    if hasattr(lda, "state") and hasattr(lda, "alpha"):
+        return (np.asarray(lda.state.get_lambda(), np.float32),
+                np.asarray(lda.alpha, np.float32).reshape(-1))
+    raise ValueError(f"lda must be a gensim LdaModel or a dict with 'topic_word' and 'alpha', "
+                     f"got {type(lda).__name__}")
+
+
+def _dirichlet_expectation(concentration):
+    """E[log x] under Dirichlet(concentration) along the last axis."""
+    return tf.math.digamma(concentration) - tf.math.digamma(
+        tf.reduce_sum(concentration, axis=-1, keepdims=True))
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class LDATopicInference(keras.layers.Layer):
+    """LDA's variational E-step on a bag of words, as TF ops (fixed, non-trainable).
+
+    Holds a fitted LDA's topic-word variational parameters lambda [K, V] and
+    Dirichlet prior alpha [K] as non-trainable weights and maps a batch of
+    bags of words to topic proportions theta = gamma / sum(gamma) (module
+    docstring; Blei et al. 2003 eqs. (6)-(7)). No gradient flows through it.
+
+    Args:
+        num_topics: K.
+        vocab_size: V, the topic-vocabulary size (width of ``context_bow``).
+        iterations: maximum E-step iterations (gensim: 50).
+        gamma_threshold: a document stops when the mean absolute change of its
+            gamma falls below this (gensim: 1e-3); 0 runs all `iterations`.
+        lda: optional gensim `LdaModel` (or dict ``topic_word``/``alpha``) to
+            copy the parameters from; not part of the config (they are weights).
+
+    Call args:
+        bow: float [B, V] counts.
+
+    Returns:
+        theta, float [B, K], rows summing to one (alpha / sum(alpha) for an
+        empty bag of words).
+
+    Example:
+    >>> layer = LDATopicInference(2, 3, lda={"topic_word": [[5., 1., 1.], [1., 1., 5.]],
+    ...                                      "alpha": [0.5, 0.5]})
+    >>> theta = layer(np.array([[4., 0., 0.], [0., 0., 0.]], np.float32))
+    >>> np.round(np.asarray(theta), 2).tolist()[1]
+    [0.5, 0.5]
+    """
+
+    def __init__(self, num_topics, vocab_size, iterations=50, gamma_threshold=1e-3, lda=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("num_topics", num_topics), ("vocab_size", vocab_size),
+                            ("iterations", iterations)):
+            if int(value) < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if not float(gamma_threshold) >= 0.0:
+            raise ValueError(f"gamma_threshold must be >= 0, got {gamma_threshold}")
+        self.num_topics = int(num_topics)
+        self.vocab_size = int(vocab_size)
+        self.iterations = int(iterations)
+        self.gamma_threshold = float(gamma_threshold)
+        # Uniform placeholders until `set_lda` (or loading saved weights).
+        self.topic_word = self.add_weight(shape=(self.num_topics, self.vocab_size),
+                                          initializer="ones", trainable=False, name="topic_word")
+        self.alpha = self.add_weight(shape=(self.num_topics,),
+                                     initializer=keras.initializers.Constant(1.0 / self.num_topics),
+                                     trainable=False, name="alpha")
+        if lda is not None:
+            self.set_lda(lda)
+
+    def set_lda(self, lda):
+        """Copy lambda and alpha from a gensim `LdaModel` (or a dict of the two).
+
+        Raises:
+            ValueError: when the shapes disagree with num_topics / vocab_size, or
+                lambda / alpha are not positive.
+        """
+        topic_word, alpha = _lda_parameters(lda)
+        expected = (self.num_topics, self.vocab_size)
+        if topic_word.shape != expected or alpha.shape != (self.num_topics,):
+            raise ValueError(
+                f"lda has {topic_word.shape[0]} topics over {topic_word.shape[-1]} words "
+                f"(alpha {alpha.shape}), but the layer expects num_topics={self.num_topics} and "
+                f"vocab_size={self.vocab_size}: fit the LDA on the same topic vocabulary")
+        if not (np.all(topic_word > 0) and np.all(alpha > 0)):
+            raise ValueError("lda topic_word (lambda) and alpha must be strictly positive")
+        self.topic_word.assign(topic_word)
+        self.alpha.assign(alpha)
+
+    def topic_word_distribution(self):
+        """beta [K, V]: each topic's expected word distribution lambda / sum(lambda)
+        (gensim's `get_topics()`), as a numpy array."""
+        topic_word = np.asarray(ops.convert_to_numpy(self.topic_word), np.float64)
+        return topic_word / topic_word.sum(axis=1, keepdims=True)
+
+    def call(self, bow):
+        bow = tf.stop_gradient(tf.cast(bow, tf.float32))
+        alpha = tf.stop_gradient(tf.cast(self.alpha, tf.float32))
+        exp_elog_beta = tf.stop_gradient(
+            tf.exp(_dirichlet_expectation(tf.cast(self.topic_word, tf.float32))))  # [K, V]
+        epsilon = np.finfo(np.float32).eps  # gensim's phinorm floor
+
+        def expectations(gamma):
+            exp_elog_theta = tf.exp(_dirichlet_expectation(gamma))             # [B, K]
+            phinorm = tf.matmul(exp_elog_theta, exp_elog_beta) + epsilon       # [B, V]
+            return exp_elog_theta, phinorm
+
+        gamma = tf.ones(tf.stack([tf.shape(bow)[0], self.num_topics]), tf.float32)
+        done = tf.zeros(tf.shape(bow)[:1], tf.bool)
+        exp_elog_theta, phinorm = expectations(gamma)
+
+        def keep_going(i, gamma, done, exp_elog_theta, phinorm):
+            return tf.logical_and(i < self.iterations, tf.logical_not(tf.reduce_all(done)))
+
+        def update(i, gamma, done, exp_elog_theta, phinorm):
+            new = alpha + exp_elog_theta * tf.matmul(bow / phinorm, exp_elog_beta,
+                                                     transpose_b=True)
+            change = tf.reduce_mean(tf.abs(new - gamma), axis=-1)
+            new = tf.where(done[:, None], gamma, new)       # converged documents stay put
+            done = tf.logical_or(done, change < self.gamma_threshold)
+            return (i + 1, new, done) + expectations(new)
+
+        _, gamma, _, _, _ = tf.while_loop(
+            keep_going, update, (tf.constant(0), gamma, done, exp_elog_theta, phinorm),
+            maximum_iterations=self.iterations)
+        return tf.stop_gradient(gamma / tf.reduce_sum(gamma, axis=-1, keepdims=True))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.num_topics,)
+
+    def get_config(self):
+        return {**super().get_config(), "num_topics": self.num_topics,
+                "vocab_size": self.vocab_size, "iterations": self.iterations,
+                "gamma_threshold": self.gamma_threshold}
+
+
+def _topic_words(distribution, top_n, vocabulary):
+    """Top-n ids (or words) per row of a [K, V] topic-word matrix."""
+    if int(top_n) < 1:
+        raise ValueError(f"top_n must be >= 1, got {top_n}")
+    top_n = min(int(top_n), distribution.shape[1])
+    # Stable sort on the negated weights: ties keep the lower (more frequent) id first.
+    ids = np.argsort(-distribution, axis=1, kind="stable")[:, :top_n].astype(np.int64)
+    if vocabulary is None:
+        return ids
+    words = vocabulary.words if hasattr(vocabulary, "words") else list(vocabulary)
+    if len(words) != distribution.shape[1]:
+        raise ValueError(f"vocabulary has {len(words)} words but the topics cover "
+                         f"{distribution.shape[1]}")
+    return [[words[i] for i in row] for row in ids]
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class LDALSTMLanguageModel(LSTMLanguageModel):
+    """LSTM LM whose softmax sees LDA topic proportions of the context (LDA+LSTM).
+
+    logits_t = W [h_t ; theta_d] + b, with theta_d inferred by the fixed LDA
+    E-step (`LDATopicInference`) from the batch's ``context_bow``. Training,
+    metrics (``loss``, ``nll``, ``ppl``), dropout and saving are those of
+    `LSTMLanguageModel` (sentence level: every window starts from a zero state).
+
+    Args:
+        vocab_size: LM vocabulary size.
+        topic_vocab_size: V_c, the width of ``context_bow``.
+        num_topics: K, the LDA's number of topics.
+        embedding_dim, hidden_dim, num_layers, dropout, embeddings: as in
+            `LSTMLanguageModel`.
+        lda: the fitted gensim `LdaModel` from `fit_lda` (or a dict with
+            ``topic_word`` [K, V_c] and ``alpha`` [K]); its parameters become
+            non-trainable weights (saved with the model, not in the config).
+            Without it the topics are uniform placeholders -- only useful when
+            the weights are loaded afterwards.
+        lda_iterations, gamma_threshold: the E-step budget (see
+            `LDATopicInference`).
+
+    Example:
+    >>> lda = fit_lda(train, topic_vocab, num_topics=50, passes=10)    # doctest: +SKIP
+    >>> model = LDALSTMLanguageModel(len(lm_vocab), len(topic_vocab), num_topics=50,
+    ...                              embedding_dim=300, hidden_dim=600, lda=lda)  # doctest: +SKIP
+    >>> model.compile(optimizer="adam")                                # doctest: +SKIP
+    >>> model.fit(sentence_dataset(train_examples), epochs=5)          # doctest: +SKIP
+    >>> model.topics(10, vocabulary=topic_vocab)[0]                    # doctest: +SKIP
+    """
+
+    def __init__(self, vocab_size, topic_vocab_size, num_topics=50, embedding_dim=300,
+                 hidden_dim=600, num_layers=1, dropout=0.0, lda=None, lda_iterations=50,
+                 gamma_threshold=1e-3, embeddings=None, **kwargs):
+        if kwargs.pop("document_level", False):
+            raise ValueError("document_level must be False: LDALSTMLanguageModel is a "
+                             "sentence-level model (the LDA context carries the document)")
+        for name, value in (("topic_vocab_size", topic_vocab_size), ("num_topics", num_topics)):
+            if int(value) < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        super().__init__(vocab_size, embedding_dim=embedding_dim, hidden_dim=hidden_dim,
+                         num_layers=num_layers, dropout=dropout, document_level=False,
+                         embeddings=embeddings, **kwargs)
+        self.topic_vocab_size = int(topic_vocab_size)
+        self.num_topics = int(num_topics)
+        self.lda_iterations = int(lda_iterations)
+        self.gamma_threshold = float(gamma_threshold)
+        self.topic_inference = LDATopicInference(
+            self.num_topics, self.topic_vocab_size, iterations=self.lda_iterations,
+            gamma_threshold=self.gamma_threshold, lda=lda, name="lda")
+
+    def topic_proportions(self, context_bow):
+        """theta [B, K] of a batch of context bags of words (the LDA E-step)."""
+        bow = ops.convert_to_tensor(context_bow)
+        if bow.shape[-1] is not None and bow.shape[-1] != self.topic_vocab_size:
+            raise ValueError(f"context_bow has width {bow.shape[-1]}, but the model was built "
+                             f"for topic_vocab_size={self.topic_vocab_size}")
+        return self.topic_inference(bow)
+
+    def call(self, inputs, training=False):
+        if not isinstance(inputs, dict) or "context_bow" not in inputs:
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError("LDALSTMLanguageModel takes the pipeline dict with 'tokens' and "
+                             f"'context_bow' (sentence_dataset), got {got}")
+        theta = self.topic_proportions(inputs["context_bow"])                 # [B, K]
+        x = self.dropouts[0](self.embedding(inputs["tokens"]), training=training)
+        for lstm, dropout in zip(self.lstms, self.dropouts[1:]):
+            x = dropout(lstm(x, training=training), training=training)
+        # theta is constant over the window: broadcast it to every step.
+        theta = ops.expand_dims(ops.cast(theta, x.dtype), 1) + ops.zeros_like(x[..., :1])
+        return self.softmax(ops.concatenate([x, theta], axis=-1))
+
+    def topics(self, top_n=10, vocabulary=None):
+        """Top words of each LDA topic (by lambda / sum(lambda), gensim's `get_topics`).
+
+        Args:
+            top_n: words per topic.
+            vocabulary: optional `TopicVocabulary` or list of topic words.
+
+        Returns:
+            int array [K, top_n] of topic-vocabulary ids, or K lists of words.
+        """
+        return _topic_words(self.topic_inference.topic_word_distribution(), top_n, vocabulary)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("document_level", None)
+        return {**config, "topic_vocab_size": self.topic_vocab_size,
+                "num_topics": self.num_topics, "lda_iterations": self.lda_iterations,
+                "gamma_threshold": self.gamma_threshold}
