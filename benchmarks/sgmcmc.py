@@ -106,9 +106,9 @@ def quality_ptb(quick):
         raise
     vocab = Vocabulary.build(read_ptb(ptb_dir / "ptb.train.txt"), min_count=1)
     hidden = 64 if quick else 200
-    epochs = 2 if quick else 4
-    batch = 32
-    lr = 2e-3
+    epochs = 2 if quick else 3
+    batch = 64
+    lr = 3e-3
     data = ptb_data(ptb_dir, vocab, num_steps=20, batch_size=batch,
                     limit_tokens=120_000 if quick else None)
     steps_per_epoch = sum(1 for _ in data["train"])
@@ -126,7 +126,7 @@ def quality_ptb(quick):
     rms_time = time.perf_counter() - start
 
     start = time.perf_counter()
-    burn_in = epochs // 2
+    burn_in = epochs - 1
     thin = max(1, steps_per_epoch // 8)
     collector = SampleCollector({"test": data["test"]}, burn_in_epochs=burn_in, thin=thin,
                                 directory=RESULTS / ("ptb_samples_quick" if quick else
