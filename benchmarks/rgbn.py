@@ -1,0 +1,411 @@
+"""rGBN-RNN / GBN-RNN benchmarks (issue 4; Guo, Chen, Lu, Zhou, ICML 2020).
+
+Record names (DESIGN.md §7): ``model`` is exactly ``rgbn_rnn``, ``gbn_rnn``,
+``lstm`` (sentence-level `LSTMLanguageModel`), ``doc_lstm`` (document-level,
+state carried across the J windows of a chunk) or ``lda`` (gensim); the
+**layer count is in ``config["num_layers"]``** of every record (the LSTM
+baselines of an L-layer model are L-layer LSTMs of the same width).
+
+**Speed** (``SPEED``): training tokens per second (real predicted tokens,
+padding excluded) of the 1- and 3-layer model *with* the TLASGR-MCMC step in
+`train_step`, against a plain stacked `LSTMLanguageModel` of the same layer
+count, width and embedding size on the same sentence windows (64 windows = the
+8 documents x 8 sentences of one rGBN batch), measured in the same process,
+interleaved over rounds (fastest round counts). The same model with the MCMC
+step switched off is timed too; ``mcmc_fraction`` = 1 - (step without MCMC) /
+(step with MCMC) (issue-4 target <= 0.15 at V_c ~ 8k, K = 100-80-50,
+B = J = 8). Targets: ``tokens_per_s`` ratio >= 0.7. Peak RSS (MiB) per model
+(high-water mark reset before each measurement when the kernel allows it).
+The vocabularies are built on the training part of all 2,000 APNEWS documents
+in both modes (quick, min count 3: V = 11.4k, V_c = 10.5k); ``--quick`` uses
+width and embedding 128 and 3 rounds of 5 timed steps, the full mode width
+600 per layer (LSTM baseline 600 per layer too) and 3 rounds of 20 steps.
+Speed models use the paper's topic sizes 100 / 100-80-50 in both modes.
+
+**Quality** (``QUALITY``) on APNEWS (``../shared/data/apnews/apnews.txt``),
+split by document 80/10/10 with seed 0 (`Corpus.split`); vocabularies from the
+training part. Training contexts: ``all_other`` (the papers'); test contexts:
+``preceding`` (leak-free, DESIGN §5). Records:
+
+* ``perplexity`` (sentence-level, zero LSTM state per window, theta at its
+  Weibull mean; `evaluate_perplexity`) of gbn_rnn / rgbn_rnn with 1 and 3
+  layers, baseline ``lstm`` of the same depth and width; extra records with
+  baseline ``doc_lstm``; the two LSTMs' own records. Every model is scored on
+  exactly the same test tokens (checked). doc_lstm carries its state across
+  the 8 windows of a chunk (training and test chunking of `document_dataset`).
+* ``test_bleu_3/4`` and ``self_bleu_3/4`` (Texygen semantics,
+  `tfktopic.evaluation.bleu.bleu_report`) of sentences generated from the
+  prior (top-k 20, temperature 0.75, seed 0) against the test sentences.
+  The LSTM baselines have no generation method, so these have no baseline.
+* ``npmi`` (Lau et al., mean over top-5/10/15/20) of the layer-1 topics
+  (``model.topics(layer=0)``) against gensim ``LdaModel`` with the same number
+  of topics on the training documents' topic-vocabulary bags of words;
+  reference corpus: the whole APNEWS file.
+
+Budgets: ``--quick`` = 200 documents (a seeded random subset), widths 64,
+topics 20-12-8, 3 epochs, 100 generated sentences; about 8-9 minutes on 2
+shared cores for both models (8 trainings: lstm, doc_lstm, gbn_rnn, rgbn_rnn
+at 1 and 3 layers; the baselines are trained once and shared by both entries
+through a module-level cache). Full = all 2,000 documents, the ``paper`` preset (LSTM
+600-512-256, topics 100-80-50, embedding 300, dropout 0.4, Adam 1e-3, clip 5,
+B = J = 8, T = 30, 300 context words, 5 epochs), LSTM baselines 600 per
+layer, 1,000 generated sentences; many hours on a 2-core CPU (not run here).
+No early stopping: every model gets the same epoch budget and the final
+weights are scored.
+
+    python -m benchmarks.speed --quick --models rgbn_rnn,gbn_rnn
+    python -m benchmarks.quality --quick --models rgbn_rnn,gbn_rnn
+"""
+
+import functools
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.common import peak_memory_mb, record, shared_file, time_train_steps
+
+SPLIT_SEED = 0
+LAYERS = (1, 3)
+GENERATION = {"method": "top_k", "top_k": 20, "temperature": 0.75, "seed": 0}
+
+SETTINGS = {
+    True: {  # --quick
+        "num_documents": 200, "min_count": 3, "hidden": 64, "embedding_dim": 64,
+        "topic_sizes": (20, 12, 8), "dropout": 0.2, "epochs": 3, "learning_rate": 3e-3,
+        "num_generated": 100, "lda_passes": 5,
+        "speed_hidden": 128, "speed_steps": 5, "speed_rounds": 3,
+    },
+    False: {  # full: the "paper" preset
+        "num_documents": None, "min_count": 10, "hidden": None, "embedding_dim": 300,
+        "topic_sizes": (100, 80, 50), "dropout": 0.4, "epochs": 5, "learning_rate": 1e-3,
+        "num_generated": 1000, "lda_passes": 20,
+        "speed_hidden": 600, "speed_steps": 20, "speed_rounds": 3,
+    },
+}
+COMMON = {"sentences_per_chunk": 8, "batch_size": 8, "max_len": 30, "context_len": 300,
+          "clipnorm": 5.0}
+PROTOCOL = "preceding (leak-free: context of sentence j = sentences < j); sentence-level " \
+           "perplexity, zero LSTM state per window"
+
+_EMITTED = set()  # baseline records already returned in this process
+
+
+def _log(message):
+    print(f"[rgbn] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- data
+@functools.lru_cache(maxsize=None)
+def _corpus():
+    from tfktopic.data import read_tdlm
+
+    return read_tdlm(shared_file("apnews/apnews.txt"))
+
+
+@functools.lru_cache(maxsize=None)
+def _data(quick, num_documents="settings"):
+    """Split, vocabularies and document/sentence sequences (cached)."""
+    from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences,
+                               sentence_examples)
+
+    cfg = SETTINGS[quick]
+    corpus = _corpus()
+    n = cfg["num_documents"] if num_documents == "settings" else num_documents
+    if n is not None:
+        order = np.random.default_rng(SPLIT_SEED).permutation(len(corpus))
+        corpus = corpus.subset(sorted(order[:n].tolist()))
+    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=SPLIT_SEED)
+    lm = Vocabulary.build(train, min_count=cfg["min_count"])
+    topic = TopicVocabulary.build(train, lm, stopwords=str(shared_file("stopwords/mallet_en.txt")))
+    J, T, C = COMMON["sentences_per_chunk"], COMMON["max_len"], COMMON["context_len"]
+    data = {"train": train, "valid": valid, "test": test, "lm": lm, "topic": topic,
+            "train_docs": document_sequences(train, lm, topic, J, T, C, protocol="all_other"),
+            "test_docs": document_sequences(test, lm, topic, J, T, C, protocol="preceding"),
+            "train_sents": sentence_examples(train, lm, topic, T, C, protocol="all_other"),
+            "test_sents": sentence_examples(test, lm, topic, T, C, protocol="preceding")}
+    data["description"] = {
+        "documents": [len(train), len(valid), len(test)],
+        "split": f"by document 80/10/10, seed {SPLIT_SEED}", "lm_vocab": len(lm),
+        "topic_vocab": len(topic), "train_chunks": len(data["train_docs"]),
+        "test_targets": int(data["test_sents"].num_targets)}
+    _log(f"data (quick={quick}, documents={n}): {data['description']}")
+    return data
+
+
+def _hidden_sizes(quick, layers, speed=False):
+    cfg = SETTINGS[quick]
+    width = cfg["speed_hidden"] if speed else cfg["hidden"]
+    if width is None:  # full quality: the paper's sizes
+        from tfktopic.models.rgbn_rnn import PAPER_HIDDEN_SIZES
+
+        return PAPER_HIDDEN_SIZES[layers]
+    return (width,) * layers
+
+
+# ------------------------------------------------------------------------- models
+def _rgbn(name, layers, quick, data, speed=False, mcmc=True):
+    import keras
+
+    from tfktopic.models.rgbn_rnn import PRESETS, RGBNRNN, make_optimizer
+
+    cfg = SETTINGS[quick]
+    keras.utils.set_random_seed(0)
+    topic_sizes = (100, 80, 50)[:layers] if speed else cfg["topic_sizes"][:layers]
+    model = RGBNRNN.from_preset(
+        "paper", len(data["lm"]), len(data["topic"]), num_documents=len(data["train_docs"]),
+        num_layers=layers, recurrent=name == "rgbn_rnn",
+        hidden_sizes=_hidden_sizes(quick, layers, speed), topic_sizes=topic_sizes,
+        embedding_dim=cfg["speed_hidden"] if speed and quick else cfg["embedding_dim"],
+        dropout=cfg["dropout"], seed=0)
+    if not mcmc:
+        # Same network, TLASGR-MCMC switched off (for the MCMC's share of a step).
+        model.topic_model.update = lambda bow, thetas: {}
+    model.compile(optimizer=make_optimizer({**PRESETS["paper"],
+                                            "learning_rate": cfg["learning_rate"]}))
+    return model
+
+
+def _lstm(layers, quick, data, document_level=False, speed=False):
+    import keras
+
+    from tfktopic.models import LSTMLanguageModel
+
+    cfg = SETTINGS[quick]
+    keras.utils.set_random_seed(0)
+    hidden = _hidden_sizes(quick, layers, speed)[0]
+    model = LSTMLanguageModel(len(data["lm"]), embedding_dim=hidden if speed and quick
+                              else cfg["embedding_dim"], hidden_dim=hidden, num_layers=layers,
+                              dropout=cfg["dropout"], document_level=document_level)
+    model.compile(optimizer=keras.optimizers.Adam(cfg["learning_rate"],
+                                                  clipnorm=COMMON["clipnorm"]))
+    return model
+
+
+# -------------------------------------------------------------------------- speed
+def _reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mb():
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return peak_memory_mb()
+
+
+def _speed(name, quick):
+    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+
+    cfg = SETTINGS[quick]
+    # V_c ~ 8k needs the whole file's vocabulary (the issue's setting).
+    data = _data(quick, None)
+    steps, rounds = cfg["speed_steps"], cfg["speed_rounds"]
+    J, B = COMMON["sentences_per_chunk"], COMMON["batch_size"]
+    docs = document_dataset(data["train_docs"], B, shuffle=False, drop_remainder=True)
+    sents = sentence_dataset(data["train_sents"], B * J, shuffle=False, drop_remainder=True)
+    doc_tokens = float(np.mean([np.sum(b["mask"]) for b in docs.take(steps)]))
+    sent_tokens = float(np.mean([np.sum(b["mask"]) for b in sents.take(steps)]))
+    records = []
+    for layers in LAYERS:
+        runs = [("lstm", _lstm(layers, quick, data, speed=True), sents, sent_tokens),
+                (name, _rgbn(name, layers, quick, data, speed=True), docs, doc_tokens),
+                (name + " without MCMC", _rgbn(name, layers, quick, data, speed=True, mcmc=False),
+                 docs, doc_tokens)]
+        times = {key: [] for key, *_ in runs}
+        peaks = {key: 0.0 for key, *_ in runs}
+        reset = True
+        for _ in range(rounds):
+            for key, model, dataset, _tokens in runs:
+                reset = _reset_peak_rss() and reset
+                times[key].append(time_train_steps(model, dataset, steps, warmup=2))
+                peaks[key] = max(peaks[key], _peak_rss_mb())
+        best = {key: min(values) for key, values in times.items()}
+        rate = {key: tokens / best[key] for key, _m, _d, tokens in runs}
+        model = runs[1][1]
+        config = {"num_layers": layers, "hidden_sizes": list(model.hidden_sizes),
+                  "topic_sizes": list(model.topic_sizes), "embedding_dim": model.embedding_dim,
+                  "lm_vocab": len(data["lm"]), "topic_vocab": len(data["topic"]),
+                  "batch": f"{B} documents x {J} sentences x {COMMON['max_len']} tokens "
+                           f"(lstm: {B * J} windows)",
+                  "seconds_per_step": best[name], "baseline_seconds_per_step": best["lstm"],
+                  "seconds_per_step_without_mcmc": best[name + " without MCMC"],
+                  "rounds": times, "tokens_per_step": doc_tokens,
+                  "baseline_tokens_per_step": sent_tokens, "timed_steps": steps,
+                  "timing": "fastest of interleaved rounds of benchmarks.common.time_train_steps"}
+        _log(f"speed {name} {layers}l: {best}")
+        protocol = "training step (forward + backward + Adam + TLASGR-MCMC), real tokens"
+        records.append(record("speed", name, "tokens_per_s", rate[name], "lstm", rate["lstm"],
+                              protocol=protocol, dataset="apnews", config=config))
+        fraction = 1.0 - best[name + " without MCMC"] / best[name]
+        records.append(record(
+            "speed", name, "mcmc_fraction", fraction, protocol="1 - step time without the "
+            "TLASGR-MCMC update / step time with it (target <= 0.15)", dataset="apnews",
+            config={"num_layers": layers, "topic_sizes": list(model.topic_sizes),
+                    "topic_vocab": len(data["topic"]),
+                    "mcmc_seconds": best[name] - best[name + " without MCMC"]}))
+        note = ("peak RSS while this model trained (high-water mark reset before each "
+                "measurement; includes the TF runtime and the data)" if reset
+                else "process-wide peak RSS (the high-water mark could not be reset)")
+        records.append(record("speed", name, "peak_rss_mb", peaks[name], "lstm", peaks["lstm"],
+                              protocol=note, dataset="apnews", config={"num_layers": layers}))
+    return records
+
+
+# ------------------------------------------------------------------------ quality
+@functools.lru_cache(maxsize=None)
+def _trained(name, layers, quick):
+    """Train once per (model, layers, mode); returns (model, info)."""
+    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+
+    cfg, data = SETTINGS[quick], _data(quick)
+    B, J = COMMON["batch_size"], COMMON["sentences_per_chunk"]
+    if name == "lstm":
+        model = _lstm(layers, quick, data)
+        train = sentence_dataset(data["train_sents"], B * J, shuffle=True, seed=0)
+    elif name == "doc_lstm":
+        model = _lstm(layers, quick, data, document_level=True)
+        train = document_dataset(data["train_docs"], B, shuffle=True, seed=0)
+    else:
+        model = _rgbn(name, layers, quick, data)
+        train = document_dataset(data["train_docs"], B, shuffle=True, seed=0)
+    start = time.perf_counter()
+    history = model.fit(train, epochs=cfg["epochs"], verbose=0)
+    info = {"train_seconds": time.perf_counter() - start, "epochs": cfg["epochs"],
+            "train_ppl_per_epoch": [float(v) for v in history.history["ppl"]]}
+    _log(f"{name} {layers}l trained in {info['train_seconds']:.0f} s, train ppl "
+         f"{info['train_ppl_per_epoch']}")
+    return model, info
+
+
+@functools.lru_cache(maxsize=None)
+def _test_perplexity(name, layers, quick):
+    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+    from tfktopic.evaluation import evaluate_perplexity
+
+    data = _data(quick)
+    model, info = _trained(name, layers, quick)
+    if name == "lstm":
+        dataset = sentence_dataset(data["test_sents"], 64, shuffle=False)
+    else:
+        dataset = document_dataset(data["test_docs"], COMMON["batch_size"], shuffle=False)
+    result = evaluate_perplexity(model, dataset, protocol="preceding")
+    expected = int(data["test_sents"].num_targets)
+    if result.num_tokens != expected:
+        raise RuntimeError(f"{name}: scored {result.num_tokens} test tokens, expected {expected}")
+    _log(f"{name} {layers}l: test ppl {result.perplexity:.2f} ({result.num_tokens} tokens)")
+    return result.perplexity, result.num_tokens, info
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_counts(quick):
+    """Window counts of every topic word in the whole APNEWS file (NPMI reference)."""
+    from tfktopic.evaluation import ReferenceCounts
+
+    documents = ([w for sentence in doc for w in sentence] for doc in _corpus())
+    return ReferenceCounts(documents, _data(quick)["topic"].words, window_size=20)
+
+
+@functools.lru_cache(maxsize=None)
+def _lda_npmi(num_topics, quick):
+    """NPMI of gensim LDA with `num_topics` on the training documents."""
+    from gensim.corpora import Dictionary
+    from gensim.models import LdaModel
+
+    from tfktopic.evaluation import npmi_coherence
+
+    data, cfg = _data(quick), SETTINGS[quick]
+    words = set(data["topic"].words)
+    texts = [[w for sentence in doc for w in sentence if w in words] for doc in data["train"]]
+    dictionary = Dictionary(texts)
+    bows = [dictionary.doc2bow(text) for text in texts]
+    lda = LdaModel(bows, num_topics=num_topics, id2word=dictionary, passes=cfg["lda_passes"],
+                   random_state=0)
+    topics = [[dictionary[i] for i, _ in lda.get_topic_terms(k, topn=20)]
+              for k in range(num_topics)]
+    return npmi_coherence(topics, counts=_reference_counts(quick)).mean
+
+
+def _quality(name, quick):
+    from tfktopic.evaluation import bleu_report, npmi_coherence
+
+    cfg, data = SETTINGS[quick], _data(quick)
+    lm, topic_vocab = data["lm"], data["topic"]
+    description = data["description"]
+    records = []
+    references = [lm.decode(row[:n], strip_special=True)
+                  for row, n in zip(data["test_sents"].targets, data["test_sents"].lengths)]
+    for layers in LAYERS:
+        base = {b: _test_perplexity(b, layers, quick) for b in ("lstm", "doc_lstm")}
+        for b, (ppl, tokens, info) in base.items():
+            if (b, layers, quick) not in _EMITTED:
+                _EMITTED.add((b, layers, quick))
+                records.append(record("quality", b, "perplexity", ppl, protocol=PROTOCOL if
+                                      b == "lstm" else "document-level: state carried across "
+                                      "the 8 windows of a test chunk",
+                                      dataset="apnews",
+                                      config={"num_layers": layers, "test_tokens": tokens,
+                                              **description, **info}))
+        ppl, tokens, info = _test_perplexity(name, layers, quick)
+        model, _ = _trained(name, layers, quick)
+        config = {"num_layers": layers, "hidden_sizes": list(model.hidden_sizes),
+                  "topic_sizes": list(model.topic_sizes), "test_tokens": tokens,
+                  **description, **info}
+        records.append(record("quality", name, "perplexity", ppl, "lstm", base["lstm"][0],
+                              protocol=PROTOCOL, dataset="apnews", config=config))
+        records.append(record("quality", name, "perplexity", ppl, "doc_lstm",
+                              base["doc_lstm"][0], protocol=PROTOCOL, dataset="apnews",
+                              config={"num_layers": layers, "test_tokens": tokens}))
+        # Generated sentences: test-BLEU and self-BLEU (Texygen semantics).
+        generated = model.generate(cfg["num_generated"], **GENERATION)
+        hypotheses = [lm.decode(row, strip_special=True) for row in generated]
+        empty = sum(1 for h in hypotheses if not h)
+        hypotheses = [h for h in hypotheses if h]
+        if len(hypotheses) < 2:
+            raise RuntimeError(f"{name} {layers}l generated {empty} empty sentences out of "
+                               f"{cfg['num_generated']}: nothing to score with BLEU")
+        report = bleu_report(hypotheses, references, orders=(3, 4))
+        for n in (3, 4):
+            for kind in ("test", "self"):
+                records.append(record(
+                    "quality", name, f"{kind}_bleu_{n}", report[f"{kind}_bleu_{n}"],
+                    protocol="Texygen: mean sentence BLEU, uniform weights, smoothing 1; "
+                             + ("against all test sentences" if kind == "test" else
+                                "against the other generated sentences"),
+                    dataset="apnews",
+                    config={"num_layers": layers, "generation": "from the prior, " +
+                            ", ".join(f"{k}={v}" for k, v in GENERATION.items()),
+                            "empty_generated_dropped": empty,
+                            **{k: report[k] for k in ("num_hypotheses", "num_references")}}))
+        # Layer-1 topic coherence vs gensim LDA with as many topics.
+        topics = model.topics(top_n=20, vocabulary=topic_vocab, layer=0)
+        npmi = npmi_coherence(topics, counts=_reference_counts(quick)).mean
+        k = model.topic_sizes[0]
+        lda = _lda_npmi(k, quick)
+        protocol = "NPMI (Lau et al.), window 20, mean over top-5/10/15/20; reference: " \
+                   "the whole APNEWS file"
+        if ("lda", k, quick) not in _EMITTED:
+            _EMITTED.add(("lda", k, quick))
+            records.append(record("quality", "lda", "npmi", lda, protocol=protocol,
+                                  dataset="apnews",
+                                  config={"num_topics": k, "passes": cfg["lda_passes"],
+                                          "corpus": "training documents, topic vocabulary"}))
+        records.append(record("quality", name, "npmi", npmi, "lda", lda, protocol=protocol,
+                              dataset="apnews", config={"num_layers": layers,
+                                                        "num_topics": k, "layer": 1}))
+    return records
+
+
+SPEED = {"rgbn_rnn": functools.partial(_speed, "rgbn_rnn"),
+         "gbn_rnn": functools.partial(_speed, "gbn_rnn")}
+QUALITY = {"rgbn_rnn": functools.partial(_quality, "rgbn_rnn"),
+           "gbn_rnn": functools.partial(_quality, "gbn_rnn")}
