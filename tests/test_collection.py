@@ -207,3 +207,32 @@ def test_classifier_collection_gives_accuracy_and_uncertainty(imdb_path):
 def _batches(x, y, batch_size=50):
     import tensorflow as tf
     return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size)
+
+
+def test_psgld_samples_a_topic_model_and_averages_its_mixture_output(lee):
+    """pSGLD + SampleCollector on TopicRNN (log-probability output, custom train_step)."""
+    from tfktopic.models import TopicRNN
+
+    train, _, test = load_corpus("lee").split((0.8, 0.1, 0.1), seed=0)
+    lm = Vocabulary.build(train, min_count=3)
+    topic = TopicVocabulary.build(train, lm)
+    small = train.subset(range(40))
+    train_ex = sentence_examples(small, lm, topic, protocol="all_other")
+    train_ds = sentence_dataset(train_ex, batch_size=64, seed=0, document_targets=True)
+    test_ds = sentence_dataset(sentence_examples(test, lm, topic, protocol="preceding"),
+                               batch_size=256, shuffle=False)
+    keras.utils.set_random_seed(0)
+    model = TopicRNN(len(lm), topic.lm_to_topic, num_topics=4, hidden_dim=16,
+                     encoder_units=(16,))
+    model.compile(optimizer=PSGLD(learning_rate=3e-3, num_examples=train_ex.num_targets,
+                                  seed=1))
+    collector = SampleCollector(test_ds, burn_in_steps=2, thin=2)
+    history = model.fit(train_ds, epochs=2, verbose=0, callbacks=[collector])
+    assert np.isfinite(history.history["kl"]).all()
+    samples = collector.samples()
+    assert len(samples) == len(collector.steps) >= 2
+    # Stored log-probabilities are TopicRNN's marginal mixture: last sample = evaluate().
+    direct = evaluate_perplexity(model, test_ds)
+    assert collector.steps[-1] == int(model.optimizer.iterations.numpy())
+    assert samples.sample_perplexities()[-1] == pytest.approx(direct.perplexity, rel=1e-4)
+    assert np.isfinite(samples.perplexity())
