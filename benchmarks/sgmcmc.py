@@ -175,7 +175,7 @@ def _save_curves(curves, quick, references):
     ax.axhline(references["rmsprop"], color="grey", linestyle="--", label="RMSprop (single)")
     ax.set_xlabel("number of samples")
     ax.set_ylabel("test perplexity")
-    ax.set_title("PTB, pSGLD: averaging over samples (cf. Gan et al. Fig. 2)")
+    ax.set_title("PTB pSGLD: sample averaging (Gan et al. Fig. 2)", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(stem.with_suffix(".png"), dpi=120)
