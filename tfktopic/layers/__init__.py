@@ -5,3 +5,5 @@ from tfktopic.layers.weibull import WeibullSampler, weibull_gamma_kl, weibull_me
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 from tfktopic.layers.stopword_gate import StopwordGate
+from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, FactorizedTopicLSTMCell, TopicExpertsLSTM
+from tfktopic.layers.topic_decoder import NeuralTopicModel, TopicDecoder

@@ -1,0 +1,430 @@
+"""TCNLM: factorised topic-compositional LSTM, neural topic model, training, generation, saving."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
+from tfktopic.data.pipeline import sentence_dataset
+from tfktopic.evaluation import evaluate_perplexity
+from tfktopic.layers.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopicLSTMCell,
+                                             TopicExpertsLSTM)
+from tfktopic.layers.topic_decoder import (NeuralTopicModel, TopicDecoder, bow_log_likelihood,
+                                           topic_diversity)
+from tfktopic.models.tcnlm import PRESETS, TCNLM
+
+SCN_INIT = keras.initializers.RandomUniform(-0.5, 0.5, seed=3)  # non-trivial topic factors
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _simplex(rng, batch, k):
+    return rng.dirichlet(np.ones(k), size=batch).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------- factorised LSTM
+
+def test_factorised_weights_equal_the_explicit_topic_mixture_of_eq_12():
+    n_x, n_h, n_f, K, B = 5, 6, 4, 3, 4
+    cell = FactorizedTopicLSTMCell(n_h, K, factor_dim=n_f, factor_initializer=SCN_INIT,
+                                   topic_initializer=keras.initializers.RandomUniform(-1, 1, seed=4),
+                                   bias_initializer=keras.initializers.RandomNormal(seed=5))
+    cell.build((None, n_x + K))
+    # Parameter count of the paper, 4 n_f (n_x + 2T + 3 n_h), plus one bias per gate.
+    assert cell.count_params() == 4 * n_f * (n_x + 2 * K + 3 * n_h) + 4 * n_h
+    rng = _rng(1)
+    x = rng.normal(size=(B, n_x)).astype(np.float32)
+    h = rng.normal(size=(B, n_h)).astype(np.float32)
+    t = _simplex(rng, B, K)
+    Wc, Wb, Wa = (np.asarray(v, np.float64) for v in (cell.input_factor_kernel,
+                                                       cell.input_topic_kernel,
+                                                       cell.input_output_kernel))
+    Uc, Ub, Ua = (np.asarray(v, np.float64) for v in (cell.recurrent_factor_kernel,
+                                                       cell.recurrent_topic_kernel,
+                                                       cell.recurrent_output_kernel))
+    bias = np.asarray(cell.bias, np.float64)
+
+    def explicit(a, b, c, topics):
+        # Eq. (12): W(t) = W_a diag(W_b t) W_c, as an [n_h, n_in] matrix.
+        return a.T @ np.diag(b.T @ topics) @ c.T
+
+    expected = np.zeros((4, B, n_h))
+    for g in range(4):
+        for i in range(B):
+            W = explicit(Wa[g], Wb[g], Wc[g], t[i])
+            U = explicit(Ua[g], Ub[g], Uc[g], t[i])
+            expected[g, i] = W @ x[i] + U @ h[i] + bias[g]
+            # Eqs. (9)-(11): the same matrix is the mixture sum_k t_k W[k] of K topic matrices.
+            mixture = sum(t[i, k] * explicit(Wa[g], Wb[g], Wc[g], np.eye(K)[k]) for k in range(K))
+            np.testing.assert_allclose(W, mixture, atol=1e-10)
+    got = np.asarray(cell.gate_preactivations(x, h, t))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    # The cell step applies sigmoid to i, f, o and tanh to the candidate (eq. 13-15).
+    c = rng.normal(size=(B, n_h)).astype(np.float32)
+    out, (h_new, c_new) = cell(np.concatenate([x, t], -1), [h, c])
+    sig = lambda z: 1 / (1 + np.exp(-z))
+    c_ref = sig(expected[1]) * c + sig(expected[0]) * np.tanh(expected[3])
+    np.testing.assert_allclose(np.asarray(c_new), c_ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), sig(expected[2]) * np.tanh(c_ref), atol=1e-5)
+
+
+def test_fast_sequence_layer_equals_the_cell_run_step_by_step():
+    keras.utils.set_random_seed(0)
+    B, L, n_x, n_h, K = 3, 7, 5, 6, 4
+    layer = FactorizedTopicLSTM(n_h, K, factor_dim=5, topic_initializer=SCN_INIT,
+                                return_state=True)
+    rng = _rng(2)
+    x = rng.normal(size=(B, L, n_x)).astype(np.float32)
+    t = _simplex(rng, B, K)
+    h0 = rng.normal(size=(B, n_h)).astype(np.float32)
+    c0 = rng.normal(size=(B, n_h)).astype(np.float32)
+    mask = np.ones((B, L), bool)
+    mask[1, 4:] = False            # right padding
+    mask[2, 2] = False             # a hole: the state is carried over it
+    outputs, h_last, c_last = layer(x, t, mask=mask, initial_state=[h0, c0])
+
+    h, c, expected = h0, c0, []
+    for step in range(L):
+        out, (h_new, c_new) = layer.cell(np.concatenate([x[:, step], t], -1), [h, c])
+        keep = mask[:, step:step + 1]
+        h, c = np.where(keep, h_new, h), np.where(keep, c_new, c)
+        expected.append(h)
+    np.testing.assert_allclose(np.asarray(outputs), np.stack(expected, 1), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(h_last), h, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(c_last), c, atol=1e-5)
+    # The cell also runs inside keras.layers.RNN (t tiled and concatenated to the inputs).
+    tiled = np.concatenate([x, np.repeat(t[:, None], L, 1)], -1)
+    rnn_out = keras.layers.RNN(layer.cell, return_sequences=True)(tiled)
+    np.testing.assert_allclose(np.asarray(rnn_out), np.asarray(layer(x, t)[0]), atol=1e-5)
+    # The topic changes the output (t enters both the input and the recurrent side).
+    other = np.asarray(layer(x, np.roll(t, 1, axis=0), mask=mask)[0])
+    assert np.abs(other - np.asarray(outputs)).max() > 1e-3
+
+
+def test_topic_experts_are_independent_lstms():
+    keras.utils.set_random_seed(0)
+    layer = TopicExpertsLSTM(units=4, num_experts=3)
+    x = _rng(3).normal(size=(2, 5, 6)).astype(np.float32)
+    out = np.asarray(layer(x))
+    assert out.shape == (2, 5, 3, 4)
+    kernel, recurrent, bias = (np.asarray(w) for w in (layer.kernel, layer.recurrent_kernel,
+                                                       layer.bias))
+    for k in range(3):   # expert k == a keras LSTM with expert k's weights
+        lstm = keras.layers.LSTM(4, return_sequences=True)
+        lstm.build(x.shape)
+        lstm.set_weights([kernel[k], recurrent[k], bias[k]])
+        np.testing.assert_allclose(out[:, :, k], np.asarray(lstm(x)), atol=1e-5)
+    assert not np.allclose(kernel[0], kernel[1])
+
+
+# ------------------------------------------------------------------------- neural topic model
+
+def test_decoder_log_likelihood_equals_direct_computation_and_beta_is_on_the_simplex():
+    keras.utils.set_random_seed(0)
+    decoder = TopicDecoder(num_topics=4, vocab_size=9,
+                           initializer=keras.initializers.RandomNormal(stddev=3.0, seed=1))
+    rng = _rng(4)
+    t = _simplex(rng, 5, 4)
+    bow = rng.poisson(2.0, size=(5, 9)).astype(np.float32)
+    bow[0] = 0.0
+    log_word = decoder(t)
+    beta = np.asarray(decoder.beta(), np.float64)
+    assert beta.shape == (4, 9) and (beta >= 0).all()
+    np.testing.assert_allclose(beta.sum(axis=1), 1.0, atol=1e-6)
+    direct = (bow * np.log(t.astype(np.float64) @ beta)).sum(axis=1)   # eq. (6)
+    np.testing.assert_allclose(np.asarray(bow_log_likelihood(bow, log_word)), direct, rtol=1e-5)
+    assert float(bow_log_likelihood(bow, log_word)[0]) == 0.0
+    # log p(. | t) is a distribution over the topic vocabulary.
+    np.testing.assert_allclose(np.exp(np.asarray(log_word, np.float64)).sum(axis=1), 1.0,
+                               atol=1e-5)
+    # The NTM layer: t on the simplex, KL >= 0 (0 at the prior), shapes.
+    ntm = NeuralTopicModel(num_topics=4, vocab_size=9, hidden_units=(8,))
+    t_ntm, kl, log_lik = ntm(bow, training=True)
+    np.testing.assert_allclose(np.asarray(t_ntm).sum(axis=1), 1.0, atol=1e-6)
+    assert np.asarray(kl).shape == (5,) and (np.asarray(kl) >= 0).all()
+    assert np.asarray(log_lik).shape == (5,) and (np.asarray(log_lik) <= 0).all()
+
+
+def _numpy_diversity(beta, include_diagonal):
+    unit = beta / np.linalg.norm(beta, axis=1, keepdims=True)
+    angles = np.arccos(np.clip(np.abs(unit @ unit.T), 0.0, 1.0))
+    np.fill_diagonal(angles, 0.0)
+    values = angles.ravel() if include_diagonal else angles[~np.eye(len(beta), dtype=bool)]
+    return values.mean() - values.var()
+
+
+def test_diversity_regulariser_equals_numpy_and_has_finite_gradients():
+    logits = _rng(5).normal(size=(5, 12)).astype(np.float32) * 2
+    beta = tf.nn.softmax(logits).numpy().astype(np.float64)
+    for include in (True, False):
+        got = float(topic_diversity(beta.astype(np.float32), include_diagonal=include))
+        assert got == pytest.approx(_numpy_diversity(beta, include), abs=1e-5)
+    assert float(topic_diversity(np.eye(3, dtype=np.float32))) == pytest.approx(
+        _numpy_diversity(np.eye(3), True), abs=1e-6)
+    # Identical topics (cosine 1 off the diagonal) and the diagonal: finite gradients.
+    same = logits.copy()
+    same[1] = same[0]
+    variable = tf.Variable(same)
+    with tf.GradientTape() as tape:
+        value = topic_diversity(tf.nn.softmax(variable))
+    gradient = tape.gradient(value, variable).numpy()
+    assert np.isfinite(gradient).all() and np.abs(gradient).sum() > 0
+    # Without the masking the gradient would be NaN: arccos'(1) is infinite.
+    with tf.GradientTape() as tape:
+        unit = tf.math.l2_normalize(tf.nn.softmax(variable), axis=1)
+        raw = tf.reduce_mean(tf.acos(tf.minimum(tf.matmul(unit, unit, transpose_b=True), 1.0)))
+    assert not np.isfinite(tape.gradient(raw, variable).numpy()).all()
+
+
+# ------------------------------------------------------------------------------------ model
+
+@pytest.fixture(scope="module")
+def lee():
+    train, valid, _ = load_corpus("lee").split((0.8, 0.1, 0.1), seed=0)
+    lm = Vocabulary.build(train, min_count=5)
+    topic = TopicVocabulary.build(train, lm, min_doc_freq=3)
+    train_ex = sentence_examples(train, lm, topic, protocol="all_other")
+    valid_ex = sentence_examples(valid, lm, topic, protocol="preceding")
+    return lm, topic, train_ex, valid_ex
+
+
+def _tiny(lm_size, topic_size, **kwargs):
+    keras.utils.set_random_seed(0)
+    args = dict(num_topics=4, embedding_dim=16, hidden_dim=16, ntm_units=(16,), seed=1)
+    return TCNLM(lm_size, topic_size, **{**args, **kwargs})
+
+
+def _batch(rng, batch, length, lm_size, topic_size):
+    tokens = rng.integers(4, lm_size, size=(batch, length)).astype(np.int32)
+    mask = np.ones((batch, length), np.float32)
+    mask[0, length // 2:] = 0.0
+    return {"tokens": tokens, "targets": np.roll(tokens, -1, axis=1), "mask": mask,
+            "context_bow": rng.poisson(0.5, size=(batch, topic_size)).astype(np.float32)}
+
+
+def _unigram_perplexity(lm, examples):
+    counts = np.array([lm.counts.get(t, 0) for t in lm.tokens], np.float64) + 0.5
+    counts[:2] = 0
+    with np.errstate(divide="ignore"):
+        log_p = np.log(counts / counts.sum())
+    return math.exp(-log_p[examples.targets[examples.mask > 0]].mean())
+
+
+@pytest.fixture(scope="module")
+def trained(lee):
+    lm, topic, train_ex, valid_ex = lee
+    model = _tiny(len(lm), len(topic), num_topics=6, embedding_dim=32, hidden_dim=32,
+                  ntm_units=(32,))
+    model.compile(optimizer=keras.optimizers.Adam(2e-2, clipnorm=5.0))
+    history = model.fit(sentence_dataset(train_ex, batch_size=64, seed=0), epochs=3, verbose=0)
+    return model, history.history
+
+
+@pytest.mark.parametrize("mixture", ["factorized", "moe"])
+def test_gradients_reach_every_part(mixture):
+    model = _tiny(30, 12, mixture=mixture, num_layers=2)
+    batch = _batch(_rng(6), 3, 5, 30, 12)
+    model(batch)
+    with tf.GradientTape() as tape:
+        loss, stats = model._objective(batch, training=True)
+    gradients = tape.gradient(loss, model.trainable_weights)
+    names = [w.path for w in model.trainable_weights]
+    parts = ("embedding", "encoder", "gaussian_softmax", "decoder", "softmax",
+             "_lstm_0", "_lstm_1")
+    for part in parts:
+        assert any(part in name for name in names), part
+    for name, gradient in zip(names, gradients):
+        assert gradient is not None, name
+        gradient = np.asarray(tf.convert_to_tensor(gradient))
+        assert np.isfinite(gradient).all() and np.abs(gradient).max() > 0, name
+    assert set(stats) >= {"nll_sum", "num_tokens", "kl", "tm_nll_sum", "diversity"}
+    # The scaling of the objective: (LM NLL + NTM NLL + KL, summed) / #tokens - lambda R.
+    expected = (stats["nll_sum"] + stats["tm_nll_sum"] + np.sum(stats["kl"])) / \
+        stats["num_tokens"] - 0.1 * stats["diversity"]
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_learns_on_real_text_and_beats_a_unigram_model_leak_free(lee, trained):
+    lm, topic, _, valid_ex = lee
+    model, history = trained
+    assert set(history) >= {"loss", "nll", "ppl", "kl", "tm_nll", "diversity"}
+    assert history["loss"][-1] < history["loss"][0] - 1.0
+    assert history["tm_nll"][-1] < history["tm_nll"][0]
+    assert history["kl"][-1] > 0
+    valid_ds = sentence_dataset(valid_ex, batch_size=128, shuffle=False)
+    result = evaluate_perplexity(model, valid_ds, protocol="preceding")
+    unigram = _unigram_perplexity(lm, valid_ex)
+    assert result.num_tokens == valid_ex.num_targets
+    assert result.perplexity < 0.8 * unigram, (result.perplexity, unigram)
+    evaluated = model.evaluate(valid_ds, return_dict=True, verbose=0)
+    assert evaluated["ppl"] == pytest.approx(result.perplexity, rel=1e-3)
+    # topics(): ids ranked by beta, or words.
+    beta = model.beta()
+    np.testing.assert_allclose(beta.sum(axis=1), 1.0, atol=1e-5)
+    ids = model.topics(5)
+    assert ids.shape == (6, 5)
+    assert (np.diff(np.take_along_axis(beta, ids, 1), axis=1) <= 0).all()
+    words = model.topics(5, topic)
+    assert words[2] == [topic.words[i] for i in ids[2]]
+
+
+def test_topic_conditioned_generation(lee, trained):
+    lm, topic, _, _ = lee
+    model, _ = trained
+    K = model.num_topics
+    bos = np.full((K, 1), lm.bos_id, np.int32)
+    log_probs = np.asarray(model.language_model(bos, np.eye(K, dtype=np.float32))[0])[:, 0]
+    probs = np.exp(log_probs - log_probs.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    total_variation = 0.5 * np.abs(probs[:, None] - probs[None]).sum(-1)
+    assert total_variation[~np.eye(K, dtype=bool)].min() > 1e-3  # every topic pair differs
+    a, b = np.unravel_index(total_variation.argmax(), total_variation.shape)
+    assert total_variation[a, b] > 0.05, total_variation
+    # The same random draws give different sentences under two distinct topics.
+    samples = [model.generate(8, max_len=12, topic=int(k), method="sample", seed=0)
+               for k in (a, b)]
+    assert not np.array_equal(samples[0], samples[1])
+    greedy = model.generate(2, max_len=12, topic=1)
+    np.testing.assert_array_equal(model.generate(2, max_len=12, topic=1, method="top_k",
+                                                 top_k=1, seed=5), greedy)
+    assert (greedy[0] == greedy[1]).all()
+    for ids in samples + [greedy]:
+        assert ids.shape[1] == 12 and ids.dtype == np.int32
+        assert not np.isin(ids, [lm.bos_id]).any()
+        for row in ids:    # <pad> only after <eos>
+            ends = np.flatnonzero(row == lm.eos_id)
+            tail = row[ends[0] + 1:] if len(ends) else row[len(row):]
+            assert (tail == 0).all() and (row[:len(row) - len(tail)] != 0).all()
+
+    # top-k never emits a token outside the k most likely ones (re-scored teacher-forced).
+    mixture = np.array([0.5, 0.5] + [0.0] * (K - 2), np.float32)
+    ids = model.generate(6, max_len=10, topic=mixture, method="top_k", top_k=3, seed=1,
+                         temperature=2.0)
+    inputs = np.concatenate([np.full((6, 1), lm.bos_id, np.int32), ids[:, :-1]], axis=1)
+    scores = np.asarray(model.language_model(inputs, np.tile(mixture, (6, 1)))[0]).copy()
+    scores[..., [lm.pad_id, lm.bos_id]] = -np.inf
+    rank = (scores > np.take_along_axis(scores, ids[..., None], -1)).sum(-1)
+    live = np.cumsum(ids == lm.eos_id, axis=1) - (ids == lm.eos_id) == 0
+    assert (rank[live] < 3).all()
+    no_unk = model.generate(6, max_len=10, topic=0, method="sample", seed=0, allow_unk=False)
+    assert not (no_unk == lm.unk_id).any()
+    # Conditioning on a context bag of words and on the prior also works.
+    assert model.generate(2, max_len=5, context_bow=np.ones(len(topic)), seed=0).shape == (2, 5)
+    assert model.generate(3, max_len=5, seed=0, method="sample").shape == (3, 5)
+
+
+def test_naive_mixture_of_experts_variant(lee):
+    lm, topic, train_ex, _ = lee
+    model = _tiny(len(lm), len(topic), mixture="moe", num_topics=3, hidden_dim=16)
+    batch = next(iter(sentence_dataset(train_ex, batch_size=4, shuffle=False)))
+    log_probs = np.asarray(model(batch), np.float64)
+    assert log_probs.shape == (4, 30, len(lm))
+    np.testing.assert_allclose(np.log(np.exp(log_probs).sum(-1)), 0.0, atol=1e-4)
+    # Eq. (7) by hand: sum_k t_k softmax(V h^(k)) with the experts' outputs.
+    t = np.asarray(model.infer_topics(batch["context_bow"]), np.float64)
+    hidden = model.rnns[0](model.embedding(batch["tokens"]))[0]
+    expert_probs = np.asarray(tf.nn.softmax(model.softmax(hidden)), np.float64)  # [B,T,K,V]
+    by_hand = np.log(np.einsum("bk,btkv->btv", t, expert_probs))
+    np.testing.assert_allclose(log_probs, by_hand, atol=1e-4)
+    model.compile(optimizer=keras.optimizers.Adam(2e-2))
+    subset = sentence_dataset(train_ex, batch_size=64, seed=0).take(10)
+    history = model.fit(subset, epochs=2, verbose=0).history
+    assert history["nll"][-1] < history["nll"][0] - 0.2, history["nll"]
+    assert set(history) >= {"loss", "nll", "ppl", "kl", "tm_nll", "diversity"}
+    assert model.generate(2, max_len=6, topic=0, method="top_k", seed=0).shape == (2, 6)
+
+
+@pytest.mark.parametrize("mixture", ["factorized", "moe"])
+def test_keras_round_trip_identical_outputs(tmp_path, mixture):
+    matrix = _rng(7).normal(size=(30, 16)).astype(np.float32)
+    model = _tiny(30, 12, mixture=mixture, num_layers=2, dropout=0.2, embeddings=matrix)
+    np.testing.assert_array_equal(np.asarray(model.embedding.embeddings), matrix)
+    # Move every weight away from its initial value.
+    rng = _rng(9)
+    model.set_weights([w + rng.normal(scale=0.1, size=w.shape).astype(w.dtype)
+                       for w in model.get_weights()])
+    batch = _batch(_rng(8), 2, 6, 30, 12)
+    path = tmp_path / "tcnlm.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, TCNLM) and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(np.asarray(loaded(batch)), np.asarray(model(batch)), atol=1e-6)
+    np.testing.assert_allclose(loaded.beta(), model.beta(), atol=1e-7)
+    np.testing.assert_array_equal(loaded.generate(2, max_len=5, topic=1),
+                                  model.generate(2, max_len=5, topic=1))
+
+
+def test_fit_with_backup_and_restore(tmp_path, lee):
+    lm, topic, train_ex, _ = lee
+    dataset = sentence_dataset(train_ex, batch_size=64, seed=0).take(2)
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                self.weights = [np.array(w) for w in self.model.get_weights()]
+                raise RuntimeError("interrupted")
+
+    model = _tiny(len(lm), len(topic))
+    model.compile(optimizer="adam", run_eagerly=True)   # a few steps: no graph tracing
+    interrupt = Interrupt()
+    with pytest.raises(RuntimeError, match="interrupted"):
+        model.fit(dataset, epochs=4, verbose=0, callbacks=[backup, interrupt])
+
+    class Restored(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            self.weights = [np.array(w) for w in self.model.get_weights()]
+
+    resumed = _tiny(len(lm), len(topic))
+    resumed.compile(optimizer="adam", run_eagerly=True)
+    restored = Restored()
+    history = resumed.fit(dataset, epochs=4, verbose=0, callbacks=[backup, restored])
+    assert len(history.history["loss"]) == 2                 # epochs 3 and 4 only
+    for a, b in zip(restored.weights, interrupt.weights):
+        np.testing.assert_array_equal(a, b)
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_presets_and_bad_arguments():
+    for name in ("paper", "paper_large", "paper_table6", "paper_table6_moe", "small", "demo"):
+        assert {"model", "data", "training"} <= set(PRESETS[name])
+    assert PRESETS["paper"]["model"]["hidden_dim"] == 600
+    assert PRESETS["paper_large"]["model"]["num_layers"] == 2
+    assert PRESETS["paper_table6_moe"]["model"]["mixture"] == "moe"
+    model = TCNLM.from_preset("small", 50, 20, hidden_dim=8, embedding_dim=8)
+    assert model.num_topics == PRESETS["small"]["model"]["num_topics"] and model.hidden_dim == 8
+    bad = [({"hidden_dim": 0}, "hidden_dim"), ({"num_topics": 0}, "num_topics"),
+           ({"num_layers": 1.5}, "num_layers"), ({"factor_dim": -1}, "factor_dim"),
+           ({"mixture": "logits"}, "mixture"), ({"dropout": 1.0}, "dropout"),
+           ({"diversity_weight": -0.1}, "diversity_weight"), ({"ntm_units": (0,)}, "ntm_units"),
+           ({"embeddings": np.zeros((3, 3))}, "embeddings"),
+           ({"bow_normalization": "l2"}, "bow_normalization")]
+    for kwargs, name in bad:
+        with pytest.raises(ValueError, match=name):
+            TCNLM(50, 20, **kwargs)
+    with pytest.raises(ValueError, match="topic_vocab_size"):
+        TCNLM(50, 0)
+    with pytest.raises(ValueError, match="preset"):
+        TCNLM.from_preset("huge", 50, 20)
+    model = _tiny(30, 12)
+    with pytest.raises(ValueError, match="context_bow"):
+        model({"tokens": np.ones((1, 3), np.int32)})
+    for kwargs, name in [({"method": "beam"}, "method"), ({"temperature": 0.0}, "temperature"),
+                         ({"top_k": 0}, "top_k"), ({"topic": 4}, "topic"),
+                         ({"topic": [1.0, 0.0]}, "topic"), ({"max_len": 0}, "max_len"),
+                         ({"topic": 1, "context_bow": np.ones(12)}, "context_bow"),
+                         ({"context_bow": np.ones(5)}, "context_bow"),
+                         ({"num_sentences": 0}, "num_sentences")]:
+        with pytest.raises(ValueError, match=name):
+            model.generate(**kwargs)
+    with pytest.raises(ValueError, match="top_n"):
+        model.topics(13)
+    with pytest.raises(ValueError, match="vocabulary"):
+        model.topics(3, vocabulary=["a", "b"])
+    with pytest.raises(ValueError, match="num_topics"):
+        FactorizedTopicLSTMCell(4, 0)
