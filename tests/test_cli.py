@@ -58,6 +58,9 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
 def test_train_bad_preset_exits_2(capsys):
     assert cli.main(["train", "tcnlm", "--preset", "huge", "--out", "/tmp/none"]) == 2
     assert "--preset: unknown preset 'huge' for tcnlm" in capsys.readouterr().err
+    # The paper preset names Mallet's stop list, which must be given as a path.
+    assert cli.main(["train", "tcnlm", "--preset", "paper", "--out", "/tmp/none"]) == 2
+    assert "--stopwords: preset 'paper' uses the stop list" in capsys.readouterr().err
 
 
 def test_presets_index_every_family():

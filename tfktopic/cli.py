@@ -123,8 +123,10 @@ def _train(args):
     if args.stopwords is not None:
         data_cfg["stopwords"] = args.stopwords
     stopwords = data_cfg.get("stopwords", "gensim")
-    if stopwords == "mallet":
-        stopwords = "gensim"
+    if stopwords not in ("gensim", "none") and not pathlib.Path(stopwords).is_file():
+        raise ValueError(f"--stopwords: preset {args.preset!r} uses the stop list {stopwords!r}, "
+                         "which is not a file here; pass --stopwords PATH (e.g. Mallet's "
+                         "en.txt) or --stopwords gensim")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -200,8 +202,9 @@ def _train(args):
         print("\ngenerated sentences (top-k sampling, conditioned on one topic):")
         summary["generated"] = {}
         for k in range(min(3, len(topics))):
+            options = {"allow_unk": False} if args.model == "tcnlm" else {}
             ids = model.generate(num_sentences=1, max_len=25, topic=k, method="top_k",
-                                 top_k=10, seed=args.seed + k)
+                                 top_k=10, seed=args.seed + k, **options)
             text = " ".join(lm_vocab.decode(ids[0], strip_special=True))
             summary["generated"][k] = text
             print(f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
