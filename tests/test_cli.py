@@ -55,11 +55,11 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
     assert cli.main(args) == 0
 
 
-def test_train_bad_preset_exits_2(capsys):
-    assert cli.main(["train", "tcnlm", "--preset", "huge", "--out", "/tmp/none"]) == 2
+def test_train_bad_preset_exits_2(capsys, tmp_path):
+    assert cli.main(["train", "tcnlm", "--preset", "huge", "--out", str(tmp_path)]) == 2
     assert "--preset: unknown preset 'huge' for tcnlm" in capsys.readouterr().err
     # The paper preset names Mallet's stop list, which must be given as a path.
-    assert cli.main(["train", "tcnlm", "--preset", "paper", "--out", "/tmp/none"]) == 2
+    assert cli.main(["train", "tcnlm", "--preset", "paper", "--out", str(tmp_path)]) == 2
     assert "--stopwords: preset 'paper' uses the stop list" in capsys.readouterr().err
 
 
