@@ -450,9 +450,12 @@ class SampleCollector(keras.callbacks.Callback):
         self._epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
+        # Count steps on the host: reading `iterations` every batch would
+        # synchronise with the device on the training hot path.
+        self._step += 1
         if self.thin == "epoch" or self._full():
             return
-        step = int(self.model.optimizer.iterations.numpy())
+        step = self._step
         if not self._burnt_in(step):
             return
         start = self.burn_in_steps if self.burn_in_epochs is None else self._burn_in_step
@@ -487,3 +490,4 @@ class SampleCollector(keras.callbacks.Callback):
         # With burn_in_epochs and step thinning, the offset is the step at the
         # end of burn-in; a resumed run (initial_epoch past burn-in) starts at 0.
         self._burn_in_step = 0
+        self._step = int(self.model.optimizer.iterations.numpy())
