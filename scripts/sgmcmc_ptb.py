@@ -4,7 +4,9 @@
     python scripts/sgmcmc_ptb.py --size small --optimizer sgld --dropout 0.5 --quick
 
 Trains with the chosen optimizer on "random" minibatches (independent
-20-token windows from a zero state, the authors' Theano setup), collects
+20-token windows from a zero state, the authors' Theano setup) or, with
+`--minibatches successive`, on the streams in order with the state carried
+from batch to batch (Zaremba et al., the Lua code); collects
 samples after burn-in for SGLD / pSGLD, and prints the test perplexity of the
 final model and of the sample average (thinned, forward and backward curves
 are written to OUT/curves.json). Checkpoints every epoch to OUT and resumes
@@ -28,6 +30,9 @@ def main(argv=None):
     parser.add_argument("--size", choices=sorted(PTB_PRESETS), default="small")
     parser.add_argument("--optimizer", choices=["sgd", "rmsprop", "sgld", "psgld"],
                         default="psgld")
+    parser.add_argument("--minibatches", choices=["random", "successive"], default="random",
+                        help="independent windows from a zero state (Theano code) or the "
+                             "state carried through the stream (Zaremba / Lua code)")
     parser.add_argument("--dropout", type=float, default=None,
                         help="override the preset's dropout (0 = none)")
     parser.add_argument("--learning-rate", type=float, default=None)
@@ -65,15 +70,20 @@ def main(argv=None):
 
     vocab = Vocabulary.build(read_ptb(ptb_dir / "ptb.train.txt"), min_count=1)
     data = ptb_data(ptb_dir, vocab, preset["num_steps"], preset["batch_size"],
-                    limit_tokens=60_000 if args.quick else None)
+                    limit_tokens=60_000 if args.quick else None, minibatches=args.minibatches)
+    successive = args.minibatches == "successive"
     steps_per_epoch = sum(1 for _ in data["train"])
     keras.utils.set_random_seed(args.seed)
     model = LSTMLanguageModel(len(vocab), preset["embedding_dim"], preset["hidden_dim"],
-                              num_layers=preset["num_layers"], dropout=dropout)
+                              num_layers=preset["num_layers"], dropout=dropout,
+                              stateful=successive)
     model.compile(optimizer=optimizer(args.optimizer, lr, num_examples=data["num_train_tokens"],
                                       clipnorm=preset["clipnorm"], seed=args.seed))
     model(next(iter(data["train"])))  # build before BackupAndRestore restores weights
     callbacks = [keras.callbacks.BackupAndRestore(str(out / "backup"))]
+    if successive:
+        from tfktopic.models import ResetStates
+        callbacks.append(ResetStates())
     collector = None
     if bayes:
         burn_in = epochs // 3 if args.burn_in_epochs is None else args.burn_in_epochs
@@ -85,6 +95,7 @@ def main(argv=None):
           f"{steps_per_epoch} steps, N = {data['num_train_tokens']} tokens")
     model.fit(data["train"], validation_data=data["valid"], epochs=epochs, callbacks=callbacks,
               verbose=2)
+    model.reset_states()
     result = {"optimizer": args.optimizer, "size": args.size, "dropout": dropout,
               "test_ppl_final_model": evaluate_perplexity(model, data["test"]).perplexity}
     if collector is not None and collector.num_samples:

@@ -236,3 +236,47 @@ def test_psgld_samples_a_topic_model_and_averages_its_mixture_output(lee):
     assert collector.steps[-1] == int(model.optimizer.iterations.numpy())
     assert samples.sample_perplexities()[-1] == pytest.approx(direct.perplexity, rel=1e-4)
     assert np.isfinite(samples.perplexity())
+
+
+def test_successive_minibatches_carry_state_and_collection_does_not_disturb_it():
+    """Zaremba-style stateful LM on a PTB stream; sampling mid-epoch restores the state."""
+    from tfktopic.data import stream_arrays
+    from tfktopic.data.corpora import Corpus
+    from tfktopic.data.pipeline import stream_dataset
+    from tfktopic.models import ResetStates
+
+    train, _, _ = load_corpus("lee").split((0.8, 0.1, 0.1), seed=0)
+    vocab = Vocabulary.build(train, min_count=3)
+    inputs, targets = stream_arrays(train.subset(range(30)), vocab, batch_size=4, num_steps=10)
+    keras.utils.set_random_seed(0)
+    model = LSTMLanguageModel(len(vocab), embedding_dim=8, hidden_dim=8, stateful=True)
+    plain = LSTMLanguageModel(len(vocab), embedding_dim=8, hidden_dim=8)
+    first = {"tokens": inputs[0]}
+    model(first)
+    plain(first)
+    plain.set_weights(model.get_weights())
+    model.reset_states()
+    # Two successive batches equal one pass over the concatenated columns.
+    out = [np.asarray(model({"tokens": inputs[i]})) for i in (0, 1)]
+    joined = np.asarray(plain({"tokens": np.concatenate([inputs[0], inputs[1]], axis=1)}))
+    np.testing.assert_allclose(out[1], joined[:, 10:], atol=1e-5)
+
+    model.reset_states()
+    test_ds = stream_dataset(inputs[-3:], targets[-3:])
+    collector = SampleCollector(test_ds)
+    collector.set_model(model)
+    model.compile(optimizer=PSGLD(1e-3, num_examples=inputs.size, seed=0))
+    model({"tokens": inputs[0]})
+    before = [v.numpy().copy() for layer in model.lstms for v in layer.states]
+    collector.collect(1)
+    after = [v.numpy() for layer in model.lstms for v in layer.states]
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    # The sample was scored from a zero state: equals evaluate() after a reset.
+    model.reset_states()
+    direct = evaluate_perplexity(model, test_ds)
+    assert collector.samples().sample_perplexities()[-1] == pytest.approx(direct.perplexity,
+                                                                           rel=1e-5)
+    history = model.fit(stream_dataset(inputs[:-3], targets[:-3]), epochs=2, verbose=0,
+                        callbacks=[ResetStates()])
+    assert history.history["loss"][1] < history.history["loss"][0]

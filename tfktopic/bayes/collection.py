@@ -393,12 +393,35 @@ class SampleCollector(keras.callbacks.Callback):
             self._labels[name] = np.concatenate(labels).astype(int)
         return np.concatenate(outputs).astype(np.float32)
 
+    def _recurrent_states(self):
+        """State variables of stateful RNN layers (successive minibatches)."""
+        found = []
+        for layer in self.model._flatten_layers(include_self=False, recursive=True):
+            if getattr(layer, "stateful", False) and getattr(layer, "states", None) is not None:
+                found.extend(layer.states)
+        return found
+
     def collect(self, step=None):
-        """Take the current weights as one sample now; returns the logged values."""
+        """Take the current weights as one sample now; returns the logged values.
+
+        A stateful model is evaluated from a zero state and its training state
+        is restored afterwards, so collecting does not disturb the stream.
+        """
         step = int(self.model.optimizer.iterations.numpy()) if step is None else int(step)
+        states = self._recurrent_states()
+        saved = [v.numpy() for v in states]
+        try:
+            return self._collect(step, states)
+        finally:
+            for variable, value in zip(states, saved):
+                variable.assign(value)
+
+    def _collect(self, step, states):
         index = self.num_samples
         logs = {}
         for name, dataset in self.eval_data.items():
+            for variable in states:  # every evaluation stream starts from zero
+                variable.assign(np.zeros(variable.shape, variable.dtype))
             prediction = self._predict_all(name, dataset)
             if self.directory is not None:
                 self.directory.mkdir(parents=True, exist_ok=True)

@@ -4,10 +4,10 @@ One place for what the scripts (``scripts/sgmcmc_*.py``) and the benchmarks
 (``benchmarks/sgmcmc.py``) share (reference sgmcmc_and_topicrnn.md §A3):
 
 * PTB word-level LM, 2-layer LSTM small / medium / large (200 / 650 / 1500),
-  20 unrolled steps, "random" minibatches: independent windows from a zero
-  state, the Theano code's setup. (Zaremba's "successive" minibatches, with
-  the state carried from batch to batch, need a stateful LSTM and are not
-  provided yet.)
+  20 unrolled steps, "random" minibatches (independent windows from a zero
+  state, the Theano code) or "successive" ones (the state carried from batch
+  to batch through the stream, Zaremba et al. and the Lua code: a stateful
+  `LSTMLanguageModel` with the `ResetStates` callback).
 * War and Peace character-level LM, 2-layer 128-unit LSTM / GRU / RNN,
   100 x 100 character batches.
 * Sentence classification by a bidirectional LSTM (200 per direction, 400
@@ -114,7 +114,8 @@ def window_dataset(inputs, targets, batch_size, shuffle=True, seed=0, drop_remai
     return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
-def ptb_data(ptb_dir, vocab, num_steps=20, batch_size=20, limit_tokens=None):
+def ptb_data(ptb_dir, vocab, num_steps=20, batch_size=20, limit_tokens=None,
+             minibatches="random"):
     """PTB train / valid / test windows of `num_steps` tokens.
 
     Args:
@@ -123,6 +124,9 @@ def ptb_data(ptb_dir, vocab, num_steps=20, batch_size=20, limit_tokens=None):
         num_steps: unrolled steps T.
         batch_size: windows per batch.
         limit_tokens: keep only about this many tokens of every part (quick runs).
+        minibatches: "random" (shuffled independent windows, zero state) or
+            "successive" (the streams in order, for a stateful model with
+            the `ResetStates` callback).
 
     Returns:
         dict with ``train`` (shuffled), ``valid``, ``test`` (in order) datasets
@@ -137,12 +141,16 @@ def ptb_data(ptb_dir, vocab, num_steps=20, batch_size=20, limit_tokens=None):
         if limit_tokens:
             corpus = _limit(corpus, limit_tokens if name == "train" else limit_tokens // 8)
         parts[name] = stream_arrays(corpus, vocab, batch_size, num_steps)
-    return {
-        "train": window_dataset(*parts["train"], batch_size, shuffle=True),
-        "valid": window_dataset(*parts["valid"], batch_size, shuffle=False),
-        "test": window_dataset(*parts["test"], batch_size, shuffle=False),
-        "num_train_tokens": int(parts["train"][0].size),
-    }
+    if minibatches not in ("random", "successive"):
+        raise ValueError(f"minibatches must be 'random' or 'successive', got {minibatches!r}")
+    if minibatches == "successive":
+        from tfktopic.data.pipeline import stream_dataset
+        data = {name: stream_dataset(*arrays) for name, arrays in parts.items()}
+    else:
+        data = {name: window_dataset(*arrays, batch_size, shuffle=name == "train")
+                for name, arrays in parts.items()}
+    data["num_train_tokens"] = int(parts["train"][0].size)
+    return data
 
 
 def _limit(corpus, num_tokens):

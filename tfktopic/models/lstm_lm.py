@@ -19,7 +19,7 @@ from keras import ops
 
 from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 
-__all__ = ["LSTMLanguageModel", "CELLS"]
+__all__ = ["LSTMLanguageModel", "ResetStates", "CELLS"]
 
 CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "rnn": keras.layers.SimpleRNN}
 
@@ -37,6 +37,10 @@ class LSTMLanguageModel(keras.Model):
             before the softmax (non-recurrent connections only).
         document_level: carry the state across the J sentences of a ``[B, J, T]``
             batch (document-level baseline) instead of restarting every window.
+        stateful: carry the recurrent state from one batch to the next
+            (Zaremba et al.'s "successive minibatches" over a `stream_dataset`;
+            the batch size must stay fixed). Reset it with `reset_states()`
+            or the `ResetStates` callback (every epoch and evaluation).
         cell: "lstm" (default), "gru" or "rnn" (a simple tanh RNN), all fused
             Keras recurrent layers (the char-level comparison of Gan et al.).
         embeddings: optional ``[vocab_size, embedding_dim]`` matrix (e.g. from
@@ -51,7 +55,7 @@ class LSTMLanguageModel(keras.Model):
     """
 
     def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
-                 document_level=False, embeddings=None, cell="lstm", **kwargs):
+                 document_level=False, embeddings=None, cell="lstm", stateful=False, **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
                             ("hidden_dim", hidden_dim), ("num_layers", num_layers)):
@@ -62,6 +66,10 @@ class LSTMLanguageModel(keras.Model):
         if cell not in CELLS:
             raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
         self.cell = cell
+        if stateful and document_level:
+            raise ValueError("stateful=True carries the state across batches; it cannot be "
+                             "combined with document_level=True")
+        self.stateful = bool(stateful)
         self.vocab_size = int(vocab_size)
         self.embedding_dim = int(embedding_dim)
         self.hidden_dim = int(hidden_dim)
@@ -71,7 +79,8 @@ class LSTMLanguageModel(keras.Model):
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, mask_zero=self.document_level,
             weights=None if embeddings is None else [embeddings], name="embedding")
-        self.lstms = [CELLS[cell](self.hidden_dim, return_sequences=True, name=f"{cell}_{i}")
+        self.lstms = [CELLS[cell](self.hidden_dim, return_sequences=True, stateful=self.stateful,
+                                  name=f"{cell}_{i}")
                       for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
@@ -126,4 +135,26 @@ class LSTMLanguageModel(keras.Model):
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim,
                 "num_layers": self.num_layers, "dropout": self.dropout,
-                "document_level": self.document_level, "cell": self.cell}
+                "document_level": self.document_level, "cell": self.cell,
+                "stateful": self.stateful}
+
+    def reset_states(self):
+        """Zero the carried recurrent state (``stateful=True``)."""
+        for layer in self.lstms:
+            if layer.stateful and getattr(layer, "states", None) is not None:
+                layer.reset_state()
+
+
+class ResetStates(keras.callbacks.Callback):
+    """Resets a stateful model at the start of every epoch and evaluation.
+
+    Successive minibatches (Zaremba et al.) carry the state within one pass
+    over a stream; each new pass (training epoch, validation, `evaluate`)
+    starts from a zero state.
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.model.reset_states()
+
+    def on_test_begin(self, logs=None):
+        self.model.reset_states()
