@@ -7,6 +7,8 @@ import shutil
 
 import keras
 import numpy as np
+
+from tfktopic.models.decoding import next_tokens
 import pytest
 import tensorflow as tf
 
@@ -291,13 +293,13 @@ def test_generation_shapes_topk_and_conditioning(trained):
     check(model.generate_paragraph(3, max_len=10, context_bow=document, seed=5), 3, 10)
     # The token chooser never leaves the top k and never emits <pad>/<bos>.
     logits = np.random.default_rng(0).normal(size=(500, 30))
-    picks = rgbn_rnn._choose(logits, "top_k", 1.0, 4, np.random.default_rng(1))
+    picks = next_tokens(logits, "top_k", 1.0, 4, np.random.default_rng(1))
     masked = logits.copy()
     masked[:, :2] = -np.inf
     top = np.argsort(-masked, axis=1)[:, :4]
     assert all(p in row for p, row in zip(picks, top))
     assert len(set(picks.tolist())) > 4
-    np.testing.assert_array_equal(rgbn_rnn._choose(logits, "greedy", 1.0, 1, None), top[:, 0])
+    np.testing.assert_array_equal(next_tokens(logits, "greedy", 1.0, 1, None), top[:, 0])
 
 
 def test_topic_hierarchy_json_and_dot(trained, tmp_path):

@@ -54,6 +54,7 @@ from tfktopic.evaluation.perplexity import Perplexity, PerplexityResult, masked_
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.layers.weibull import weibull_gamma_kl
+from tfktopic.models.decoding import GENERATION_METHODS, next_tokens
 
 __all__ = [
     "PRESETS",
@@ -77,7 +78,6 @@ SHAPE_FLOOR = 1e-10     # floor of the gamma prior shapes (reference §8.6)
 PAPER_HIDDEN_SIZES = {1: (600,), 2: (600, 512), 3: (600, 512, 256)}
 PAPER_TOPIC_SIZES = {1: (100,), 2: (100, 80), 3: (100, 80, 50)}
 
-GENERATION_METHODS = ("greedy", "sample", "top_k")
 
 # Constructor arguments vs training settings of a preset (plain dicts, DESIGN.md §3).
 TRAINING_KEYS = ("learning_rate", "decay_steps", "decay_rate", "clipnorm", "clipvalue",
@@ -706,7 +706,7 @@ class RGBNRNN(keras.Model):
                 x, states[l] = cell(ops.concatenate([x, normalized[l]], axis=-1), states[l])
                 gated.append(x)
             logits = np.asarray(self.softmax(ops.concatenate(gated, axis=-1)), np.float64)
-            token = _choose(logits, method, temperature, top_k, rng).astype(np.int32)
+            token = next_tokens(logits, method, temperature, top_k, rng)
             token[done] = 0
             output[:, t] = token
             done |= token == 2  # <eos>
@@ -772,24 +772,6 @@ def _check_decoding(num_sentences, max_len, method, temperature, top_k):
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if int(top_k) < 1:
         raise ValueError(f"top_k must be >= 1, got {top_k}")
-
-
-def _choose(logits, method, temperature, top_k, rng):
-    """Next tokens [N] from logits [N, V]: greedy, temperature or top-k."""
-    logits = logits.copy()
-    logits[:, :2] = -np.inf  # never <pad> or <bos>
-    if method == "greedy":
-        return np.argmax(logits, axis=-1)
-    logits = logits / float(temperature)
-    if method == "top_k":
-        k = min(int(top_k), logits.shape[-1] - 2)
-        kth = np.sort(logits, axis=-1)[:, -k][:, None]
-        logits = np.where(logits >= kth, logits, -np.inf)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probs /= probs.sum(axis=-1, keepdims=True)
-    cumulative = np.cumsum(probs, axis=-1)
-    draws = rng.random((logits.shape[0], 1)) * cumulative[:, -1:]
-    return np.minimum((cumulative < draws).sum(axis=-1), logits.shape[-1] - 1)
 
 
 def _words(vocabulary):

@@ -56,11 +56,11 @@ from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.topic_decoder import NeuralTopicModel, topic_diversity
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
+from tfktopic.models.decoding import GENERATION_METHODS, next_tokens
 
 __all__ = ["TCNLM", "PRESETS", "MIXTURES", "GENERATION_METHODS"]
 
 MIXTURES = ("factorized", "moe")
-GENERATION_METHODS = ("greedy", "sample", "top_k")
 _PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
 
 _PAPER_DATA = {
@@ -501,7 +501,7 @@ class TCNLM(keras.Model):
             log_probs, states = self._next_log_probs(tokens, t, states)
             log_probs = np.asarray(log_probs, np.float64)
             log_probs[:, banned] = -np.inf
-            chosen = _choose(log_probs, method, float(temperature), top_k, rng)
+            chosen = next_tokens(log_probs, method, temperature, top_k, rng)
             chosen[done] = _PAD
             out[:, step] = chosen
             done |= chosen == _EOS
@@ -518,25 +518,3 @@ class TCNLM(keras.Model):
                 "ntm_units": list(self.ntm_units), "diversity_weight": self.diversity_weight,
                 "mixture": self.mixture, "dropout": self.dropout,
                 "bow_normalization": self.bow_normalization, "seed": self.seed}
-
-
-def _choose(log_probs, method, temperature, top_k, rng):
-    """Next tokens from float64 log-probabilities [N, V] (banned tokens at -inf)."""
-    if method == "greedy":
-        return log_probs.argmax(axis=-1).astype(np.int32)
-    scores = log_probs / temperature
-    if method == "top_k":
-        k = min(top_k, scores.shape[-1])
-        keep = np.argpartition(-scores, k - 1, axis=-1)[:, :k]
-        masked = np.full_like(scores, -np.inf)
-        np.put_along_axis(masked, keep, np.take_along_axis(scores, keep, -1), -1)
-        scores = masked
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    probs = np.exp(scores)
-    probs /= probs.sum(axis=-1, keepdims=True)
-    cumulative = probs.cumsum(axis=-1)
-    draws = rng.random((len(probs), 1)) * cumulative[:, -1:]
-    chosen = (cumulative < draws).sum(axis=-1)
-    # Guard against float round-off landing on a zero-probability tail token.
-    return np.where(probs[np.arange(len(probs)), np.minimum(chosen, probs.shape[1] - 1)] > 0,
-                    chosen, probs.argmax(-1)).astype(np.int32)

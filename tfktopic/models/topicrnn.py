@@ -53,13 +53,13 @@ from keras import ops
 from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
+from tfktopic.models.decoding import GENERATION_METHODS, next_tokens
 
 __all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier"]
 
 tfd = tfp.distributions
 
 CELLS = {"rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
-GENERATION_METHODS = ("greedy", "sample", "top_k")
 
 # Setups of Dieng et al. (2017), reference §B7. Flat dicts: constructor
 # arguments of `TopicRNN` (picked by `TopicRNN.from_preset`) plus data and
@@ -536,18 +536,7 @@ class TopicRNN(keras.Model):
         done = np.zeros(num_sentences, bool)
         for t in range(max_len):
             log_probs, states = step(tf.constant(token), states)
-            scores = np.asarray(log_probs, np.float64)
-            scores[:, :2] = -np.inf  # never <pad> or <bos>
-            if method == "greedy":
-                token = scores.argmax(-1).astype(np.int32)
-            else:
-                scores = scores / float(temperature)
-                if method == "top_k":
-                    kth = np.sort(scores, axis=-1)[:, -min(top_k, scores.shape[-1])][:, None]
-                    scores = np.where(scores >= kth, scores, -np.inf)
-                probs = np.exp(scores - scores.max(-1, keepdims=True))
-                probs /= probs.sum(-1, keepdims=True)
-                token = np.array([rng.choice(len(p), p=p) for p in probs], np.int32)
+            token = next_tokens(np.asarray(log_probs), method, temperature, top_k, rng)
             output[:, t] = np.where(done, 0, token)
             done |= token == 2
             if done.all():
