@@ -7,8 +7,8 @@ Every benchmark writes a JSON list of records (DESIGN.md §7)::
 
 Each model family keeps its entries in its own module (``benchmarks/sgmcmc.py``,
 ``benchmarks/topic_models.py``, ``benchmarks/rgbn.py``) as two dicts,
-``SPEED`` and ``QUALITY``, mapping a model name to ``fn(quick: bool) -> list
-of records``. `benchmarks.speed` and `benchmarks.quality` merge them.
+``SPEED`` and ``QUALITY``, mapping a model name to ``fn(mode) -> list of
+records``, where ``mode`` is one of `MODES` (``quick``, ``medium``, ``full``). `benchmarks.speed` and `benchmarks.quality` merge them.
 """
 
 import argparse
@@ -82,6 +82,10 @@ def time_train_steps(model, dataset, steps, warmup=3):
     return (time.perf_counter() - start) / steps
 
 
+#: Benchmark budgets; every registry function takes one of these as its only argument.
+MODES = ("quick", "medium", "full")
+
+
 def run(kind, registries, argv=None):
     """Command-line runner shared by `benchmarks.speed` and `benchmarks.quality`."""
     available = {}
@@ -90,7 +94,12 @@ def run(kind, registries, argv=None):
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{kind}")
     parser.add_argument("--models", default=",".join(available),
                         help="comma-separated subset of: " + ", ".join(available))
-    parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
+    parser.add_argument("--mode", choices=MODES, default="full",
+                        help="quick: small subset and sizes, minutes; medium: the whole corpus "
+                             "at sizes a 2-core CPU trains in about an hour; full: the papers' "
+                             "sizes, many hours (default)")
+    parser.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                        help="same as --mode quick")
     parser.add_argument("--out", default=None, help="JSON file to write (default: stdout)")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.models.split(",") if name.strip()]
@@ -101,13 +110,13 @@ def run(kind, registries, argv=None):
     for name in names:
         start = time.perf_counter()
         try:
-            new = available[name](args.quick)
+            new = available[name](args.mode)
         except MissingData as error:
             print(f"[{kind}] {name}: skipped, {error}", file=sys.stderr)
             continue
         for item in new:
             item.setdefault("config", {})
-            item["config"].setdefault("quick", args.quick)
+            item["config"].setdefault("mode", args.mode)
             item["config"].setdefault("host", platform.node())
         records.extend(new)
         print(f"[{kind}] {name}: {len(new)} record(s) in {time.perf_counter() - start:.0f} s",

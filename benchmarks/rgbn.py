@@ -53,8 +53,8 @@ layer, 1,000 generated sentences; many hours on a 2-core CPU (not run here).
 No early stopping: every model gets the same epoch budget and the final
 weights are scored.
 
-    python -m benchmarks.speed --quick --models rgbn_rnn,gbn_rnn
-    python -m benchmarks.quality --quick --models rgbn_rnn,gbn_rnn
+    python -m benchmarks.speed --quick --quickls rgbn_rnn,gbn_rnn
+    python -m benchmarks.quality --quick --quickls rgbn_rnn,gbn_rnn
 """
 
 import functools
@@ -70,13 +70,13 @@ LAYERS = (1, 3)
 GENERATION = {"method": "top_k", "top_k": 20, "temperature": 0.75, "seed": 0}
 
 SETTINGS = {
-    True: {  # --quick
+    "quick": {
         "num_documents": 200, "min_count": 3, "hidden": 64, "embedding_dim": 64,
         "topic_sizes": (20, 12, 8), "dropout": 0.2, "epochs": 3, "learning_rate": 3e-3,
         "num_generated": 100, "lda_passes": 5,
         "speed_hidden": 128, "speed_steps": 5, "speed_rounds": 3,
     },
-    False: {  # full: the "paper" preset
+    "full": {  # the "paper" preset
         "num_documents": None, "min_count": 10, "hidden": None, "embedding_dim": 300,
         "topic_sizes": (100, 80, 50), "dropout": 0.4, "epochs": 5, "learning_rate": 1e-3,
         "num_generated": 1000, "lda_passes": 20,
@@ -104,12 +104,12 @@ def _corpus():
 
 
 @functools.lru_cache(maxsize=None)
-def _data(quick, num_documents="settings"):
+def _data(mode, num_documents="settings"):
     """Split, vocabularies and document/sentence sequences (cached)."""
     from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences,
                                sentence_examples)
 
-    cfg = SETTINGS[quick]
+    cfg = SETTINGS[mode]
     corpus = _corpus()
     n = cfg["num_documents"] if num_documents == "settings" else num_documents
     if n is not None:
@@ -129,12 +129,12 @@ def _data(quick, num_documents="settings"):
         "split": f"by document 80/10/10, seed {SPLIT_SEED}", "lm_vocab": len(lm),
         "topic_vocab": len(topic), "train_chunks": len(data["train_docs"]),
         "test_targets": int(data["test_sents"].num_targets)}
-    _log(f"data (quick={quick}, documents={n}): {data['description']}")
+    _log(f"data (mode={mode}, documents={n}): {data['description']}")
     return data
 
 
-def _hidden_sizes(quick, layers, speed=False):
-    cfg = SETTINGS[quick]
+def _hidden_sizes(mode, layers, speed=False):
+    cfg = SETTINGS[mode]
     width = cfg["speed_hidden"] if speed else cfg["hidden"]
     if width is None:  # full quality: the paper's sizes
         from tfktopic.models.rgbn_rnn import PAPER_HIDDEN_SIZES
@@ -144,19 +144,20 @@ def _hidden_sizes(quick, layers, speed=False):
 
 
 # ------------------------------------------------------------------------- models
-def _rgbn(name, layers, quick, data, speed=False, mcmc=True):
+def _rgbn(name, layers, mode, data, speed=False, mcmc=True):
     import keras
 
     from tfktopic.models.rgbn_rnn import PRESETS, RGBNRNN, make_optimizer
 
-    cfg = SETTINGS[quick]
+    cfg = SETTINGS[mode]
     keras.utils.set_random_seed(0)
     topic_sizes = (100, 80, 50)[:layers] if speed else cfg["topic_sizes"][:layers]
     model = RGBNRNN.from_preset(
         "paper", len(data["lm"]), len(data["topic"]), num_documents=len(data["train_docs"]),
         num_layers=layers, recurrent=name == "rgbn_rnn",
-        hidden_sizes=_hidden_sizes(quick, layers, speed), topic_sizes=topic_sizes,
-        embedding_dim=cfg["speed_hidden"] if speed and quick else cfg["embedding_dim"],
+        hidden_sizes=_hidden_sizes(mode, layers, speed), topic_sizes=topic_sizes,
+        embedding_dim=(cfg["speed_hidden"] if speed and mode == "quick"
+                       else cfg["embedding_dim"]),
         dropout=cfg["dropout"], seed=0)
     if not mcmc:
         # Same network, TLASGR-MCMC switched off (for the MCMC's share of a step).
@@ -166,15 +167,15 @@ def _rgbn(name, layers, quick, data, speed=False, mcmc=True):
     return model
 
 
-def _lstm(layers, quick, data, document_level=False, speed=False):
+def _lstm(layers, mode, data, document_level=False, speed=False):
     import keras
 
     from tfktopic.models import LSTMLanguageModel
 
-    cfg = SETTINGS[quick]
+    cfg = SETTINGS[mode]
     keras.utils.set_random_seed(0)
-    hidden = _hidden_sizes(quick, layers, speed)[0]
-    model = LSTMLanguageModel(len(data["lm"]), embedding_dim=hidden if speed and quick
+    hidden = _hidden_sizes(mode, layers, speed)[0]
+    model = LSTMLanguageModel(len(data["lm"]), embedding_dim=hidden if speed and mode == "quick"
                               else cfg["embedding_dim"], hidden_dim=hidden, num_layers=layers,
                               dropout=cfg["dropout"], document_level=document_level)
     model.compile(optimizer=keras.optimizers.Adam(cfg["learning_rate"],
@@ -203,12 +204,12 @@ def _peak_rss_mb():
     return peak_memory_mb()
 
 
-def _speed(name, quick):
+def _speed(name, mode):
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
-    cfg = SETTINGS[quick]
+    cfg = SETTINGS[mode]
     # V_c ~ 8k needs the whole file's vocabulary (the issue's setting).
-    data = _data(quick, None)
+    data = _data(mode, None)
     steps, rounds = cfg["speed_steps"], cfg["speed_rounds"]
     J, B = COMMON["sentences_per_chunk"], COMMON["batch_size"]
     docs = document_dataset(data["train_docs"], B, shuffle=False, drop_remainder=True)
@@ -217,9 +218,9 @@ def _speed(name, quick):
     sent_tokens = float(np.mean([np.sum(b["mask"]) for b in sents.take(steps)]))
     records = []
     for layers in LAYERS:
-        runs = [("lstm", _lstm(layers, quick, data, speed=True), sents, sent_tokens),
-                (name, _rgbn(name, layers, quick, data, speed=True), docs, doc_tokens),
-                (name + " without MCMC", _rgbn(name, layers, quick, data, speed=True, mcmc=False),
+        runs = [("lstm", _lstm(layers, mode, data, speed=True), sents, sent_tokens),
+                (name, _rgbn(name, layers, mode, data, speed=True), docs, doc_tokens),
+                (name + " without MCMC", _rgbn(name, layers, mode, data, speed=True, mcmc=False),
                  docs, doc_tokens)]
         times = {key: [] for key, *_ in runs}
         peaks = {key: 0.0 for key, *_ in runs}
@@ -263,20 +264,20 @@ def _speed(name, quick):
 
 # ------------------------------------------------------------------------ quality
 @functools.lru_cache(maxsize=None)
-def _trained(name, layers, quick):
+def _trained(name, layers, mode):
     """Train once per (model, layers, mode); returns (model, info)."""
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     B, J = COMMON["batch_size"], COMMON["sentences_per_chunk"]
     if name == "lstm":
-        model = _lstm(layers, quick, data)
+        model = _lstm(layers, mode, data)
         train = sentence_dataset(data["train_sents"], B * J, shuffle=True, seed=0)
     elif name == "doc_lstm":
-        model = _lstm(layers, quick, data, document_level=True)
+        model = _lstm(layers, mode, data, document_level=True)
         train = document_dataset(data["train_docs"], B, shuffle=True, seed=0)
     else:
-        model = _rgbn(name, layers, quick, data)
+        model = _rgbn(name, layers, mode, data)
         train = document_dataset(data["train_docs"], B, shuffle=True, seed=0)
     start = time.perf_counter()
     history = model.fit(train, epochs=cfg["epochs"], verbose=0)
@@ -288,12 +289,12 @@ def _trained(name, layers, quick):
 
 
 @functools.lru_cache(maxsize=None)
-def _test_perplexity(name, layers, quick):
+def _test_perplexity(name, layers, mode):
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
     from tfktopic.evaluation import evaluate_perplexity
 
-    data = _data(quick)
-    model, info = _trained(name, layers, quick)
+    data = _data(mode)
+    model, info = _trained(name, layers, mode)
     if name == "lstm":
         dataset = sentence_dataset(data["test_sents"], 64, shuffle=False)
     else:
@@ -307,23 +308,23 @@ def _test_perplexity(name, layers, quick):
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_counts(quick):
+def _reference_counts(mode):
     """Window counts of every topic word in the whole APNEWS file (NPMI reference)."""
     from tfktopic.evaluation import ReferenceCounts
 
     documents = ([w for sentence in doc for w in sentence] for doc in _corpus())
-    return ReferenceCounts(documents, _data(quick)["topic"].words, window_size=20)
+    return ReferenceCounts(documents, _data(mode)["topic"].words, window_size=20)
 
 
 @functools.lru_cache(maxsize=None)
-def _lda_npmi(num_topics, quick):
+def _lda_npmi(num_topics, mode):
     """NPMI of gensim LDA with `num_topics` on the training documents."""
     from gensim.corpora import Dictionary
     from gensim.models import LdaModel
 
     from tfktopic.evaluation import npmi_coherence
 
-    data, cfg = _data(quick), SETTINGS[quick]
+    data, cfg = _data(mode), SETTINGS[mode]
     words = set(data["topic"].words)
     texts = [[w for sentence in doc for w in sentence if w in words] for doc in data["train"]]
     dictionary = Dictionary(texts)
@@ -332,31 +333,31 @@ def _lda_npmi(num_topics, quick):
                    random_state=0)
     topics = [[dictionary[i] for i, _ in lda.get_topic_terms(k, topn=20)]
               for k in range(num_topics)]
-    return npmi_coherence(topics, counts=_reference_counts(quick)).mean
+    return npmi_coherence(topics, counts=_reference_counts(mode)).mean
 
 
-def _quality(name, quick):
+def _quality(name, mode):
     from tfktopic.evaluation import bleu_report, npmi_coherence
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     lm, topic_vocab = data["lm"], data["topic"]
     description = data["description"]
     records = []
     references = [lm.decode(row[:n], strip_special=True)
                   for row, n in zip(data["test_sents"].targets, data["test_sents"].lengths)]
     for layers in LAYERS:
-        base = {b: _test_perplexity(b, layers, quick) for b in ("lstm", "doc_lstm")}
+        base = {b: _test_perplexity(b, layers, mode) for b in ("lstm", "doc_lstm")}
         for b, (ppl, tokens, info) in base.items():
-            if (b, layers, quick) not in _EMITTED:
-                _EMITTED.add((b, layers, quick))
+            if (b, layers, mode) not in _EMITTED:
+                _EMITTED.add((b, layers, mode))
                 records.append(record("quality", b, "perplexity", ppl, protocol=PROTOCOL if
                                       b == "lstm" else "document-level: state carried across "
                                       "the 8 windows of a test chunk",
                                       dataset="apnews",
                                       config={"num_layers": layers, "test_tokens": tokens,
                                               **description, **info}))
-        ppl, tokens, info = _test_perplexity(name, layers, quick)
-        model, _ = _trained(name, layers, quick)
+        ppl, tokens, info = _test_perplexity(name, layers, mode)
+        model, _ = _trained(name, layers, mode)
         config = {"num_layers": layers, "hidden_sizes": list(model.hidden_sizes),
                   "topic_sizes": list(model.topic_sizes), "test_tokens": tokens,
                   **description, **info}
@@ -388,13 +389,13 @@ def _quality(name, quick):
                             **{k: report[k] for k in ("num_hypotheses", "num_references")}}))
         # Layer-1 topic coherence vs gensim LDA with as many topics.
         topics = model.topics(top_n=20, vocabulary=topic_vocab, layer=0)
-        npmi = npmi_coherence(topics, counts=_reference_counts(quick)).mean
+        npmi = npmi_coherence(topics, counts=_reference_counts(mode)).mean
         k = model.topic_sizes[0]
-        lda = _lda_npmi(k, quick)
+        lda = _lda_npmi(k, mode)
         protocol = "NPMI (Lau et al.), window 20, mean over top-5/10/15/20; reference: " \
                    "the whole APNEWS file"
-        if ("lda", k, quick) not in _EMITTED:
-            _EMITTED.add(("lda", k, quick))
+        if ("lda", k, mode) not in _EMITTED:
+            _EMITTED.add(("lda", k, mode))
             records.append(record("quality", "lda", "npmi", lda, protocol=protocol,
                                   dataset="apnews",
                                   config={"num_topics": k, "passes": cfg["lda_passes"],

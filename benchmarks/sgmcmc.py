@@ -38,8 +38,9 @@ def _random_windows(vocab_size, batch_size, steps, num_batches=8, seed=0):
     return window_dataset(ids[..., :-1], ids[..., 1:], batch_size, shuffle=False)
 
 
-def speed_optimizers(quick):
-    """Step time of pSGLD / RMSprop and SGLD / SGD on the PTB-small LSTM."""
+def speed_optimizers(mode):
+    """Step time of pSGLD / RMSprop and SGLD / SGD on the PTB-small LSTM (medium = full)."""
+    quick = mode == "quick"
     from tfktopic.bayes import PSGLD, SGLD
 
     vocab, hidden, batch, steps = 10_000, (64 if quick else 200), 20, 20
@@ -93,8 +94,9 @@ def _averaging_cost(vocab, hidden, quick):
                           "combine_s": combine_time, "hidden_dim": hidden})
 
 
-def quality_ptb(quick):
-    """PTB: pSGLD + thinned averaging vs a single RMSprop model, same budget."""
+def quality_ptb(mode):
+    """PTB: pSGLD + thinned averaging vs a single RMSprop model, same budget (medium = full)."""
+    quick = mode == "quick"
     from tfktopic.bayes import SampleCollector
     from tfktopic.bayes.setups import optimizer, ptb_data
     from tfktopic.data import Vocabulary, read_ptb

@@ -64,17 +64,25 @@ PROTOCOLS = {
                 "document (only preceding text is seen)",
 }
 
-#: Sizes of the two modes. "full" is TCNLM's Table 2 "small" setup (reference
+#: Sizes of the three modes. "full" is TCNLM's Table 2 "small" setup (reference
 #: tcnlm_and_evaluation.md §1.6-1.7, §2.8) scaled to the 2,000 available documents.
 SETTINGS = {
-    True: {   # --quick
+    "quick": {
         "num_documents": 300, "min_count": 3, "min_doc_freq": 3, "max_len": 30,
         "context_len": 300, "embedding_dim": 32, "hidden_dim": 64, "num_topics": 8,
         "encoder_units": (64, 64), "dropout": 0.0, "batch_size": 64, "epochs": 4,
         "patience": 1, "learning_rate": 3e-3, "clipnorm": 5.0, "lda_passes": 5,
         "doc_chunk": 8, "speed_steps": 8, "speed_rounds": 5,
     },
-    False: {  # full
+    "medium": {  # all 2,000 documents at a size a 2-core CPU trains in about an hour
+        "num_documents": None, "min_count": 10, "min_doc_freq": 5, "max_len": 30,
+        "context_len": 300, "embedding_dim": 128, "hidden_dim": 256, "num_topics": 50,
+        "encoder_units": None,  # each paper's own: TopicRNN (200, 200), TCNLM (256, 256)
+        "dropout": 0.3, "batch_size": 64, "epochs": 6, "patience": 2,
+        "learning_rate": 2e-3, "clipnorm": 5.0, "lda_passes": 10,
+        "doc_chunk": 8, "speed_steps": 20, "speed_rounds": 3,
+    },
+    "full": {
         "num_documents": None, "min_count": 10, "min_doc_freq": 5, "max_len": 30,
         "context_len": 300, "embedding_dim": 300, "hidden_dim": 600, "num_topics": 50,
         "encoder_units": None,  # each paper's own: TopicRNN (200, 200), TCNLM (256, 256)
@@ -117,12 +125,12 @@ def _require(module_name, class_name):
 
 
 @functools.lru_cache(maxsize=None)
-def _data(quick):
+def _data(mode):
     """Corpus split, vocabularies and sentence/document examples (cached per mode)."""
     from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read_tdlm,
                                sentence_examples)
 
-    cfg = SETTINGS[quick]
+    cfg = SETTINGS[mode]
     path = shared_file("apnews/apnews.txt")
     stopwords = shared_file("stopwords/mallet_en.txt")
     corpus = read_tdlm(path)
@@ -155,16 +163,16 @@ def _data(quick):
         "lm_vocab": len(lm), "topic_vocab": len(topic),
         "train_context_protocol": TRAIN_PROTOCOL,
     }
-    _log(f"data ({'quick' if quick else 'full'}): {data['description']}")
+    _log(f"data ({mode}): {data['description']}")
     return data
 
 
 @functools.lru_cache(maxsize=None)
-def _lda(quick):
+def _lda(mode):
     """gensim LDA on the training documents' topic-vocabulary BoW (cached per mode)."""
     from tfktopic.models.lda_lstm import fit_lda
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     start = time.perf_counter()
     lda = fit_lda(data["train"], data["topic"], num_topics=cfg["num_topics"],
                   passes=cfg["lda_passes"], seed=0)
@@ -174,12 +182,12 @@ def _lda(quick):
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_counts(quick):
+def _reference_counts(mode):
     """Window counts of every topic word in the whole APNEWS file (NPMI reference)."""
     from tfktopic.data import read_tdlm
     from tfktopic.evaluation import ReferenceCounts
 
-    data = _data(quick)
+    data = _data(mode)
     documents = ([w for sentence in doc for w in sentence] for doc in read_tdlm(data["path"]))
     return ReferenceCounts(documents, data["topic"].words, window_size=20)
 
@@ -187,14 +195,14 @@ def _reference_counts(quick):
 # ------------------------------------------------------------------------- models
 
 
-def _build(name, quick):
+def _build(name, mode):
     """A fresh model of the benchmark's shared size (seeded)."""
     import keras
 
     from tfktopic.models.lda_lstm import LDALSTMLanguageModel
     from tfktopic.models.lstm_lm import LSTMLanguageModel
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     vocab, topic = len(data["lm"]), data["topic"]
     size = {"embedding_dim": cfg["embedding_dim"], "hidden_dim": cfg["hidden_dim"],
             "dropout": cfg["dropout"]}
@@ -206,7 +214,7 @@ def _build(name, quick):
         return LSTMLanguageModel(vocab, document_level=True, **size)
     if name == "lda_lstm":
         return LDALSTMLanguageModel(vocab, len(topic), num_topics=cfg["num_topics"],
-                                    lda=_lda(quick), **size)
+                                    lda=_lda(mode), **size)
     if name == "topicrnn":
         cls = _require("tfktopic.models.topicrnn", "TopicRNN")
         extra = {} if units is None else {"encoder_units": units}
@@ -219,19 +227,19 @@ def _build(name, quick):
     raise ValueError(f"unknown model {name!r}; expected one of {MODELS}")
 
 
-def _compile(model, quick):
+def _compile(model, mode):
     import keras
 
-    cfg = SETTINGS[quick]
+    cfg = SETTINGS[mode]
     model.compile(optimizer=keras.optimizers.Adam(cfg["learning_rate"], clipnorm=cfg["clipnorm"]))
     return model
 
 
-def _datasets(name, quick):
+def _datasets(name, mode):
     """(train, valid) datasets of a model: document chunks for doc_lstm, else windows."""
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     if name == "doc_lstm":
         batch = max(1, cfg["batch_size"] // cfg["doc_chunk"])
         return (document_dataset(data["train_documents"], batch_size=batch, seed=0),
@@ -279,11 +287,11 @@ def _status_mb(field):
     return peak_memory_mb()
 
 
-def _speed_dataset(name, quick):
+def _speed_dataset(name, mode):
     """Unshuffled, fixed-shape batches; the timed steps use the first `speed_steps`."""
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     if name == "doc_lstm":
         dataset = document_dataset(data["train_documents"],
                                    batch_size=max(1, cfg["batch_size"] // cfg["doc_chunk"]),
@@ -296,13 +304,13 @@ def _speed_dataset(name, quick):
     return dataset, float(np.mean(tokens))
 
 
-def _measure_speed(name, quick):
-    cfg = SETTINGS[quick]
+def _measure_speed(name, mode):
+    cfg = SETTINGS[mode]
     steps, rounds = cfg["speed_steps"], cfg["speed_rounds"]
-    base_ds, base_tokens = _speed_dataset("lstm", quick)
-    model_ds, model_tokens = _speed_dataset(name, quick)
-    baseline = _compile(_build("lstm", quick), quick)
-    model = baseline if name == "lstm" else _compile(_build(name, quick), quick)
+    base_ds, base_tokens = _speed_dataset("lstm", mode)
+    model_ds, model_tokens = _speed_dataset(name, mode)
+    baseline = _compile(_build("lstm", mode), mode)
+    model = baseline if name == "lstm" else _compile(_build(name, mode), mode)
     runs = [("lstm", baseline, base_ds)] + ([] if name == "lstm" else [(name, model, model_ds)])
     timings = {key: [] for key, _, _ in runs}
     peaks = {key: 0.0 for key, _, _ in runs}
@@ -320,7 +328,7 @@ def _measure_speed(name, quick):
     config = {
         **{k: cfg[k] for k in ("embedding_dim", "hidden_dim", "num_topics", "batch_size",
                                "max_len", "speed_steps", "speed_rounds")},
-        "lm_vocab": len(_data(quick)["lm"]), "topic_vocab": len(_data(quick)["topic"]),
+        "lm_vocab": len(_data(mode)["lm"]), "topic_vocab": len(_data(mode)["topic"]),
         "seconds_per_step": model_time, "baseline_seconds_per_step": base_time,
         "seconds_per_step_rounds": timings[name], "baseline_rounds": timings["lstm"],
         "tokens_per_step": model_tokens, "baseline_tokens_per_step": base_tokens,
@@ -352,13 +360,13 @@ def _measure_speed(name, quick):
 # ------------------------------------------------------------------------ quality
 
 
-def _train(name, quick):
+def _train(name, mode):
     """Train `name` with the shared budget and early stopping; returns (model, info)."""
     import keras
 
-    cfg = SETTINGS[quick]
-    model = _compile(_build(name, quick), quick)
-    train_ds, valid_ds = _datasets(name, quick)
+    cfg = SETTINGS[mode]
+    model = _compile(_build(name, mode), mode)
+    train_ds, valid_ds = _datasets(name, mode)
     stop = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min", patience=cfg["patience"],
                                          restore_best_weights=True)
     start = time.perf_counter()
@@ -374,11 +382,11 @@ def _train(name, quick):
     return model, info
 
 
-def _test_perplexity(name, model, quick, protocol):
+def _test_perplexity(name, model, mode, protocol):
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
     from tfktopic.evaluation import evaluate_perplexity
 
-    cfg, data = SETTINGS[quick], _data(quick)
+    cfg, data = SETTINGS[mode], _data(mode)
     if protocol == "document":
         sequences = data["test_documents"]
         batch = max(1, 4 * cfg["batch_size"] // sequences.tokens.shape[1])
@@ -395,49 +403,49 @@ def _test_perplexity(name, model, quick, protocol):
 
 
 @functools.lru_cache(maxsize=None)
-def _result(name, quick):
+def _result(name, mode):
     """Test perplexities (per protocol), training info and topics of a trained model."""
-    model, info = _train(name, quick)
+    model, info = _train(name, mode)
     if name == "doc_lstm":
         protocols = ("document",)
     elif name == "lstm":
         protocols = ("preceding",)  # no context: identical under every protocol
     else:
         protocols = ("preceding", "all_other")
-    perplexity = {p: _test_perplexity(name, model, quick, p) for p in protocols}
+    perplexity = {p: _test_perplexity(name, model, mode, p) for p in protocols}
     topics = None
     if hasattr(model, "topics"):
-        topics = model.topics(top_n=20, vocabulary=_data(quick)["topic"])
+        topics = model.topics(top_n=20, vocabulary=_data(mode)["topic"])
     for p, r in perplexity.items():
         _log(f"{name}: test ppl {r.perplexity:.2f} ({p}, {r.num_tokens} tokens)")
     return {"perplexity": {p: r.perplexity for p, r in perplexity.items()},
             "num_tokens": perplexity[protocols[0]].num_tokens, "info": info, "topics": topics}
 
 
-def _coherence(topics, quick):
+def _coherence(topics, mode):
     from tfktopic.evaluation import npmi_coherence
 
-    return npmi_coherence(topics, counts=_reference_counts(quick))
+    return npmi_coherence(topics, counts=_reference_counts(mode))
 
 
 @functools.lru_cache(maxsize=None)
-def _lda_coherence(quick):
-    data = _data(quick)
-    lda = _lda(quick)
+def _lda_coherence(mode):
+    data = _data(mode)
+    lda = _lda(mode)
     distribution = lda.get_topics()
     ids = np.argsort(-distribution, axis=1, kind="stable")[:, :20]
     topics = [[data["topic"].words[i] for i in row] for row in ids]
-    return _coherence(topics, quick), topics
+    return _coherence(topics, mode), topics
 
 
-def _quality(name, quick):
-    cfg, data = SETTINGS[quick], _data(quick)
+def _quality(name, mode):
+    cfg, data = SETTINGS[mode], _data(mode)
     size = {k: cfg[k] for k in ("embedding_dim", "hidden_dim", "num_topics", "dropout",
                                 "batch_size", "epochs", "patience", "learning_rate",
                                 "clipnorm", "max_len", "context_len")}
-    base = _result("lstm", quick)
-    doc = _result("doc_lstm", quick) if name != "lstm" else None
-    mine = base if name == "lstm" else (doc if name == "doc_lstm" else _result(name, quick))
+    base = _result("lstm", mode)
+    doc = _result("doc_lstm", mode) if name != "lstm" else None
+    mine = base if name == "lstm" else (doc if name == "doc_lstm" else _result(name, mode))
     config = {**size, **data["description"], **mine["info"], "num_tokens": mine["num_tokens"]}
     if name == "lda_lstm":
         config["lda_passes"] = cfg["lda_passes"]
@@ -455,7 +463,7 @@ def _quality(name, quick):
                                       "baseline_protocol": PROTOCOLS["document"]}))
     coherence_protocol = ("NPMI (Lau et al. windows of 20, zero rule), mean of top-5/10/15/20; "
                           "reference corpus: the whole APNEWS file (2,000 documents)")
-    lda_result, lda_topics = (_lda_coherence(quick) if name in TOPIC_MODELS + ("lda_lstm",)
+    lda_result, lda_topics = (_lda_coherence(mode) if name in TOPIC_MODELS + ("lda_lstm",)
                               else (None, None))
     if name == "lda_lstm":
         records.append(record("quality", "lda", "npmi", lda_result.mean,
@@ -466,7 +474,7 @@ def _quality(name, quick):
                                   "note": "gensim LdaModel on the training documents = the "
                                           "LDA inside lda_lstm"}))
     if name in TOPIC_MODELS:
-        result = _coherence(mine["topics"], quick)
+        result = _coherence(mine["topics"], mode)
         records.append(record("quality", name, "npmi", result.mean, "lda", lda_result.mean,
                               protocol=coherence_protocol, dataset="apnews", config={
                                   "num_topics": cfg["num_topics"],
