@@ -42,7 +42,11 @@ training part. Training contexts: ``all_other`` (the papers'); test contexts:
   of topics on the training documents' topic-vocabulary bags of words;
   reference corpus: the whole APNEWS file.
 
-Budgets: ``--quick`` = 200 documents (a seeded random subset), widths 64,
+Budgets: ``--mode medium`` = all 2,000 documents, the vocabularies of the medium
+topic-model benchmark (min count 10, topic words in >= 5 documents), embedding 128,
+LSTM 256 (1 layer) and 256-128-64 (3 layers; LSTM baselines 256 per layer), topics
+100 / 100-80-50, dropout 0.3, Adam 2e-3, 3 epochs, 300 generated sentences.
+``--quick`` = 200 documents (a seeded random subset), widths 64,
 topics 20-12-8, 3 epochs, 100 generated sentences; about 8-9 minutes on 2
 shared cores for both models (8 trainings: lstm, doc_lstm, gbn_rnn, rgbn_rnn
 at 1 and 3 layers; the baselines are trained once and shared by both entries
@@ -75,6 +79,14 @@ SETTINGS = {
         "topic_sizes": (20, 12, 8), "dropout": 0.2, "epochs": 3, "learning_rate": 3e-3,
         "num_generated": 100, "lda_passes": 5,
         "speed_hidden": 128, "speed_steps": 5, "speed_rounds": 3,
+    },
+    "medium": {  # all 2,000 documents; the vocabularies and 1-layer size of the medium
+        # topic-model benchmark (benchmarks/topic_models.py), 3 layers 256-128-64
+        "num_documents": None, "min_count": 10, "min_doc_freq": 5, "hidden": None,
+        "hidden_sizes": {1: (256,), 2: (256, 128), 3: (256, 128, 64)}, "embedding_dim": 128,
+        "topic_sizes": (100, 80, 50), "dropout": 0.3, "epochs": 3, "learning_rate": 2e-3,
+        "num_generated": 300, "lda_passes": 10,
+        "speed_hidden": 256, "speed_steps": 10, "speed_rounds": 3,
     },
     "full": {  # the "paper" preset
         "num_documents": None, "min_count": 10, "hidden": None, "embedding_dim": 300,
@@ -117,7 +129,8 @@ def _data(mode, num_documents="settings"):
         corpus = corpus.subset(sorted(order[:n].tolist()))
     train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=SPLIT_SEED)
     lm = Vocabulary.build(train, min_count=cfg["min_count"])
-    topic = TopicVocabulary.build(train, lm, stopwords=str(shared_file("stopwords/mallet_en.txt")))
+    topic = TopicVocabulary.build(train, lm, stopwords=str(shared_file("stopwords/mallet_en.txt")),
+                                  min_doc_freq=cfg.get("min_doc_freq", 1))
     J, T, C = COMMON["sentences_per_chunk"], COMMON["max_len"], COMMON["context_len"]
     data = {"train": train, "valid": valid, "test": test, "lm": lm, "topic": topic,
             "train_docs": document_sequences(train, lm, topic, J, T, C, protocol="all_other"),
@@ -136,6 +149,8 @@ def _data(mode, num_documents="settings"):
 def _hidden_sizes(mode, layers, speed=False):
     cfg = SETTINGS[mode]
     width = cfg["speed_hidden"] if speed else cfg["hidden"]
+    if width is None and "hidden_sizes" in cfg:
+        return cfg["hidden_sizes"][layers]
     if width is None:  # full quality: the paper's sizes
         from tfktopic.models.rgbn_rnn import PAPER_HIDDEN_SIZES
 

@@ -7,7 +7,8 @@ import importlib
 
 from benchmarks.common import run
 
-FAMILIES = ("benchmarks.sgmcmc", "benchmarks.topic_models", "benchmarks.rgbn")
+FAMILIES = ("benchmarks.sgmcmc", "benchmarks.topic_models", "benchmarks.topicrnn_ptb",
+            "benchmarks.rgbn")
 
 
 def registries(kind):

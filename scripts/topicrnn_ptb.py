@@ -2,6 +2,7 @@
 
     python scripts/topicrnn_ptb.py --neurons 100 --cell gru
     python scripts/topicrnn_ptb.py --quick          # a small slice, about a minute
+    python scripts/topicrnn_ptb.py --baseline       # also a plain RNN of the same size (Table 2)
 
 Setup (preset ``ptb_<neurons>`` in `tfktopic.models.topicrnn.PRESETS`):
 documents are blocks of 10 sentences, the LM vocabulary is PTB's 10k types,
@@ -53,6 +54,9 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
                         help="a small slice of PTB and 2 epochs (about a minute on 2 cores)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also train a plain RNN LM of the same cell and size on the same "
+                             "windows and epochs (Table 2's comparison)")
     parser.add_argument("--out", default=None, help="write the results as JSON to this file")
     return parser.parse_args(argv)
 
@@ -73,6 +77,38 @@ def unigram_perplexity(lm_vocab, examples):
     with np.errstate(divide="ignore"):
         log_p = np.log(counts / counts.sum())
     return math.exp(-log_p[examples.targets[examples.mask > 0]].mean())
+
+
+def train_baseline(args, lm_vocab, dataset, epochs, learning_rate, patience):
+    """A plain RNN LM (`LSTMLanguageModel(cell=...)`) of TopicRNN's size and budget.
+
+    Same windows, zero state per window, embedding size = hidden size (as TopicRNN's
+    default), Adam, the same epochs and early stopping. Returns its perplexities.
+    """
+    import keras
+
+    from tfktopic.evaluation import evaluate_perplexity
+    from tfktopic.models import LSTMLanguageModel
+
+    keras.utils.set_random_seed(args.seed)
+    model = LSTMLanguageModel(len(lm_vocab), embedding_dim=args.neurons, hidden_dim=args.neurons,
+                              cell=args.cell, document_level=args.level == "document")
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate))
+    model(next(iter(dataset("valid", "preceding", False))))  # build, to count parameters
+    print(f"\nbaseline: plain {args.cell.upper()} {args.neurons} units, "
+          f"{model.count_params():,} parameters")
+    stopping = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min", patience=patience,
+                                             restore_best_weights=True)
+    start = time.perf_counter()
+    model.fit(dataset("train", "all_other", True), epochs=epochs, verbose=2,
+              validation_data=dataset("valid", "preceding", False), callbacks=[stopping])
+    out = {"cell": args.cell, "neurons": args.neurons, "train_seconds":
+           round(time.perf_counter() - start, 1), "perplexity": {}}
+    for split in ("valid", "test"):
+        value = evaluate_perplexity(model, dataset(split, "preceding", False)).perplexity
+        out["perplexity"][split] = value
+        print(f"  baseline {split:<6} {value:9.2f}")
+    return out
 
 
 def main(argv=None):
@@ -166,6 +202,9 @@ def main(argv=None):
     results["topics"] = topics
     sentence = model.generate(num_sentences=1, max_len=25, topic=0, method="top_k", seed=args.seed)
     print("\ngenerated (topic 0, top-k):", " ".join(lm_vocab.decode(sentence[0], strip_special=True)))
+    if args.baseline:
+        results["baseline"] = train_baseline(args, lm_vocab, dataset, epochs, learning_rate,
+                                             preset["early_stopping_patience"])
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
