@@ -9,12 +9,65 @@ that every reported number must carry.
 
 import dataclasses
 import math
+import weakref
 
 import keras
 import tensorflow as tf
 from keras import ops
 
-__all__ = ["masked_token_nll", "Perplexity", "PerplexityResult", "evaluate_perplexity"]
+__all__ = ["log_probabilities", "masked_token_log_probs", "masked_token_nll", "Perplexity",
+           "PerplexityResult", "evaluate_perplexity"]
+
+
+def log_probabilities(predictions, from_logits=True):
+    """Normalised next-token log-probabilities of a model's output.
+
+    Args:
+        predictions: float [..., V] logits (`from_logits=True`) or
+            log-probabilities (`from_logits=False`).
+        from_logits: whether `predictions` are unnormalised logits. The
+            log-softmax leaves already normalised log-probabilities unchanged
+            (up to rounding), so `True` is safe for every model.
+
+    Returns:
+        float32 [..., V] log-probabilities.
+
+    Example:
+    >>> log_p = log_probabilities([[0.0, 0.0]])
+    >>> [round(float(v), 4) for v in log_p[0]]
+    [-0.6931, -0.6931]
+    """
+    predictions = ops.cast(predictions, "float32")
+    return ops.log_softmax(predictions, axis=-1) if from_logits else predictions
+
+
+def masked_token_log_probs(targets, predictions, mask=None, from_logits=True):
+    """log p(target) of every token, weighted by the mask (0 on padding).
+
+    Args:
+        targets: int [..., T] target ids.
+        predictions: float [..., T, V] logits or log-probabilities.
+        mask: float [..., T], 1 on predicted tokens; `None` keeps all.
+        from_logits: whether `predictions` are unnormalised logits.
+
+    Returns:
+        float32 [..., T]: mask * log p(y_t), exactly 0 where the mask is 0.
+
+    Example:
+    >>> token_log_p = masked_token_log_probs([[1, 0]], [[[0.0, 0.0], [0.0, 0.0]]], [[1.0, 0.0]])
+    >>> [round(float(v), 4) for v in token_log_p[0]]
+    [-0.6931, 0.0]
+    """
+    targets = ops.cast(targets, "int32")
+    predictions = log_probabilities(predictions, from_logits)
+    token_log_prob = ops.squeeze(
+        ops.take_along_axis(predictions, ops.expand_dims(targets, -1), axis=-1), -1)
+    if mask is None:
+        return token_log_prob
+    mask = ops.cast(mask, "float32")
+    # Select rather than multiply: a padded position may hold log p = -inf.
+    token_log_prob = ops.where(mask > 0, token_log_prob, ops.zeros_like(token_log_prob))
+    return token_log_prob * mask
 
 
 def masked_token_nll(targets, predictions, mask=None, from_logits=True):
@@ -30,18 +83,10 @@ def masked_token_nll(targets, predictions, mask=None, from_logits=True):
     Returns:
         (nll_sum, num_tokens): float32 scalars.
     """
-    targets = ops.cast(targets, "int32")
-    predictions = ops.cast(predictions, "float32")
-    if from_logits:
-        predictions = ops.log_softmax(predictions, axis=-1)
-    token_log_prob = ops.squeeze(
-        ops.take_along_axis(predictions, ops.expand_dims(targets, -1), axis=-1), -1)
+    token_log_prob = masked_token_log_probs(targets, predictions, mask, from_logits)
     if mask is None:
         return -ops.sum(token_log_prob), ops.cast(ops.size(token_log_prob), "float32")
-    mask = ops.cast(mask, "float32")
-    # Select rather than multiply: a padded position may hold log p = -inf.
-    token_log_prob = ops.where(mask > 0, token_log_prob, ops.zeros_like(token_log_prob))
-    return -ops.sum(token_log_prob * mask), ops.sum(mask)
+    return -ops.sum(token_log_prob), ops.sum(ops.cast(mask, "float32"))
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -115,6 +160,30 @@ class PerplexityResult:
                 "num_tokens": self.num_tokens, "protocol": self.protocol}
 
 
+#: One traced scoring function per (model, from_logits), reused across calls, so that
+#: evaluating a model every epoch or on several splits does not trace again.
+_SCORERS = weakref.WeakKeyDictionary()
+
+
+def _batch_sums_function(predict, from_logits):
+    """A `tf.function` batch -> (nll_sum, num_tokens) for `predict` (cached per model)."""
+    cache = _SCORERS.setdefault(predict, {}) if isinstance(predict, keras.Model) else {}
+    if from_logits not in cache:
+        if isinstance(predict, keras.Model):
+            model = weakref.ref(predict)  # the cache must not keep the model alive
+            call = lambda batch: model()(batch, training=False)
+        else:
+            call = predict
+
+        @tf.function(reduce_retracing=True)
+        def batch_sums(batch):
+            return masked_token_nll(batch["targets"], call(batch), batch.get("mask"),
+                                    from_logits)
+
+        cache[from_logits] = batch_sums
+    return cache[from_logits]
+
+
 def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
     """Perplexity of `predict` over every batch of `dataset`.
 
@@ -129,14 +198,7 @@ def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
     Returns:
         A `PerplexityResult` (sums accumulated in float64 on the host).
     """
-    if isinstance(predict, keras.Model):
-        model = predict
-        predict = lambda batch: model(batch, training=False)
-
-    @tf.function
-    def batch_sums(batch):
-        return masked_token_nll(batch["targets"], predict(batch), batch.get("mask"), from_logits)
-
+    batch_sums = _batch_sums_function(predict, from_logits)
     total, count = 0.0, 0.0
     for batch in dataset:
         nll_sum, num = batch_sums(batch)
