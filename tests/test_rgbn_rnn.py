@@ -186,6 +186,30 @@ def test_gradients_reach_encoder_lstms_and_gates():
     assert not any("topic_model" in path for path in named)  # Phi, Pi are sampled
 
 
+def test_objective_from_softmax_inputs_equals_objective_from_full_logits():
+    # train_step applies the softmax only at the real tokens (features=True):
+    # the same loss terms and gradients as from the full [B, J, T, V] logits.
+    rng = np.random.default_rng(7)
+    model = _tiny(30, 20, num_layers=3)
+    batch = _random_batch(rng, 3, 30, 20)
+    batch["mask"][1, 1] = 0.0                      # a padding window
+    batch["mask"][0, 0, rng.random(7) < 0.5] = 0.0  # padded positions
+    with tf.GradientTape(persistent=True) as tape:
+        full = model._objective(batch, model.forward(batch))
+        fast_outputs = model.forward(batch, features=True)
+        fast = model._objective(batch, fast_outputs)
+    assert "logits" not in fast_outputs
+    assert tuple(fast_outputs["features"].shape) == (3, J, 7, 16 + 12 + 10)
+    for key in ("loss", "nll_sum", "num_tokens", "kl", "tm_nll"):
+        np.testing.assert_allclose(float(fast[key]), float(full[key]), rtol=1e-5, err_msg=key)
+    dense = lambda g: np.asarray(tf.convert_to_tensor(g))
+    for weight, g_full, g_fast in zip(model.trainable_weights,
+                                      tape.gradient(full["loss"], model.trainable_weights),
+                                      tape.gradient(fast["loss"], model.trainable_weights)):
+        np.testing.assert_allclose(dense(g_fast), dense(g_full), rtol=1e-4, atol=1e-6,
+                                   err_msg=weight.path)
+
+
 def test_gbn_rnn_train_step_without_transitions_and_word2vec_init():
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(30, 12)).astype(np.float32)  # e.g. from embedding_matrix()

@@ -795,9 +795,13 @@ class TLASGRTopics(keras.layers.Layer):
                 floor = prior * int(var.shape[0])
             noise = stateless_standard_normal(tf.shape(var.value), self.seed,
                                               step * len(jobs) + index, tf.float64)
+            # Tensors, not the variables: a mirrored variable passed to the
+            # module-level tf.function is captured by its first trace, so under
+            # a MirroredStrategy a later call with another variable of the same
+            # shape (another matrix or model) would read the first one's values.
             new_x, new_m, change = _fused_simplex_update(
-                var.value, counts, pre.value, noise, step_size, forgetting, scale,
-                prior=float(prior), floor=float(floor))
+                tf.convert_to_tensor(var.value), counts, tf.convert_to_tensor(pre.value),
+                noise, step_size, forgetting, scale, prior=float(prior), floor=float(floor))
             var.assign(new_x)
             pre.assign(new_m)
             stats[f"{name}_counts"] = tf.cast(tf.reduce_sum(counts), tf.float32)

@@ -110,15 +110,17 @@ class TopicGate(keras.layers.Layer):
                                     name="bias")
 
     def call(self, hidden, theta):
-        H = self.units
         from_theta = ops.matmul(theta, self.theta_kernel) + self.bias
         if len(hidden.shape) == len(theta.shape) + 1:
             from_theta = ops.expand_dims(from_theta, -2)  # constant over time
-        from_hidden = ops.matmul(hidden, self.hidden_kernel)
-        z = ops.sigmoid(from_theta[..., :H] + from_hidden[..., :H])
-        r = ops.sigmoid(from_theta[..., H:2 * H] + from_hidden[..., H:])
-        candidate = ops.tanh(from_theta[..., 2 * H:]
-                             + ops.matmul(r * hidden, self.candidate_kernel))
+        # `split`, not slices: its gradient is one concatenation, where every
+        # slice's gradient is a zero-padded full-width copy (~1/3 of the gate's
+        # backward time over [N, T, 2H]).
+        theta_z, theta_r, theta_h = ops.split(from_theta, 3, axis=-1)
+        hidden_z, hidden_r = ops.split(ops.matmul(hidden, self.hidden_kernel), 2, axis=-1)
+        z = ops.sigmoid(theta_z + hidden_z)
+        r = ops.sigmoid(theta_r + hidden_r)
+        candidate = ops.tanh(theta_h + ops.matmul(r * hidden, self.candidate_kernel))
         if self.orientation == "paper":
             return z * candidate + (1.0 - z) * hidden
         return (1.0 - z) * candidate + z * hidden

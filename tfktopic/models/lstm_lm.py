@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.distribute import global_logs, replica_mean, replica_share
 from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 
 __all__ = ["LSTMLanguageModel", "ResetStates", "CELLS"]
@@ -108,17 +109,20 @@ class LSTMLanguageModel(keras.Model):
         return loss, nll_sum, num_tokens
 
     def _report(self, loss, nll_sum, num_tokens):
-        self.loss_tracker.update_state(loss)
+        # Under a distribution strategy: the global-batch loss and logs.
+        self.loss_tracker.update_state(replica_mean(loss, num_tokens))
         self.perplexity.update_from_sums(nll_sum, num_tokens)
-        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-                "ppl": self.perplexity.result()}
+        return global_logs(self.metrics, lambda: {
+            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+            "ppl": self.perplexity.result()})
 
     def train_step(self, data):
         with tf.GradientTape() as tape:
             loss, nll_sum, num_tokens = self._objective(data, training=True)
-            # A hand-written mean is not rescaled by Keras under a distribution
-            # strategy: divide by the replica count so gradients sum correctly.
-            scaled = loss / tf.distribute.get_strategy().num_replicas_in_sync
+            # A hand-written per-token mean is not rescaled by Keras under a
+            # distribution strategy: weight it by this replica's share of the
+            # global batch's tokens, so the summed gradients are the global ones.
+            scaled = loss * replica_share(num_tokens)
             scaled = self.optimizer.scale_loss(scaled)
         gradients = tape.gradient(scaled, self.trainable_weights)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))

@@ -30,7 +30,9 @@ Model contract (DESIGN.md §3): batches of `tfktopic.data.pipeline.document_data
 (``tokens``/``targets``/``mask`` [B, J, T], ``context_bow`` [B, J, V_c]);
 `call` returns next-token logits [B, J, T, V] (theta at its Weibull mean), so
 `tfktopic.evaluation.evaluate_perplexity` works unchanged; `fit` / `evaluate`
-report ``loss``, ``nll``, ``ppl``, ``kl`` and ``tm_nll``.
+report ``loss``, ``nll``, ``ppl``, ``kl`` and ``tm_nll``. `train_step` /
+`test_step` apply the softmax only at the real (mask > 0) tokens: the softmax
+over the concatenated sum_l H_l gate outputs is most of a step's cost.
 
 Evaluation protocol: build validation/test sequences with
 ``document_sequences(..., protocol="preceding")`` (context of sentence j = the
@@ -50,6 +52,7 @@ import tensorflow_probability as tfp
 from keras import ops
 
 from tfktopic.bayes.tlasgr import TLASGRTopics
+from tfktopic.distribute import global_logs, replica_mean, replica_share
 from tfktopic.evaluation.perplexity import Perplexity, PerplexityResult, masked_token_nll
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
@@ -369,13 +372,19 @@ class RGBNRNN(keras.Model):
         """The Pi^l variables (empty for GBN-RNN), owned by `topic_model`."""
         return list(self.topic_model.pi) if self.recurrent else []
 
-    def _language_model(self, tokens, normalized_thetas, training):
-        """Logits [N, T, V] of N sentences given their normalised thetas [N, K_l]."""
+    def _softmax_inputs(self, tokens, normalized_thetas, training):
+        """The softmax input [N, T, sum_l H_l] of N sentences given their
+        normalised thetas [N, K_l]: the concatenated gate outputs."""
         x = self.embedding_dropout(self.embedding(tokens), training=training)
         gated = self.stack(x, normalized_thetas, training=training)
-        return self.softmax(ops.concatenate(gated, axis=-1) if len(gated) > 1 else gated[0])
+        return ops.concatenate(gated, axis=-1) if len(gated) > 1 else gated[0]
 
-    def call(self, inputs, training=False, sample=None, return_topics=False):
+    def _language_model(self, tokens, normalized_thetas, training):
+        """Logits [N, T, V] of N sentences given their normalised thetas [N, K_l]."""
+        return self.softmax(self._softmax_inputs(tokens, normalized_thetas, training))
+
+    def call(self, inputs, training=False, sample=None, return_topics=False,
+             return_features=False):
         """Next-token logits of every sentence of every document chunk.
 
         Args:
@@ -385,30 +394,58 @@ class RGBNRNN(keras.Model):
             sample: override for theta only: True samples, False uses the
                 Weibull mean (e.g. sampled evaluation without dropout).
             return_topics: also return the encoder's outputs.
+            return_features: with `return_topics`, return the softmax input
+                ``features`` [B, J, T, sum_l H_l] instead of the logits (the
+                training objective applies the softmax at the real tokens only).
 
         Returns:
-            logits [B, J, T, V]; with `return_topics` a dict of ``logits`` and
-            lists over layers of ``thetas`` / ``ks`` / ``lams`` [B, J, K_l].
+            logits [B, J, T, V]; with `return_topics` a dict of ``logits`` (or
+            ``features``) and lists over layers of ``thetas`` / ``ks`` /
+            ``lams`` [B, J, K_l].
         """
         tokens = ops.cast(inputs["tokens"], "int32")
         shape = ops.shape(tokens)
         thetas, ks, lams = self.encoder(inputs["context_bow"], training=training, sample=sample)
         flat = [ops.reshape(normalize_theta(t), (-1, k)) for t, k in zip(thetas, self.topic_sizes)]
-        logits = self._language_model(ops.reshape(tokens, (-1, shape[-1])), flat, training)
-        logits = ops.reshape(logits, (shape[0], shape[1], shape[2], self.vocab_size))
+        features = self._softmax_inputs(ops.reshape(tokens, (-1, shape[-1])), flat, training)
+        topics = {"thetas": thetas, "ks": ks, "lams": lams}
+        if return_topics and return_features:
+            features = ops.reshape(features, (shape[0], shape[1], shape[2], -1))
+            return {"features": features, **topics}
+        logits = ops.reshape(self.softmax(features),
+                             (shape[0], shape[1], shape[2], self.vocab_size))
         if not return_topics:
             return logits
-        return {"logits": logits, "thetas": thetas, "ks": ks, "lams": lams}
+        return {"logits": logits, **topics}
 
-    def forward(self, inputs, training=False, sample=None):
+    def forward(self, inputs, training=False, sample=None, features=False):
         """`call` with ``return_topics=True``: a dict of ``logits``, ``thetas``,
-        ``ks``, ``lams``."""
-        return self(inputs, training=training, sample=sample, return_topics=True)
+        ``ks``, ``lams`` (``features``, the softmax input, instead of
+        ``logits`` with `features`; `_objective` takes either)."""
+        return self(inputs, training=training, sample=sample, return_topics=True,
+                    return_features=features)
+
+    def _token_nll(self, data, outputs):
+        """(nll_sum, num_tokens) of the LM, from ``logits`` or ``features``.
+
+        From ``features`` the softmax (the largest cost of a step: N T
+        sum_l H_l V multiply-adds) and the cross-entropy are computed only at
+        the positions with mask > 0, gathered first; the padding windows and
+        padded positions of a chunk (~40% of B J T on APNEWS) are skipped. The
+        result is the same sum as from the full logits.
+        """
+        mask = ops.cast(data["mask"], "float32")
+        if "logits" in outputs:
+            return masked_token_nll(data["targets"], outputs["logits"], mask)
+        positions = tf.where(mask > 0)
+        logits = self.softmax(tf.gather_nd(outputs["features"], positions))
+        return masked_token_nll(tf.gather_nd(data["targets"], positions), logits,
+                                tf.gather_nd(mask, positions))
 
     # -------------------------------------------------------------- objective
     def _objective(self, data, outputs):
         mask = ops.cast(data["mask"], "float32")
-        nll_sum, num_tokens = masked_token_nll(data["targets"], outputs["logits"], mask)
+        nll_sum, num_tokens = self._token_nll(data, outputs)
         num_docs = ops.cast(ops.shape(mask)[0], "float32")
         sentence_mask = ops.cast(ops.sum(mask, axis=-1) > 0, "float32")
         log_likelihood, kls = rgbn_elbo_terms(
@@ -419,26 +456,30 @@ class RGBNRNN(keras.Model):
         tm_loss = tm_nll + sum(w * kl for w, kl in zip(self.kl_weights, kl_per_layer))
         loss = nll_sum / num_docs + self.tm_weight * tm_loss
         return {"loss": loss, "nll_sum": nll_sum, "num_tokens": num_tokens,
-                "kl": sum(kl_per_layer), "tm_nll": tm_nll}
+                "kl": sum(kl_per_layer), "tm_nll": tm_nll, "num_docs": num_docs}
 
     def _report(self, terms):
-        self.loss_tracker.update_state(terms["loss"])
-        self.kl_tracker.update_state(terms["kl"])
-        self.tm_nll_tracker.update_state(terms["tm_nll"])
+        # Under a distribution strategy: global-batch means and logs.
+        for tracker, name in ((self.loss_tracker, "loss"), (self.kl_tracker, "kl"),
+                              (self.tm_nll_tracker, "tm_nll")):
+            tracker.update_state(replica_mean(terms[name], terms["num_docs"]))
         self.perplexity.update_from_sums(terms["nll_sum"], terms["num_tokens"])
-        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-                "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
-                "tm_nll": self.tm_nll_tracker.result()}
+        return global_logs(self.metrics, lambda: {
+            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+            "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
+            "tm_nll": self.tm_nll_tracker.result()})
 
     def train_step(self, data):
         """One joint step (Algorithm 1): an optimizer step on the networks on
         the negative ELBO, then one TLASGR-MCMC update of Phi and Pi with the
         theta samples of the same forward pass (drawn before the step)."""
         with tf.GradientTape() as tape:
-            outputs = self.forward(data, training=True)
+            outputs = self.forward(data, training=True, features=True)
             terms = self._objective(data, outputs)
-            # A hand-written mean is not rescaled under a distribution strategy.
-            scaled = terms["loss"] / tf.distribute.get_strategy().num_replicas_in_sync
+            # A hand-written per-document mean is not rescaled under a distribution
+            # strategy: weight it by this replica's share of the global batch's
+            # documents, so the summed gradients are the global ones.
+            scaled = terms["loss"] * replica_share(terms["num_docs"])
             scaled = self.optimizer.scale_loss(scaled)
         gradients = tape.gradient(scaled, self.trainable_weights)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
@@ -447,7 +488,8 @@ class RGBNRNN(keras.Model):
         return self._report(terms)
 
     def test_step(self, data):
-        return self._report(self._objective(data, self.forward(data, training=False)))
+        return self._report(self._objective(data, self.forward(data, training=False,
+                                                                features=True)))
 
     @property
     def metrics(self):

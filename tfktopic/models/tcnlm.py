@@ -52,6 +52,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.distribute import global_logs, replica_mean, replica_share
 from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.topic_decoder import NeuralTopicModel, topic_diversity
@@ -352,22 +353,26 @@ class TCNLM(keras.Model):
         return loss, stats
 
     def _report(self, loss, stats):
-        self.loss_tracker.update_state(loss)
+        # Under a distribution strategy: the global-batch loss and logs.
+        self.loss_tracker.update_state(replica_mean(loss, stats["num_tokens"]))
         self.perplexity.update_from_sums(stats["nll_sum"], stats["num_tokens"])
         self.kl_tracker.update_state(stats["kl"])
         self.topic_perplexity.update_from_sums(stats["tm_nll_sum"], stats["tm_words"])
         self.diversity_tracker.update_state(stats["diversity"])
-        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-                "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
-                "tm_nll": self.topic_perplexity.nll(),
-                "diversity": self.diversity_tracker.result()}
+        return global_logs(self.metrics, lambda: {
+            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+            "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
+            "tm_nll": self.topic_perplexity.nll(),
+            "diversity": self.diversity_tracker.result()})
 
     def train_step(self, data):
         with tf.GradientTape() as tape:
             loss, stats = self._objective(data, training=True)
-            # A hand-written mean is not rescaled by Keras under a distribution
-            # strategy: divide by the replica count so gradients sum correctly.
-            scaled = loss / tf.distribute.get_strategy().num_replicas_in_sync
+            # A hand-written per-token mean is not rescaled by Keras under a
+            # distribution strategy: weight it by this replica's share of the
+            # global batch's tokens, so the summed gradients are the global ones
+            # (the diversity term, equal on all replicas, is counted once).
+            scaled = loss * replica_share(stats["num_tokens"])
             scaled = self.optimizer.scale_loss(scaled)
         gradients = tape.gradient(scaled, self.trainable_weights)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))

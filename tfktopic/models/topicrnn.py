@@ -50,6 +50,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from keras import ops
 
+from tfktopic.distribute import global_logs, replica_share
 from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
@@ -352,9 +353,12 @@ class TopicRNN(keras.Model):
         self.token_nll_tracker.update_state(per_token(terms["token_nll"]), sample_weight=count)
         self.stop_nll_tracker.update_state(per_token(terms["stop_nll"]), sample_weight=count)
         self.kl_tracker.update_state(per_token(terms["kl"]), sample_weight=count)
-        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-                "ppl": self.perplexity.result(), "token_nll": self.token_nll_tracker.result(),
-                "stop_nll": self.stop_nll_tracker.result(), "kl": self.kl_tracker.result()}
+        # The trackers are token-weighted; under a distribution strategy the
+        # logs are computed from the summed states of all replicas.
+        return global_logs(self.metrics, lambda: {
+            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+            "ppl": self.perplexity.result(), "token_nll": self.token_nll_tracker.result(),
+            "stop_nll": self.stop_nll_tracker.result(), "kl": self.kl_tracker.result()})
 
     def train_step(self, data):
         """One step on the negative ELBO per token.
@@ -368,9 +372,10 @@ class TopicRNN(keras.Model):
         with tf.GradientTape() as tape:
             terms = self.objective(data, training=True)
             loss = self.per_token_loss(terms)
-            # A hand-written mean is not rescaled by Keras under a distribution
-            # strategy: divide by the replica count so gradients sum correctly.
-            scaled = loss / tf.distribute.get_strategy().num_replicas_in_sync
+            # A hand-written per-token mean is not rescaled by Keras under a
+            # distribution strategy: weight it by this replica's share of the
+            # global batch's tokens, so the summed gradients are the global ones.
+            scaled = loss * replica_share(terms["num_tokens"])
             scaled = self.optimizer.scale_loss(scaled)
         gradients = tape.gradient(scaled, self.trainable_weights)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))

@@ -1,0 +1,473 @@
+"""Distributed training (`tfktopic.distribute`): MirroredStrategy and MultiWorkerMirroredStrategy.
+
+Logical devices must be configured before TensorFlow starts and a multi-worker
+cluster needs one process per worker, so the strategy runs happen in
+subprocesses. They are started together by one module fixture (they run in
+parallel; TF start-up and tracing dominate) and each test reads its own result:
+
+1. every model family trained a few steps on 2 logical CPUs under
+   `MirroredStrategy` follows the same loss trajectory and ends with the same
+   weights as on 1 device (same initial weights, same global batches);
+2. rGBN-RNN / GBN-RNN: Phi and Pi after the TLASGR-MCMC steps are identical on
+   both replicas, on the simplex and equal to the single-device run;
+3. two worker processes on loopback ports (`TF_CONFIG`) train through
+   `model.fit` on the Lee corpus and end with identical weights (equal to one
+   device for the LSTM LM).
+
+Making the comparison deterministic: dropout is 0 and the topic encoders use
+theta at its mean while training, through their existing ``sample`` argument
+(`theta_at_mean` below passes ``sample=False``). Their reparameterisation noise
+is drawn per replica (a [B/2, K] draw on each of 2 replicas is not the [B, K]
+draw of one device), so with sampling on the trajectories cannot match; those
+runs are checked separately for finite losses and replicas that stay identical.
+The TLASGR-MCMC draws are keyed on the documents' global positions
+(`tfktopic.bayes.tlasgr`), so they need no such treatment.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+from tfktopic import distribute
+from tfktopic.distribute import (STRATEGIES, distribute_dataset, get_strategy, replica_mean,
+                                 replica_share, replica_sum, split_cpu)
+
+TIMEOUT = 300  # seconds per subprocess; a loaded 2-core machine needs ~1-2 min
+
+# ----------------------------------------------------------------------------
+# Subprocess scripts
+# ----------------------------------------------------------------------------
+_MIRRORED_SCRIPT = textwrap.dedent("""
+    import functools, json, sys
+    import numpy as np
+    from tfktopic.distribute import split_cpu, get_strategy
+    devices = split_cpu(2)
+    import keras
+    import tensorflow as tf
+    from tfktopic.models.lstm_lm import LSTMLanguageModel
+    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
+    from tfktopic.models.topicrnn import TopicRNN
+    from tfktopic.models.tcnlm import TCNLM
+    from tfktopic.models.rgbn_rnn import RGBNRNN
+
+    V, VC, T, J, B, STEPS = 40, 15, 6, 3, 8, 3
+    rng = np.random.default_rng(0)
+    LM_TO_TOPIC = np.full(V, -1, np.int32)
+    LM_TO_TOPIC[V - VC:] = np.arange(VC)
+    LDA = {"topic_word": rng.gamma(1.0, 1.0, size=(4, VC)), "alpha": np.full(4, 0.25)}
+
+    def dataset(doc):
+        # STEPS global batches of B windows ([B, T]) or document chunks ([B, J, T])
+        # with random lengths: the two replicas hold different numbers of tokens.
+        shape = (STEPS * B, J, T) if doc else (STEPS * B, T)
+        tokens = rng.integers(1, V, size=shape).astype(np.int32)
+        lengths = rng.integers(1, T + 1, size=shape[:-1])
+        mask = (np.arange(T) < lengths[..., None]).astype(np.float32)
+        data = {"tokens": tokens * mask.astype(np.int32),
+                "targets": np.roll(tokens, -1, -1) * mask.astype(np.int32), "mask": mask,
+                "context_bow": rng.poisson(0.5, size=shape[:-1] + (VC,)).astype(np.float32)}
+        if not doc:
+            data["doc_targets"] = np.full(shape[:1], 20.0, np.float32)
+        return tf.data.Dataset.from_tensor_slices(data).batch(B)
+
+    DATA = {False: dataset(False), True: dataset(True)}
+    SMALL = dict(embedding_dim=8, hidden_dim=16)
+    RGBN = dict(num_documents=50, embedding_dim=8, dropout=0.0, seed=3)
+    # name: (document chunks?, constructor, the layer that samples theta)
+    FAMILIES = {
+        "lstm": (False, lambda: LSTMLanguageModel(V, **SMALL), None),
+        "doc_lstm": (True, lambda: LSTMLanguageModel(V, document_level=True, **SMALL), None),
+        "lda_lstm": (False, lambda: LDALSTMLanguageModel(V, VC, num_topics=4, lda=LDA, **SMALL),
+                     None),
+        "topicrnn": (False, lambda: TopicRNN(V, LM_TO_TOPIC, num_topics=4, encoder_units=(16,),
+                                             seed=1, **SMALL), "encoder"),
+        "tcnlm": (False, lambda: TCNLM(V, VC, num_topics=4, ntm_units=(16,), seed=1, **SMALL),
+                  "topic_model"),
+        # K_1 = K_2: Phi^2, Pi^1 and Pi^2 all have the shape (6, 6).
+        "rgbn_rnn": (True, lambda: RGBNRNN(V, VC, num_layers=2, hidden_sizes=(16, 12),
+                                           topic_sizes=(6, 6), encoder_units=(16, 12), **RGBN),
+                     "encoder"),
+        "gbn_rnn": (True, lambda: RGBNRNN(V, VC, num_layers=2, recurrent=False,
+                                          hidden_sizes=(16, 12), topic_sizes=(6, 4),
+                                          encoder_units=(16, 12), **RGBN), "encoder"),
+    }
+
+    def theta_at_mean(layer):
+        # Train with theta at the mean of q: the encoder's own `sample` argument.
+        call = layer.call
+        @functools.wraps(call)
+        def mean_call(*args, **kwargs):
+            kwargs["sample"] = False
+            return call(*args, **kwargs)
+        layer.call = mean_call
+
+    def max_diff(a, b):
+        return max(float(np.abs(np.asarray(x, np.float64) - y).max()) for x, y in zip(a, b))
+
+    def run(name, strategy, init, sample):
+        doc, make, sampler = FAMILIES[name]
+        ds = DATA[doc]
+        with strategy.scope():
+            keras.utils.set_random_seed(0)
+            model = make()
+            model(next(iter(ds)))
+            if init is not None:
+                model.set_weights(init)
+            if sampler and not sample:
+                theta_at_mean(getattr(model, sampler))
+            model.compile(optimizer=keras.optimizers.Adam(0.02))
+        start = model.get_weights()
+        topics = getattr(model, "phis", []) + getattr(model, "pis", [])
+        topics_start = [m.numpy() for m in topics]
+        history = model.fit(ds.repeat(), epochs=STEPS, steps_per_epoch=1, verbose=0).history
+        gap = 0.0   # largest difference between the replicas' copies of any weight
+        for w in model.weights:
+            local = strategy.experimental_local_results(w.value)
+            gap = max([gap] + [float(np.abs(local[0].numpy() - o.numpy()).max())
+                               for o in local[1:]])
+        out = {"loss": history["loss"], "ppl": history["ppl"], "gap": gap,
+               "replicas": strategy.num_replicas_in_sync}
+        if topics:
+            mats = [m.numpy() for m in topics]
+            out["num_topic_matrices"] = len(mats)
+            out["topics_moved"] = max_diff(mats, topics_start)
+            out["simplex_min"] = min(float(m.min()) for m in mats)
+            out["simplex_sum_err"] = max(float(np.abs(m.sum(0) - 1).max()) for m in mats)
+            out["mcmc_steps"] = int(model.topic_model.iterations.numpy())
+            out["topics"] = mats
+        return start, model.get_weights(), out
+
+    mirrored = get_strategy("mirrored")
+    result = {"devices": devices, "replicas": mirrored.num_replicas_in_sync}
+    # split_cpu is idempotent, and too late once TensorFlow has started.
+    result["split_again"] = split_cpu(2)
+    try:
+        split_cpu(3)
+        result["too_late"] = None
+    except RuntimeError as err:
+        result["too_late"] = str(err)
+    first = next(iter(mirrored.experimental_distribute_dataset(DATA[False])))
+    result["tokens_per_replica"] = [
+        float(m.numpy().sum()) for m in mirrored.experimental_local_results(first["mask"])]
+
+    for arg in sys.argv[1:]:
+        name, sampled = arg.split(":") if ":" in arg else (arg, "")
+        init, single, one = run(name, tf.distribute.get_strategy(), None, False)
+        _, multi, two = run(name, mirrored, init, False)
+        r = {"single": one, "mirrored": two, "weight_diff": max_diff(single, multi),
+             "moved": max_diff(single, init)}
+        if "topics" in one:
+            r["topics_diff"] = max_diff(one.pop("topics"), two.pop("topics"))
+        if sampled:
+            _, _, r["sampled"] = run(name, mirrored, init, True)
+            r["sampled"].pop("topics", None)
+        result[name] = r
+        print(name, "done", flush=True)
+    print("RESULT" + json.dumps(result))
+""")
+
+_WORKER_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    index, ports, out_dir = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3]
+    os.environ["TF_CONFIG"] = json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
+        "task": {"type": "worker", "index": index}})
+    from tfktopic.distribute import distribute_dataset, get_strategy
+    strategy = get_strategy("multiworker")   # first, before any other TF op
+    import keras
+    import tensorflow as tf
+    from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
+    from tfktopic.data.pipeline import sentence_dataset
+    from tfktopic.models.lstm_lm import LSTMLanguageModel
+    from tfktopic.models.topicrnn import TopicRNN
+
+    # Real text through the real pipeline: 20 documents of the Lee corpus.
+    corpus = load_corpus("lee").subset(range(20))
+    lm = Vocabulary.build(corpus, min_count=3)
+    topic = TopicVocabulary.build(corpus, lm)
+    examples = sentence_examples(corpus, lm, topic, max_len=12, context_len=50)
+    STEPS, BATCH = 3, 16
+
+    def data():
+        # Not shuffled: tf.data's auto-shard rewrite changes a seeded shuffle's
+        # order, and the LSTM run is compared with one device on the same batches.
+        ds = sentence_dataset(examples, batch_size=BATCH, shuffle=False, drop_remainder=True,
+                              document_targets=True)
+        return distribute_dataset(ds.take(STEPS).repeat())
+
+    FAMILIES = {
+        "lstm": lambda: LSTMLanguageModel(len(lm), embedding_dim=8, hidden_dim=16),
+        # TopicRNN samples theta (Gaussian noise drawn on each worker).
+        "topicrnn": lambda: TopicRNN(len(lm), topic.lm_to_topic, num_topics=4, hidden_dim=16,
+                                     embedding_dim=8, encoder_units=(16,), seed=1),
+    }
+
+    def train(name, strat):
+        with strat.scope():
+            keras.utils.set_random_seed(0)
+            model = FAMILIES[name]()
+            model(next(iter(data())))
+            model.compile(optimizer=keras.optimizers.Adam(0.02))
+        init = model.get_weights()
+        history = model.fit(data(), epochs=STEPS, steps_per_epoch=1, verbose=0).history
+        return init, model.get_weights(), history["loss"]
+
+    result = {"replicas": strategy.num_replicas_in_sync}
+    for name in sys.argv[4:]:
+        init, weights, loss = train(name, strategy)
+        np.savez(os.path.join(out_dir, f"{name}_worker{index}.npz"), *weights)
+        r = {"loss": loss,
+             "moved": max(float(np.abs(a - b).max()) for a, b in zip(weights, init))}
+        if index == 0 and name == "lstm":
+            _, single, r["single_loss"] = train(name, tf.distribute.get_strategy())
+            np.savez(os.path.join(out_dir, f"{name}_single.npz"), *single)
+        result[name] = r
+    print("RESULT" + json.dumps(result), flush=True)
+""")
+
+MIRRORED_JOBS = {
+    # Two processes run in parallel (2 cores); ":sampled" adds a mirrored run
+    # with theta sampled (the TopicRNN / TCNLM Gaussian encoder, the rGBN Weibull one).
+    "mirrored_lm": ["lstm", "doc_lstm", "lda_lstm", "topicrnn:sampled", "tcnlm"],
+    "mirrored_rgbn": ["rgbn_rnn:sampled", "gbn_rnn"],
+}
+FAMILY_JOB = {name.split(":")[0]: job for job, names in MIRRORED_JOBS.items() for name in names}
+WORKER_FAMILIES = ["lstm", "topicrnn"]
+
+
+def _free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class _Job:
+    """A subprocess whose last ``RESULT{json}`` line is its result.
+
+    Output goes to files (not pipes, which could fill up while the test waits
+    for another job).
+    """
+
+    def __init__(self, name, script, args, env, log_dir):
+        self.name = name
+        self.out, self.err = log_dir / f"{name}.out", log_dir / f"{name}.err"
+        with open(self.out, "w") as out, open(self.err, "w") as err:
+            self.proc = subprocess.Popen([sys.executable, str(script), *args], env=env,
+                                         stdout=out, stderr=err, text=True)
+        self._result = None
+
+    def result(self):
+        if self._result is None:
+            try:
+                self.proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                pytest.fail(f"{self.name} did not finish within {TIMEOUT} s (killed); "
+                            f"stderr tail:\n{self.err.read_text()[-3000:]}")
+            out, err = self.out.read_text(), self.err.read_text()
+            assert self.proc.returncode == 0, f"{self.name} failed:\n{err[-3000:]}"
+            lines = [ln for ln in out.splitlines() if ln.startswith("RESULT")]
+            assert lines, f"{self.name} printed no result:\n{out[-2000:]}\n{err[-2000:]}"
+            self._result = json.loads(lines[-1][len("RESULT"):])
+        return self._result
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    """Starts every strategy subprocess at once; tests wait for their own."""
+    root = tmp_path_factory.mktemp("distribute")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.pop("TF_CONFIG", None)
+    (root / "mirrored.py").write_text(_MIRRORED_SCRIPT)
+    (root / "worker.py").write_text(_WORKER_SCRIPT)
+    ports = ",".join(str(p) for p in _free_ports(2))
+    started = {f"worker{i}": _Job(f"worker{i}", root / "worker.py",
+                                  [str(i), ports, str(root), *WORKER_FAMILIES], env, root)
+               for i in range(2)}
+    for job, names in MIRRORED_JOBS.items():
+        started[job] = _Job(job, root / "mirrored.py", names, env, root)
+    started["dir"] = root
+    yield started
+    for job in started.values():
+        if isinstance(job, _Job) and job.proc.poll() is None:
+            job.proc.kill()
+            job.proc.wait()
+
+
+def _rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-12)))
+
+
+# ----------------------------------------------------------------------------
+# 1. MirroredStrategy (2 logical CPUs) == 1 device, every model family
+# ----------------------------------------------------------------------------
+def test_mirrored_setup_uses_two_logical_cpus_and_splits_tokens_unevenly(jobs):
+    result = jobs["mirrored_lm"].result()
+    assert result["devices"] == ["/cpu:0", "/cpu:1"]
+    assert result["replicas"] == 2
+    assert result["split_again"] == ["/cpu:0", "/cpu:1"]      # idempotent
+    assert result["too_late"] is not None and "already initialised" in result["too_late"]
+    # The replicas hold different numbers of tokens, so weighting a replica's
+    # mean loss by 1 / num_replicas would not give the global-batch gradient.
+    tokens = result["tokens_per_replica"]
+    assert len(tokens) == 2 and tokens[0] != tokens[1], tokens
+
+
+@pytest.mark.parametrize("family", list(FAMILY_JOB))
+def test_mirrored_training_matches_single_device(jobs, family):
+    """Same initial weights, same global batches, 3 Adam steps (lr 0.02).
+
+    Tolerance: summing two replicas' gradients instead of one batch's changes
+    float32 rounding (~1e-7 relative); Adam's normalisation can carry that to
+    ~1e-6 absolute for weights whose gradient is nearly 0. Reported losses and
+    perplexities agree to 1e-5 relative, weights to 5e-5, while training moved
+    the weights by ~1e-1.
+    """
+    r = jobs[FAMILY_JOB[family]].result()[family]
+    single, mirrored = r["single"], r["mirrored"]
+    assert mirrored["replicas"] == 2 and single["replicas"] == 1
+    assert len(single["loss"]) == 3 and np.all(np.isfinite(single["loss"]))
+    assert _rel(single["loss"], mirrored["loss"]) < 1e-5, (single["loss"], mirrored["loss"])
+    assert _rel(single["ppl"], mirrored["ppl"]) < 1e-5, (single["ppl"], mirrored["ppl"])
+    assert r["moved"] > 1e-2, r["moved"]            # training did something
+    assert r["weight_diff"] < 5e-5, r["weight_diff"]
+    assert mirrored["gap"] == 0.0                   # mirrored copies stay bit-identical
+
+
+@pytest.mark.parametrize("family", ["topicrnn", "rgbn_rnn"])
+def test_mirrored_training_with_sampled_theta_runs(jobs, family):
+    """Sampling on (Gaussian / Weibull reparameterisation noise per replica):
+    finite losses and replicas that stay identical; no single-device match is
+    expected (see the module docstring)."""
+    sampled = jobs[FAMILY_JOB[family]].result()[family]["sampled"]
+    assert sampled["replicas"] == 2
+    assert len(sampled["loss"]) == 3 and np.all(np.isfinite(sampled["loss"]))
+    assert sampled["gap"] == 0.0
+    if "mcmc_steps" in sampled:
+        assert sampled["mcmc_steps"] == 3
+        assert sampled["simplex_min"] >= 0.0 and sampled["simplex_sum_err"] < 1e-5
+
+
+# ----------------------------------------------------------------------------
+# 2. rGBN TLASGR-MCMC under MirroredStrategy
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("family, matrices", [("rgbn_rnn", 4), ("gbn_rnn", 2)])
+def test_mirrored_mcmc_keeps_phi_pi_identical_on_the_simplex_and_equal_to_one_device(
+        jobs, family, matrices):
+    """Phi^1, Phi^2 (and Pi^1, Pi^2) after 3 joint steps.
+
+    The augmentation draws are keyed on (seed, step, global document position)
+    and the augmented counts are summed across replicas before the update, so
+    the update does not depend on the split: the replicas' copies are
+    bit-identical (`gap`, over every weight) and equal to the single-device run
+    (`topics_diff`, ~0) while the MCMC moved them by ~1e-1. The draws are
+    discrete, so a theta that differed by an ulp (the network weights differ by
+    rounding after the first step) could in principle flip one draw and change
+    the chain; with these fixed inputs none does (the inputs are seeded, so the
+    outcome is reproducible). Regression: `TLASGRTopics.apply_counts` used to
+    pass the (mirrored) variables to a shared tf.function, whose first trace
+    captured them, so under a MirroredStrategy an update of another matrix of
+    the same shape -- here Phi^2, Pi^1, Pi^2 of rGBN-RNN (K_1 = K_2), and every
+    matrix of the models built after the first one in this process -- read the
+    wrong matrix and left the single-device chain.
+    """
+    r = jobs[FAMILY_JOB[family]].result()[family]
+    for run in (r["single"], r["mirrored"]):
+        assert run["num_topic_matrices"] == matrices
+        assert run["mcmc_steps"] == 3
+        assert run["simplex_min"] >= 0.0
+        assert run["simplex_sum_err"] < 1e-5
+        assert run["topics_moved"] > 1e-2, run["topics_moved"]
+    assert r["mirrored"]["gap"] == 0.0
+    assert r["topics_diff"] < 1e-6, r["topics_diff"]
+
+
+# ----------------------------------------------------------------------------
+# 3. MultiWorkerMirroredStrategy: 2 processes on loopback ports
+# ----------------------------------------------------------------------------
+def test_multi_worker_fit_on_lee_leaves_identical_weights_on_both_workers(jobs):
+    results = [jobs[f"worker{i}"].result() for i in range(2)]
+    root = jobs["dir"]
+    for result in results:
+        assert result["replicas"] == 2
+    for name in WORKER_FAMILIES:
+        losses = [res[name]["loss"] for res in results]
+        assert len(losses[0]) == 3 and np.all(np.isfinite(losses[0])), losses
+        assert losses[0] == losses[1], losses           # one global loss, reported on both
+        assert results[0][name]["moved"] > 1e-2
+        w0 = np.load(root / f"{name}_worker0.npz")
+        w1 = np.load(root / f"{name}_worker1.npz")
+        assert len(w0.files) == len(w1.files) > 0
+        for key in w0.files:
+            np.testing.assert_array_equal(w0[key], w1[key], err_msg=f"{name} {key}")
+    # The LSTM LM equals one device trained on the same global batches.
+    single = np.load(root / "lstm_single.npz")
+    worker = np.load(root / "lstm_worker0.npz")
+    assert max(float(np.abs(single[k] - worker[k]).max()) for k in single.files) < 5e-5
+    assert _rel(results[0]["lstm"]["single_loss"], results[0]["lstm"]["loss"]) < 1e-5
+
+
+# ----------------------------------------------------------------------------
+# 4. The API without a cluster: bad input, helpers outside a strategy
+# ----------------------------------------------------------------------------
+def test_unknown_strategy_is_a_clear_value_error():
+    assert STRATEGIES == ("none", "mirrored", "multiworker")
+    with pytest.raises(ValueError, match=r"--strategy must be one of none, mirrored, "
+                                         r"multiworker; got 'foo'"):
+        get_strategy("foo")
+
+
+@pytest.mark.parametrize("value, message", [
+    (None, "TF_CONFIG is not set"),
+    ("{cluster: 1", "TF_CONFIG is not valid JSON"),
+    ('{"cluster": {"worker": ["127.0.0.1:1"]}}',
+     'TF_CONFIG must be a JSON object with a "cluster" object and a "task" object'),
+])
+def test_multiworker_without_valid_tf_config_is_a_clear_value_error(monkeypatch, value, message):
+    if value is None:
+        monkeypatch.delenv("TF_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(ValueError, match="--strategy multiworker: " + message):
+        get_strategy("multiworker")
+
+
+def test_none_is_the_default_strategy_and_split_cpu_checks_its_argument():
+    assert get_strategy("none") is tf.distribute.get_strategy()
+    assert get_strategy(None).num_replicas_in_sync == 1
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="split_cpu"):
+            split_cpu(bad)
+
+
+def test_distribute_dataset_shards_by_data_and_keeps_the_elements():
+    dataset = tf.data.Dataset.range(6).batch(2)
+    prepared = distribute_dataset(dataset)
+    assert (prepared.options().experimental_distribute.auto_shard_policy
+            == tf.data.experimental.AutoShardPolicy.DATA)
+    assert [b.numpy().tolist() for b in prepared] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_replica_helpers_are_the_identity_on_one_replica():
+    assert float(replica_share(tf.constant(7.0))) == 1.0
+    assert float(replica_share(tf.constant(0.0))) == 1.0
+    assert float(replica_mean(tf.constant(2.5), tf.constant(3.0))) == 2.5
+    assert float(replica_sum(tf.constant(4.0))) == 4.0
+    assert distribute._replica_context() is None

@@ -1,0 +1,365 @@
+"""Distribution strategies for training every tfktopic model.
+
+Three choices, named as on the command line (`--strategy`):
+
+- `"none"`: the default strategy (`tf.distribute.get_strategy()`), one device.
+- `"mirrored"`: `tf.distribute.MirroredStrategy` over all local devices (all
+  GPUs if there are any, else every logical CPU: by default Mirrored would use
+  only `/cpu:0`, so CPUs are listed explicitly; `split_cpu` makes several).
+- `"multiworker"`: `tf.distribute.MultiWorkerMirroredStrategy`; the cluster
+  and this process's role come from the `TF_CONFIG` environment variable.
+  Create it first thing in the program. It is patched for two Keras 3 `fit`
+  incompatibilities (see `_MultiWorkerMirroredStrategy`).
+
+Build and compile the model inside `strategy.scope()`, pass the dataset
+through `distribute_dataset` (our datasets come from in-memory tensors, so the
+default FILE auto-sharding would fail under multi-worker) and call
+`model.fit` as usual: Keras splits every global batch over the replicas.
+
+What makes a model's `train_step` exact under a strategy (the helpers below,
+used by every tfktopic model):
+
+- its hand-written mean loss is weighted by the replica's share of the global
+  batch (`replica_share`: the replica's predicted tokens, or documents for
+  rGBN-RNN, over the total), so the summed replica gradients are the
+  single-device gradient of the global batch even when the replicas hold
+  different numbers of tokens (dividing by the replica count is not);
+- the reported loss is the global-batch mean (`replica_mean`) and the logs
+  are computed from all replicas' metric states (`global_logs`), so `loss`,
+  `nll` and `ppl` equal the single-device values;
+- rGBN-RNN's TLASGR-MCMC draws are keyed on global document positions and
+  its augmented counts are summed across replicas before one identical
+  Phi/Pi update (`tfktopic.bayes.tlasgr`).
+
+Tested (tests/test_distribute.py): on 2 logical CPUs every model family
+follows the single-device loss trajectory (dropout 0, theta at its mean) and
+Phi/Pi equal the single-device ones; 2 worker processes end with identical
+weights. Theta's reparameterisation noise is drawn per replica, so with
+sampling on a run is a valid but different draw than on one device. Under
+multi-worker, tf.data's auto-shard rewrite also changes the order of a seeded
+shuffle (consistently on all workers).
+
+Example:
+
+```python
+from tfktopic.distribute import split_cpu, get_strategy, distribute_dataset
+
+split_cpu(2)                      # 2 logical CPUs, before TensorFlow starts
+strategy = get_strategy("mirrored")
+with strategy.scope():
+    model = LSTMLanguageModel(vocab_size=1000, embedding_dim=32, hidden_dim=32)
+    model.compile(optimizer="adam")
+model.fit(distribute_dataset(train_ds), epochs=2)
+```
+
+Multi-worker (one process per worker, same script, different `index`):
+
+```python
+os.environ["TF_CONFIG"] = json.dumps({
+    "cluster": {"worker": ["127.0.0.1:20001", "127.0.0.1:20002"]},
+    "task": {"type": "worker", "index": 0}})
+strategy = get_strategy("multiworker")
+```
+"""
+
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+__all__ = ["STRATEGIES", "get_strategy", "split_cpu", "distribute_dataset", "replica_sum",
+           "replica_share", "replica_mean", "global_logs"]
+
+STRATEGIES = ("none", "mirrored", "multiworker")
+
+
+def split_cpu(n):
+    """Configure `n` logical CPU devices on the first physical CPU.
+
+    Must run before TensorFlow initialises its runtime (before the first op,
+    variable or `list_logical_devices` call). Calling it again with the same
+    `n` is a no-op.
+
+    Args:
+        n: int >= 1, number of logical CPU devices.
+
+    Returns:
+        The list of logical CPU device names, e.g. `["/cpu:0", "/cpu:1"]`.
+
+    Raises:
+        ValueError: if `n` is not a positive int.
+        RuntimeError: if TensorFlow's runtime is already initialised with a
+            different device configuration.
+
+    Example:
+
+    ```python
+    split_cpu(2)
+    strategy = get_strategy("mirrored")   # 2 replicas on one CPU
+    ```
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"split_cpu: n must be an int >= 1, got {n!r}.")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    current = tf.config.get_logical_device_configuration(cpu)
+    if current is not None and len(current) == n:
+        return [f"/cpu:{i}" for i in range(n)]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)])
+    except RuntimeError as err:
+        have = len(tf.config.list_logical_devices("CPU"))
+        raise RuntimeError(
+            f"split_cpu({n}): TensorFlow is already initialised with {have} logical "
+            "CPU device(s); call split_cpu before creating any tensor, variable or "
+            "model (e.g. at the very start of the program).") from err
+    return [f"/cpu:{i}" for i in range(n)]
+
+
+def _local_devices():
+    gpus = tf.config.list_logical_devices("GPU")
+    if gpus:
+        return [d.name for d in gpus]
+    return [d.name for d in tf.config.list_logical_devices("CPU")]
+
+
+def _check_tf_config():
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise ValueError(
+            "--strategy multiworker: TF_CONFIG is not set; set it to a JSON object "
+            'like {"cluster": {"worker": ["host1:port", "host2:port"]}, '
+            '"task": {"type": "worker", "index": 0}}.')
+    try:
+        config = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"--strategy multiworker: TF_CONFIG is not valid JSON ({err.msg} at "
+            f"position {err.pos}).") from err
+    if (not isinstance(config, dict) or not isinstance(config.get("cluster"), dict)
+            or not isinstance(config.get("task"), dict)):
+        raise ValueError(
+            "--strategy multiworker: TF_CONFIG must be a JSON object with a "
+            '"cluster" object and a "task" object.')
+    return config
+
+
+class _MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """`MultiWorkerMirroredStrategy` whose `reduce` works for Keras 3's `fit`.
+
+    Two Keras 3 / TF 2.21 incompatibilities break `model.fit` under the
+    multi-worker strategy, and `reduce` is where both meet:
+
+    * `fit` reduces the first (dict) batch to build the model
+      (`_maybe_symbolic_build`); `MirroredStrategy.reduce` maps over a nested
+      structure, the multi-worker one does not (keras-team/keras#20329). Here
+      it is reduced leaf by leaf, as `MirroredStrategy` does.
+    * `fit` averages a step's scalar logs with `reduce("MEAN", v, axis=0)`,
+      which fails for scalars (tensorflow/tensorflow#72388). A scalar has no
+      batch axis: it is averaged over replicas (`axis=None`).
+    """
+
+    def reduce(self, reduce_op, value, axis):
+        if tf.nest.is_nested(value):
+            return tf.nest.map_structure(lambda leaf: self.reduce(reduce_op, leaf, axis), value)
+        if axis is not None:
+            local = self.experimental_local_results(value)
+            shape = getattr(local[0], "shape", None) if local else None
+            if shape is not None and shape.rank == 0:
+                axis = None
+        return super().reduce(reduce_op, value, axis)
+
+
+def get_strategy(name, devices=None):
+    """Return the `tf.distribute.Strategy` named `name`.
+
+    Args:
+        name: one of `STRATEGIES`: `"none"` (default strategy, one device),
+            `"mirrored"` (`MirroredStrategy` over all local GPUs, else all
+            logical CPUs) or `"multiworker"` (`MultiWorkerMirroredStrategy`,
+            configured by the `TF_CONFIG` environment variable).
+        devices: optional list of device names for `"mirrored"` (e.g.
+            `["/cpu:0", "/cpu:1"]`); ignored by the other strategies.
+
+    Returns:
+        A `tf.distribute.Strategy`; build and compile the model in its
+        `scope()`.
+
+    Raises:
+        ValueError: for an unknown name, or `"multiworker"` without a valid
+            `TF_CONFIG`.
+
+    Example:
+
+    ```python
+    strategy = get_strategy("mirrored")
+    with strategy.scope():
+        model = TCNLM(vocab_size=1000, topic_vocab_size=500, num_topics=20)
+        model.compile(optimizer="adam")
+    model.fit(distribute_dataset(train_ds), epochs=2)
+    ```
+    """
+    if name is None:
+        name = "none"
+    if not isinstance(name, str) or name.lower() not in STRATEGIES:
+        raise ValueError(
+            f"--strategy must be one of {', '.join(STRATEGIES)}; got {name!r}.")
+    name = name.lower()
+    if name == "none":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(
+            devices=list(devices) if devices is not None else _local_devices())
+    _check_tf_config()
+    return _MultiWorkerMirroredStrategy()
+
+
+def distribute_dataset(dataset):
+    """Make a `tf.data.Dataset` shard by element under multi-worker training.
+
+    Our datasets are built from in-memory tensors, so the default FILE
+    auto-sharding of `MultiWorkerMirroredStrategy` fails; DATA sharding gives
+    each worker every n-th element (global batch) instead. Harmless for the
+    other strategies. The dataset itself is returned for `model.fit`, which
+    splits every global batch over the replicas.
+
+    Args:
+        dataset: a `tf.data.Dataset` of global batches.
+
+    Returns:
+        The same dataset with `AutoShardPolicy.DATA`.
+
+    Example:
+
+    ```python
+    model.fit(distribute_dataset(train_ds), epochs=2)
+    ```
+    """
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA)
+    return dataset.with_options(options)
+
+
+def _replica_context():
+    """The replica context when more than one replica runs in sync, else None."""
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return None
+    return ctx
+
+
+def replica_sum(value):
+    """Sum `value` over the replicas in sync (all-reduce); `value` itself on one replica.
+
+    Call it inside a `train_step` / `test_step` (replica context). Outside a
+    strategy, or with one replica, it is the identity.
+
+    Args:
+        value: a tensor or nested structure of tensors.
+
+    Returns:
+        The sum over replicas, identical on every replica.
+
+    Example:
+
+    ```python
+    global_tokens = replica_sum(ops.sum(data["mask"]))
+    ```
+    """
+    ctx = _replica_context()
+    if ctx is None:
+        return value
+    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def replica_share(count):
+    """This replica's share `count / sum of count over replicas` of the global batch.
+
+    A loss that is a mean over the replica's `count` units (tokens or
+    documents), multiplied by its share, sums over replicas to the mean over
+    the global batch, so the all-reduced (summed) gradients are the
+    single-device gradients even when replicas hold different counts. With one
+    replica the share is exactly 1.
+
+    Args:
+        count: float scalar, the replica's number of units (no gradient).
+
+    Returns:
+        float32 scalar in [0, 1] (the shares of all replicas sum to 1).
+
+    Example:
+
+    ```python
+    scaled = loss * replica_share(num_tokens)   # loss = nll_sum / num_tokens
+    ```
+    """
+    ctx = _replica_context()
+    if ctx is None:
+        return tf.constant(1.0, tf.float32)
+    count = tf.stop_gradient(tf.cast(count, tf.float32))
+    return tf.math.divide_no_nan(count, ctx.all_reduce(tf.distribute.ReduceOp.SUM, count))
+
+
+def replica_mean(value, count):
+    """The global-batch mean of a per-replica mean `value` over `count` units.
+
+    `sum_r count_r * value_r / sum_r count_r`, identical on every replica, so a
+    `keras.metrics.Mean` updated with it reports the global-batch value (the
+    metric would otherwise average the replicas' means). With one replica it
+    is `value` itself.
+
+    Args:
+        value: float scalar, the replica's mean over its `count` units.
+        count: float scalar, the replica's number of units.
+
+    Returns:
+        float32 scalar.
+    """
+    ctx = _replica_context()
+    if ctx is None:
+        return value
+    return ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                          tf.cast(value, tf.float32) * replica_share(count))
+
+
+def global_logs(metrics, compute):
+    """The logs of a `train_step` / `test_step` computed from all replicas' metric states.
+
+    Keras metrics accumulate per replica (their variables are summed only when
+    read across replicas), and `fit` averages a step's per-replica logs, so
+    ratios such as perplexity = exp(sum NLL / sum tokens) would come out as a
+    mean of the replicas' ratios. This all-reduces the (sum-aggregated)
+    variables of `metrics` in one call and evaluates `compute` on the sums, so
+    every replica returns the global-batch logs, identical to one device. With
+    one replica it simply returns `compute()`.
+
+    Args:
+        metrics: the model's metrics (`model.metrics`).
+        compute: a function of no arguments returning the logs dict from the
+            metrics' results (read inside a `keras.StatelessScope`).
+
+    Returns:
+        The logs dict.
+
+    Example:
+
+    ```python
+    return global_logs(self.metrics, lambda: {
+        "loss": self.loss_tracker.result(), "ppl": self.perplexity.result()})
+    ```
+    """
+    ctx = _replica_context()
+    if ctx is None:
+        return compute()
+    # Keras metric variables are sum-aggregated (totals, counts); any other
+    # kind is left at its local value.
+    variables = [v for m in metrics for v in m.variables if v.aggregation == "sum"]
+    # The all-reduce takes its destination from each value's device; a read of
+    # a sync-on-read variable has none under multi-worker, an identity in the
+    # replica's device scope has.
+    summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                            [tf.identity(v.value) for v in variables])
+    with keras.StatelessScope(state_mapping=list(zip(variables, summed))):
+        return compute()
