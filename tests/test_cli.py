@@ -1,9 +1,23 @@
-"""The `tfktopic` command line: the README main job and user errors."""
+"""The `tfktopic` command line: train, evaluate, topics, generate, export, user errors."""
 
+import contextlib
+import io
+import json
+import re
+import shutil
 import subprocess
 import sys
+import types
+
+import numpy as np
+import pytest
 
 from tfktopic import cli
+
+# TensorFlow's own start-up lines (absl logs before InitializeLog, which no environment
+# variable silences in TF 2.21); everything else on stderr is tfktopic's.
+TF_NOISE = re.compile(r"^(WARNING: All log messages before absl|[IWEF]\d{4} |To enable the "
+                      r"following instructions)")
 
 
 def test_report_on_the_embedded_corpus(capsys):
@@ -28,8 +42,9 @@ def test_user_errors_exit_2_with_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tfktopic", "report", "--corpus", str(bad),
                            "--format", "tdlm"], capture_output=True, text=True)
     assert proc.returncode == 2
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("tfktopic report: error: ") and "bad.txt:2: not valid UTF-8" in last
+    ours = [line for line in proc.stderr.strip().splitlines() if not TF_NOISE.match(line)]
+    assert len(ours) == 1, ours
+    assert ours[0].startswith("tfktopic report: error: ") and "bad.txt:2: not valid UTF-8" in ours[0]
     assert "Traceback" not in proc.stderr
     missing = subprocess.run([sys.executable, "-m", "tfktopic", "report", "--corpus",
                               str(tmp_path / "none.txt"), "--format", "ptb"],
@@ -45,7 +60,6 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
     out = capsys.readouterr().out
     assert "test perplexity (leak-free" in out and "unigram model" in out
     assert "topic  0:" in out and "generated sentences" in out
-    import json
     result = json.loads((out_dir / "results.json").read_text())
     assert result["test"]["protocol"] == "preceding"
     assert result["test"]["perplexity"] < result["unigram_ppl"] * 1.5
@@ -53,6 +67,8 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
     assert (out_dir / "model.keras").exists() and (out_dir / "lm_vocab.json").exists()
     # The same command again finds the finished run's backup and does not retrain.
     assert cli.main(args) == 0
+    again = capsys.readouterr().out
+    assert "all 1 epochs are done" in again and "training topicrnn" not in again
 
 
 def test_train_bad_preset_exits_2(capsys, tmp_path):
@@ -72,6 +88,306 @@ def test_presets_index_every_family():
     preset = presets.get("sgmcmc_ptb", "small")
     preset["hidden_dim"] = -1
     assert presets.get("sgmcmc_ptb", "small")["hidden_dim"] == 200
-    import pytest
     with pytest.raises(ValueError, match="unknown preset"):
         presets.get("tcnlm", "nope")
+
+
+# ----------------------------------------------------------------------------------------------
+# Run directories: train every model family, then evaluate / topics / generate / export them.
+# Tiny runs: the first 40 Lee documents, one epoch, one training batch (one traced step).
+
+TINY = ["--max-documents", "40", "--epochs", "1", "--verbose", "0"]
+TCNLM = ["--batch-size", "512", "--set", "hidden_dim=32", "--set", "factor_dim=32",
+         "--set", "embedding_dim=16"]
+RGBN = ["--batch-size", "64", "--set", "hidden_sizes=[16, 8]", "--set", "topic_sizes=[8, 4]",
+        "--set", "embedding_dim=16"]
+
+
+def _run_cli(argv):
+    """Run the CLI in-process; (exit code, stdout)."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = cli.main([str(a) for a in argv])
+    return code, buffer.getvalue()
+
+
+def _printed_lines(text):
+    """Lines printed by `generate` (a generated sentence may be empty)."""
+    assert text.endswith("\n")
+    return text[:-1].split("\n")
+
+
+def _one_error_line(capsys, argv, command=None):
+    """The CLI exits 2 with exactly one line `tfktopic <command>: error: ...` on stderr."""
+    capsys.readouterr()
+    code = cli.main([str(a) for a in argv])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, lines
+    assert len(lines) == 1 and lines[0].startswith(f"tfktopic {command or argv[0]}: error: "), lines
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def tcnlm_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "tcnlm"
+    argv = ["train", "tcnlm", *TINY, *TCNLM, "--out", out]
+    code, text = _run_cli(argv)
+    assert code == 0
+    return out, argv, text
+
+
+@pytest.fixture(scope="module")
+def rgbn_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "rgbn"
+    code, text = _run_cli(["train", "rgbn_rnn", *TINY, *RGBN, "--out", out])
+    assert code == 0
+    return out, text
+
+
+def test_help_for_every_command(capsys):
+    for command in ([], ["train"], ["evaluate"], ["topics"], ["generate"], ["export"], ["report"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(command + ["--help"])
+        assert exit_info.value.code == 0
+        assert f"usage: tfktopic {' '.join(command)}".strip() in capsys.readouterr().out
+    # argparse errors (unknown model, missing option) are one line too, status 2.
+    for argv, message in ((["train", "gpt"], "argument model: invalid choice: 'gpt'"),
+                          (["export", "somewhere"], "--saved-model")):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == 2 and len(lines) == 1
+        assert lines[0].startswith(f"tfktopic {argv[0]}: error: ") and message in lines[0]
+
+
+def test_train_writes_the_run_directory_and_resumes(tcnlm_run, capsys):
+    out, argv, text = tcnlm_run
+    assert "test perplexity (leak-free" in text and "unigram model on the same tokens" in text
+    assert "topic  0:" in text and "generated sentences" in text
+    for name in ("model.keras", "lm_vocab.json", "topic_vocab.json", "run.json", "results.json"):
+        assert (out / name).is_file(), name
+    assert (out / "backup").is_dir()
+    config = json.loads((out / "run.json").read_text())
+    assert config["model"] == "tcnlm" and config["preset"] == "small"
+    assert config["corpus"] == "lee" and config["format"] == "lee" and config["seed"] == 0
+    assert config["max_documents"] == 40 and config["status"] == "finished"
+    assert {"max_len", "context_len", "min_count", "stopwords"} <= set(config["data"])
+    assert config["training"]["batch_size"] == 512 and config["training"]["epochs"] == 1
+    assert config["model_config"]["hidden_dim"] == 32 and config["tfktopic_version"]
+    assert config["progress"]["epochs_done"] == 1 and config["progress"]["best_val_ppl"] > 1
+    results = json.loads((out / "results.json").read_text())
+    assert results["test"]["protocol"] == "preceding"
+    assert len(results["topics"]) == 10 and len(results["generated"]) == 3
+    # The same command again finds the finished run: no training, the same test score.
+    code, again = _run_cli(argv)
+    assert code == 0 and "all 1 epochs are done" in again and "training tcnlm" not in again
+    assert json.loads((out / "results.json").read_text())["test"] == results["test"]
+    # Another configuration in the same --out is refused, naming what differs.
+    line = _one_error_line(capsys, argv + ["--set", "hidden_dim=8"])
+    assert "--out holds another run (different model_config)" in line
+
+
+def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, tmp_path):
+    out, _, _ = tcnlm_run
+    results = json.loads((out / "results.json").read_text())
+    code, text = _run_cli(["evaluate", out, "--num-generated", "20"])
+    assert code == 0 and "NPMI coherence" in text and "test-BLEU-3" in text
+    report = json.loads((out / "evaluation.json").read_text())
+    # The run's own test split, rebuilt from run.json, gives the training-time score.
+    assert report["perplexity"]["num_tokens"] == results["test"]["num_tokens"]
+    assert report["perplexity"]["perplexity"] == pytest.approx(results["test"]["perplexity"],
+                                                               rel=1e-6)
+    assert report["unigram_ppl"] == pytest.approx(results["unigram_ppl"])
+    assert -1.0 <= report["npmi"]["mean"] <= 1.0 and report["npmi"]["top_n"] == 10
+    assert len(report["npmi"]["per_topic"]) == 10
+    assert 0.0 <= report["bleu"]["test_bleu_4"] <= report["bleu"]["test_bleu_3"] <= 1.0
+    # A whole corpus under the papers' protocol; both spellings of it are accepted.
+    scores = []
+    for protocol in ("all-other", "all_other"):
+        target = tmp_path / f"{protocol}.json"
+        code, _ = _run_cli(["evaluate", out, "--corpus", "lee", "--max-documents", "12",
+                            "--protocol", protocol, "--num-generated", "0", "--json", target])
+        assert code == 0
+        scores.append(json.loads(target.read_text()))
+    assert scores[0]["protocol"] == "all_other" and "whole corpus, 12 documents" in scores[0]["corpus"]
+    assert scores[0]["perplexity"] == scores[1]["perplexity"] and "bleu" not in scores[0]
+
+
+def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):
+    out, _, _ = tcnlm_run
+    results = json.loads((out / "results.json").read_text())
+    code, text = _run_cli(["topics", out, "--json", tmp_path / "topics.json"])
+    assert code == 0 and "topic  9:" in text
+    assert json.loads((tmp_path / "topics.json").read_text())["topics"] == results["topics"]
+    generate = ["generate", out, "--topic", "1", "--num", "2", "--seed", "3"]
+    code, first = _run_cli(generate)
+    assert code == 0 and len(_printed_lines(first)) == 2
+    assert _run_cli(generate)[1] == first  # seeded
+    document = tmp_path / "doc.txt"
+    document.write_text("Fires burned near Sydney. Firefighters said the winds were strong.\n")
+    code, text = _run_cli(["generate", out, "--document", document, "--method", "greedy",
+                           "--num", "2"])
+    assert code == 0 and len(_printed_lines(text)) == 2
+    for argv, message in (
+            (["--paragraph", "2"], "--paragraph applies to rgbn_rnn and gbn_rnn"),
+            (["--topic", "0", "--layer", "1"], "--layer applies to rgbn_rnn and gbn_rnn"),
+            (["--topic", "10"], "--topic 10: layer 1 has 10 topics (0-9)"),
+            (["--topic", "1", "--document", document], "give --topic or --document, not both"),
+            (["--document", tmp_path / "none.txt"], "none.txt: no such file")):
+        assert message in _one_error_line(capsys, ["generate", out, *argv])
+    line = _one_error_line(capsys, ["topics", out, "--dot", tmp_path / "t.dot"])
+    assert "--dot/--svg draw the topic hierarchy of rgbn_rnn or gbn_rnn" in line
+
+
+def test_rgbn_topic_hierarchy_layers_and_paragraphs(rgbn_run, tmp_path, capsys):
+    out, text = rgbn_run
+    assert "layer 1 topics" in text and "layer 2 topics" in text
+    code, text = _run_cli(["topics", out, "--top-n", "5", "--json", tmp_path / "h.json",
+                           "--dot", tmp_path / "h.dot"])
+    assert code == 0
+    hierarchy = json.loads((tmp_path / "h.json").read_text())
+    assert hierarchy["num_layers"] == 2 and hierarchy["recurrent"] is True
+    assert [len(layer["topics"]) for layer in hierarchy["layers"]] == [8, 4]
+    assert len(hierarchy["layers"][0]["topics"][0]["words"]) == 5
+    dot = (tmp_path / "h.dot").read_text()
+    assert dot.startswith("digraph") and "L1_T3 -> L0_T" in dot
+    if shutil.which("dot"):
+        assert _run_cli(["topics", out, "--svg", tmp_path / "h.svg"])[0] == 0
+        assert "<svg" in (tmp_path / "h.svg").read_text()
+    else:
+        assert "--svg needs Graphviz's `dot` program" in _one_error_line(
+            capsys, ["topics", out, "--svg", tmp_path / "h.svg"])
+    for layer in ("1", "2"):
+        code, text = _run_cli(["generate", out, "--topic", "0", "--layer", layer, "--num", "2"])
+        assert code == 0 and len(_printed_lines(text)) == 2
+    code, text = _run_cli(["generate", out, "--paragraph", "2", "--max-len", "8"])
+    assert code == 0 and len(_printed_lines(text)) == 2
+    document = tmp_path / "doc.txt"
+    document.write_text("The fires burned near Sydney and firefighters fought the blaze.\n")
+    code, text = _run_cli(["generate", out, "--paragraph", "3", "--document", document,
+                           "--max-len", "8"])
+    assert code == 0 and len(_printed_lines(text)) == 3
+    assert "--layer 3: the model has 2 layers of topics (1-2)" in _one_error_line(
+        capsys, ["generate", out, "--topic", "0", "--layer", "3"])
+    assert "--topic 4: layer 2 has 4 topics (0-3)" in _one_error_line(
+        capsys, ["generate", out, "--topic", "4", "--layer", "2"])
+    assert "--paragraph starts from the prior or from --document" in _one_error_line(
+        capsys, ["generate", out, "--paragraph", "2", "--topic", "0"])
+
+
+def test_lstm_with_psgld_under_a_mirrored_strategy(tmp_path, capsys):
+    out = tmp_path / "lstm"
+    code, text = _run_cli(["train", "lstm", *TINY, "--batch-size", "512", "--optimizer", "psgld",
+                           "--strategy", "mirrored", "--out", out])
+    assert code == 0 and "test perplexity (sentence-level" in text and "topic  0" not in text
+    training = json.loads((out / "run.json").read_text())["training"]
+    assert training["optimizer"] == "psgld" and training["strategy"] == "mirrored"
+    assert training["learning_rate"] == 1e-3  # tfktopic.bayes.setups' PTB "small" pSGLD step
+    assert np.isfinite(json.loads((out / "results.json").read_text())["test"]["perplexity"])
+    # An interrupted run (its backup after epoch 1 of 2) resumes with the same command.
+    code, text = _run_cli(["train", "lstm", *TINY, "--batch-size", "512", "--optimizer",
+                           "psgld", "--strategy", "mirrored", "--out", out, "--epochs", "2"])
+    assert code == 0 and "resuming from" in text and "after epoch 1 of 2" in text
+    progress = json.loads((out / "run.json").read_text())["progress"]
+    assert progress["epochs_done"] == 2 and [h["epoch"] for h in progress["history"]] == [1, 2]
+    assert progress["best_val_ppl"] == min(h["val_ppl"] for h in progress["history"])
+    assert "holds a lstm model, which cannot generate text" in _one_error_line(
+        capsys, ["generate", out])
+    assert "topics applies to lda_lstm, topicrnn" in _one_error_line(capsys, ["topics", out])
+
+
+def test_doc_lstm_starts_from_word2vec_embeddings(tmp_path, capsys):
+    from gensim.test.utils import datapath
+
+    from tfktopic.data.embeddings import load_word2vec
+    from tfktopic.runs import load_run
+
+    vectors_path = datapath("euclidean_vectors.bin")  # 10-dimensional word2vec vectors
+    out = tmp_path / "doc_lstm"
+    # With a zero learning rate the trained embedding is exactly the word2vec matrix.
+    code, text = _run_cli(["train", "doc_lstm", *TINY, "--batch-size", "512", "--embeddings",
+                           vectors_path, "--learning-rate", "0", "--out", out])
+    assert code == 0 and "embedding size 10 (instead of the preset's 32)" in text
+    assert "document-level" in text
+    run = load_run(out)
+    assert run.config["model_config"]["embedding_dim"] == 10
+    vectors = load_word2vec(vectors_path)
+    weights = np.asarray(run.model.embedding.embeddings)
+    found = [t for t in run.lm_vocab.tokens[4:] if t in vectors.key_to_index]
+    assert len(found) > 100
+    ids = [run.lm_vocab.token_to_id(t) for t in found]
+    np.testing.assert_array_equal(weights[ids], vectors[found])
+    line = _one_error_line(capsys, ["train", "doc_lstm", *TINY, "--embeddings", vectors_path,
+                                    "--set", "embedding_dim=32", "--out", tmp_path / "other"])
+    assert "holds 10-dimensional vectors, but --set embedding_dim=32" in line
+
+
+def test_lda_lstm_topics_and_coherence(tmp_path):
+    out = tmp_path / "lda"
+    code, text = _run_cli(["train", "lda_lstm", *TINY, "--batch-size", "512", "--out", out])
+    assert code == 0 and "topic  9:" in text and "generated sentences" not in text
+    code, text = _run_cli(["evaluate", out])
+    report = json.loads((out / "evaluation.json").read_text())
+    assert code == 0 and "npmi" in report and "bleu" not in report
+    results = json.loads((out / "results.json").read_text())
+    assert report["perplexity"]["perplexity"] == pytest.approx(results["test"]["perplexity"],
+                                                               rel=1e-6)
+
+
+def test_user_errors_name_the_file_in_one_line(tcnlm_run, tmp_path, capsys, monkeypatch):
+    out, _, _ = tcnlm_run
+    broken = {}
+    for name in ("truncated", "garbage", "missing"):
+        broken[name] = tmp_path / name
+        shutil.copytree(out, broken[name], ignore=shutil.ignore_patterns("backup"))
+    data = (out / "model.keras").read_bytes()
+    (broken["truncated"] / "model.keras").write_bytes(data[:len(data) // 3])
+    (broken["garbage"] / "run.json").write_text("{not json")
+    (broken["missing"] / "model.keras").unlink()
+    assert "truncated/model.keras: not a Keras model file" in _one_error_line(
+        capsys, ["evaluate", broken["truncated"]])
+    assert "garbage/run.json: not valid JSON" in _one_error_line(
+        capsys, ["topics", broken["garbage"]])
+    assert "missing/model.keras: no such file" in _one_error_line(
+        capsys, ["generate", broken["missing"]])
+    assert "nowhere: no such run directory" in _one_error_line(
+        capsys, ["export", tmp_path / "nowhere", "--saved-model", tmp_path / "sm"])
+    ptb = tmp_path / "ptb.train.txt"
+    ptb.write_text("a b c\nd e f\n")
+    assert "ptb.train.txt:1: not a review record" in _one_error_line(
+        capsys, ["train", "lstm", "--corpus", ptb, "--format", "imdb", "--out", tmp_path / "x"])
+    assert "none.txt: no such file" in _one_error_line(
+        capsys, ["train", "lstm", "--corpus", tmp_path / "none.txt", "--format", "tdlm",
+                 "--out", tmp_path / "x"])
+    assert "cannot tell the format of" in _one_error_line(
+        capsys, ["train", "lstm", "--corpus", tmp_path / "data.txt", "--out", tmp_path / "x"])
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert "--strategy multiworker: TF_CONFIG is not set" in _one_error_line(
+        capsys, ["train", "lstm", "--strategy", "multiworker", "--out", tmp_path / "x"])
+    assert "SG-MCMC training is available for lstm and doc_lstm only, not tcnlm" in \
+        _one_error_line(capsys, ["train", "tcnlm", "--optimizer", "sgld", "--out", tmp_path / "x"])
+    assert "--set: expected KEY=VALUE, got 'hidden_dim'" in _one_error_line(
+        capsys, ["train", "tcnlm", "--set", "hidden_dim", "--out", tmp_path / "x"])
+    monkeypatch.setitem(sys.modules, "tfktopic.pretrained", None)
+    assert "pretrained:lee: pretrained models are not available" in _one_error_line(
+        capsys, ["generate", "pretrained:lee"])
+    assert not (tmp_path / "x").exists()  # nothing was written for any of these
+
+
+def test_pretrained_names_go_through_tfktopic_pretrained(tcnlm_run, monkeypatch):
+    out, _, _ = tcnlm_run
+    module = types.ModuleType("tfktopic.pretrained")
+    module.resolve = lambda name: out if name == "lee-tcnlm" else out / "nope"
+    monkeypatch.setitem(sys.modules, "tfktopic.pretrained", module)
+    argv = ["--topic", "2", "--num", "2", "--seed", "5"]
+    code, text = _run_cli(["generate", "pretrained:lee-tcnlm", *argv])
+    assert code == 0 and text == _run_cli(["generate", out, *argv])[1]
+    assert cli.main(["generate", "pretrained:other"]) == 2
+
+
+def test_export_writes_a_saved_model(tcnlm_run, tmp_path):
+    out, _, _ = tcnlm_run
+    target = tmp_path / "saved"
+    code, text = _run_cli(["export", out, "--saved-model", target])
+    assert code == 0 and "SavedModel written to" in text
+    assert (target / "saved_model.pb").is_file()

@@ -1,22 +1,29 @@
-"""The ``tfktopic`` command.
+"""The ``tfktopic`` command: a thin argparse layer over `tfktopic.runs`.
 
-    tfktopic train tcnlm --corpus lee --preset small --out runs/lee-tcnlm
-    tfktopic report --corpus lee
+    tfktopic train tcnlm --corpus lee --out runs/lee-tcnlm
+    tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other]
+    tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg]
+    tfktopic generate runs/lee-tcnlm [--topic K [--layer L] | --document FILE] [--paragraph N]
+    tfktopic export runs/lee-tcnlm --saved-model exported/lee-tcnlm
     tfktopic report --corpus ../shared/data/apnews/apnews.txt --format tdlm \
         --stopwords ../shared/data/stopwords/mallet_en.txt
 
-``train`` trains a topic-guided language model (TCNLM, TopicRNN or the LSTM
-baseline) on a corpus split 80/10/10 by document, with a progress bar and a
-validation pass every epoch, checkpoints to ``--out`` (running the same
-command again after an interruption resumes), then prints the test perplexity
-under the leak-free protocol next to a unigram model, the top words of the
-topics and topic-conditioned sentences.
+``train MODEL`` (lstm, doc_lstm, lda_lstm, topicrnn, tcnlm, rgbn_rnn, gbn_rnn)
+trains on a corpus split 80/10/10 by document, with a progress bar and a
+validation pass every epoch, checkpoints to the run directory ``--out``
+(running the same command again after an interruption resumes), then prints
+the test perplexity under the leak-free protocol next to a unigram model, the
+top words of the topics and topic-conditioned sentences. ``evaluate``,
+``topics``, ``generate`` and ``export`` take a run directory (see
+`tfktopic.runs` for its layout) or ``pretrained:NAME``.
 
 ``report`` reads a corpus, splits it by document, builds the LM and topic
 vocabularies on the training part, builds the sentence windows with leak-free
 evaluation contexts and prints corpus statistics, vocabulary sizes and a sample
-batch of the tf.data pipeline. Every user error exits with status 2 and one
-line naming the file or argument.
+batch of the tf.data pipeline.
+
+Every user error exits with status 2 and one line
+``tfktopic <command>: error: ...`` naming the file or argument.
 """
 
 import argparse
@@ -72,174 +79,201 @@ def _report(args):
     return 0
 
 
-TRAIN_MODELS = ("tcnlm", "topicrnn", "lstm")
-
-
-def _model_preset(name, preset):
-    """(constructor kwargs, data settings, training settings) of a model preset."""
-    if name == "tcnlm":
-        from tfktopic.models.tcnlm import PRESETS
-    else:
-        from tfktopic.models.topicrnn import PRESETS
-    if preset not in PRESETS:
-        raise ValueError(f"--preset: unknown preset {preset!r} for {name}; "
-                         f"choose from {', '.join(sorted(PRESETS))}")
-    entry = PRESETS[preset]
-    if "model" in entry:
-        return dict(entry["model"]), dict(entry["data"]), dict(entry["training"])
-    data_keys = ("min_count", "stopwords", "max_freq_fraction", "min_doc_freq", "max_len",
-                 "context_len", "max_size")
-    train_keys = ("optimizer", "learning_rate", "batch_size", "epochs", "clipnorm")
-    model_keys = ("hidden_dim", "embedding_dim", "num_topics", "encoder_units", "cell",
-                  "num_layers", "variant", "dropout")
-    pick = lambda keys: {k: entry[k] for k in keys if k in entry}
-    return pick(model_keys), pick(data_keys), pick(train_keys)
-
-
-def _unigram_perplexity(train_examples, test_examples, vocab_size):
-    import numpy as np
-
-    counts = np.bincount(train_examples.targets[train_examples.mask > 0],
-                         minlength=vocab_size).astype(float) + 0.5
-    log_p = np.log(counts / counts.sum())
-    targets = test_examples.targets[test_examples.mask > 0]
-    return float(np.exp(-log_p[targets].mean()))
-
-
 def _train(args):
-    import json
-    import pathlib
+    from tfktopic.runs import train_run
 
-    import keras
-
-    from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
-    from tfktopic.data.pipeline import sentence_dataset
-    from tfktopic.evaluation import evaluate_perplexity
-
-    model_kwargs, data_cfg, train_cfg = _model_preset(
-        "tcnlm" if args.model == "tcnlm" else "topicrnn", args.preset)
-    if args.epochs is not None:
-        train_cfg["epochs"] = args.epochs
-    if args.stopwords is not None:
-        data_cfg["stopwords"] = args.stopwords
-    stopwords = data_cfg.get("stopwords", "gensim")
-    if stopwords not in ("gensim", "none") and not pathlib.Path(stopwords).is_file():
-        raise ValueError(f"--stopwords: preset {args.preset!r} uses the stop list {stopwords!r}, "
-                         "which is not a file here; pass --stopwords PATH (e.g. Mallet's "
-                         "en.txt) or --stopwords gensim")
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    kwargs = {}
-    if args.format == "ptb":
-        kwargs["sentences_per_document"] = 10
-    corpus = load_corpus(args.corpus, format=args.format, **kwargs)
-    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=args.seed)
-    lm_vocab = Vocabulary.build(train, min_count=data_cfg.get("min_count", 3),
-                                max_size=data_cfg.get("max_size"))
-    topic_vocab = TopicVocabulary.build(train, lm_vocab, stopwords=stopwords,
-                                        max_freq_fraction=data_cfg.get("max_freq_fraction",
-                                                                       0.001),
-                                        min_doc_freq=data_cfg.get("min_doc_freq", 1))
-    lm_vocab.save(out / "lm_vocab.json")
-    topic_vocab.save(out / "topic_vocab.json")
-    max_len, context_len = data_cfg.get("max_len", 30), data_cfg.get("context_len", 300)
-    examples = {
-        name: sentence_examples(part, lm_vocab, topic_vocab, max_len=max_len,
-                                context_len=context_len,
-                                protocol="all_other" if name == "train" else "preceding")
-        for name, part in (("train", train), ("valid", valid), ("test", test))}
-    batch_size = train_cfg.get("batch_size", 64)
-    topicrnn = args.model == "topicrnn"
-    datasets = {name: sentence_dataset(ex, batch_size=batch_size, shuffle=name == "train",
-                                       seed=args.seed, document_targets=topicrnn)
-                for name, ex in examples.items()}
-    print(f"{corpus.source or args.corpus}: {len(train)} / {len(valid)} / {len(test)} documents "
-          f"(train / valid / test), LM vocabulary {len(lm_vocab)}, topic vocabulary "
-          f"{len(topic_vocab)}, {len(examples['train'])} training windows")
-
-    keras.utils.set_random_seed(args.seed)
-    if args.model == "tcnlm":
-        from tfktopic.models.tcnlm import TCNLM
-        model = TCNLM(len(lm_vocab), len(topic_vocab), **model_kwargs)
-    elif args.model == "topicrnn":
-        from tfktopic.models.topicrnn import TopicRNN
-        model = TopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, **model_kwargs)
-    else:
-        from tfktopic.models import LSTMLanguageModel
-        model = LSTMLanguageModel(len(lm_vocab), embedding_dim=model_kwargs.get(
-            "embedding_dim") or model_kwargs["hidden_dim"], hidden_dim=model_kwargs["hidden_dim"],
-            dropout=model_kwargs.get("dropout", 0.0))
-    model.compile(optimizer=keras.optimizers.Adam(train_cfg.get("learning_rate", 1e-3),
-                                                  clipnorm=train_cfg.get("clipnorm")))
-    model(next(iter(datasets["valid"])))  # build, so BackupAndRestore can restore weights
-    callbacks = [
-        keras.callbacks.BackupAndRestore(str(out / "backup")),
-        keras.callbacks.ModelCheckpoint(str(out / "model.keras"), monitor="val_ppl",
-                                        mode="min", save_best_only=True),
-        keras.callbacks.TerminateOnNaN(),
-    ]
-    print(f"training {args.model} (preset {args.preset}) for {train_cfg.get('epochs', 10)} "
-          f"epochs; checkpoints in {out}")
-    model.fit(datasets["train"], validation_data=datasets["valid"],
-              epochs=train_cfg.get("epochs", 10), callbacks=callbacks, verbose=args.verbose)
-    if (out / "model.keras").exists():
-        model = keras.saving.load_model(out / "model.keras")
-
-    result = evaluate_perplexity(model, datasets["test"], protocol="preceding")
-    unigram = _unigram_perplexity(examples["train"], examples["test"], len(lm_vocab))
-    print(f"\ntest perplexity (leak-free: topic context from preceding sentences only): "
-          f"{result.perplexity:.2f} over {result.num_tokens} tokens")
-    print(f"unigram model on the same tokens: {unigram:.2f}")
-    summary = {"model": args.model, "preset": args.preset, "corpus": str(args.corpus),
-               "test": result.as_dict(), "unigram_ppl": unigram}
-    if hasattr(model, "topics"):
-        topics = model.topics(top_n=10, vocabulary=topic_vocab)
-        print("\ntopics (top 10 words):")
-        for k, words in enumerate(topics):
-            print(f"  topic {k:>2}: {' '.join(words)}")
-        summary["topics"] = topics
-        print("\ngenerated sentences (top-k sampling, conditioned on one topic):")
-        summary["generated"] = {}
-        for k in range(min(3, len(topics))):
-            options = {"allow_unk": False} if args.model == "tcnlm" else {}
-            ids = model.generate(num_sentences=1, max_len=25, topic=k, method="top_k",
-                                 top_k=10, seed=args.seed + k, **options)
-            text = " ".join(lm_vocab.decode(ids[0], strip_special=True))
-            summary["generated"][k] = text
-            print(f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
-    (out / "results.json").write_text(json.dumps(summary, indent=1))
-    print(f"\nmodel, vocabularies and results.json written to {out}")
+    train_run(args.model, args.out, corpus=args.corpus, format=args.format, preset=args.preset,
+              epochs=args.epochs, batch_size=args.batch_size, max_documents=args.max_documents,
+              stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
+              learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
+              overrides=args.set, verbose=args.verbose)
     return 0
 
 
+def _evaluate(args):
+    import json
+    import pathlib
+
+    from tfktopic.runs import evaluate_run, load_run
+
+    run = load_run(args.run)
+    report = evaluate_run(run, corpus=args.corpus, format=args.format, protocol=args.protocol,
+                          max_documents=args.max_documents, num_generated=args.num_generated,
+                          seed=args.seed)
+    out = pathlib.Path(args.json) if args.json else run.path / "evaluation.json"
+    out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+def _topics(args):
+    from tfktopic.runs import load_run, topics_report
+
+    topics_report(load_run(args.run), top_n=args.top_n, json_path=args.json,
+                  dot_path=args.dot, svg_path=args.svg)
+    return 0
+
+
+def _generate(args):
+    from tfktopic.runs import generate_text, load_run
+
+    run = load_run(args.run)
+    texts = generate_text(run, num=args.num, max_len=args.max_len, topic=args.topic,
+                          layer=args.layer, document=args.document, paragraph=args.paragraph,
+                          method=args.method, temperature=args.temperature, top_k=args.top_k,
+                          seed=args.seed)
+    print(("\n\n" if args.paragraph else "\n").join(texts))
+    return 0
+
+
+def _export(args):
+    from tfktopic.runs import export_run, load_run
+
+    path = export_run(load_run(args.run), args.saved_model)
+    print(f"SavedModel written to {path}")
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``tfktopic <command>: error: ...`` and status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+_FORMATS = ["tdlm", "ptb", "imdb", "text", "lee"]
+_RUN_HELP = "a run directory written by `tfktopic train`, or pretrained:NAME"
+
+
 def _parser():
-    parser = argparse.ArgumentParser(prog="tfktopic", description=__doc__.split("\n\n")[0])
+    from tfktopic.runs import MODELS
+
+    parser = _Parser(prog="tfktopic", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+
     train = commands.add_parser(
-        "train", help="train a topic-guided language model and evaluate it",
-        description="Train a model on a corpus split 80/10/10 by document; print test "
-                    "perplexity (leak-free), topics and topic-conditioned sentences.")
-    train.add_argument("model", choices=TRAIN_MODELS, help="which model")
+        "train", help="train a model into a run directory and evaluate it",
+        description="Train a model on a corpus split 80/10/10 by document, with a validation "
+                    "pass every epoch and checkpoints in --out (the same command resumes after "
+                    "an interruption); then print the test perplexity (leak-free) next to a "
+                    "unigram model, the topics and topic-conditioned sentences.")
+    train.add_argument("model", choices=MODELS, help="which model")
     train.add_argument("--corpus", default="lee",
                        help="'lee' (embedded news corpus) or a path (default: lee)")
-    train.add_argument("--format", choices=["tdlm", "ptb", "imdb", "text", "lee"], default=None)
+    train.add_argument("--format", choices=_FORMATS, default=None,
+                       help="corpus format (inferred for lee, *.jsonl.gz and ptb.* files)")
     train.add_argument("--preset", default="small",
-                       help="model preset, e.g. small (default), paper, paper_large")
-    train.add_argument("--epochs", type=int, default=None, help="override the preset's epochs")
+                       help="preset of the model family, e.g. small (default), paper, "
+                            "reference_code (rGBN), paper_large (TCNLM)")
+    train.add_argument("--epochs", type=_positive, default=None,
+                       help="override the preset's epochs")
+    train.add_argument("--batch-size", type=_positive, default=None,
+                       help="override the preset's batch size (windows; rGBN: documents)")
+    train.add_argument("--learning-rate", type=float, default=None,
+                       help="override the preset's learning rate")
+    train.add_argument("--max-documents", type=_positive, default=None,
+                       help="use only the first N documents (quick runs)")
     train.add_argument("--stopwords", default=None,
                        help="'gensim', 'none' or a stop-list file (default: the preset's)")
-    train.add_argument("--out", default="runs/train", help="output directory (default: runs/train)")
+    train.add_argument("--embeddings", default=None,
+                       help="word2vec .bin/.txt file or KeyedVectors converted with "
+                            "convert_word2vec; the embedding size follows the vectors")
+    train.add_argument("--optimizer", choices=["adam", "sgld", "psgld"], default="adam",
+                       help="adam (default) or SG-MCMC (lstm, doc_lstm; step sizes of "
+                            "tfktopic.bayes.setups)")
+    train.add_argument("--strategy", choices=["none", "mirrored", "multiworker"],
+                       default="none", help="tf.distribute strategy (multiworker: TF_CONFIG)")
+    train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a preset setting, e.g. --set hidden_dim=16 "
+                            "--set 'hidden_sizes=[16, 8]' (repeatable; JSON values)")
+    train.add_argument("--out", default="runs/train", help="run directory (default: runs/train)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
                        help="1: progress bar (default), 2: one line per epoch")
-    train.set_defaults(run=_train)
+    train.set_defaults(handler=_train)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="perplexity, NPMI coherence and BLEU of a trained run",
+        description="Score a run: perplexity on a corpus (default: the run's own test split, "
+                    "recomputed from run.json), NPMI coherence of the topics' top-10 words "
+                    "against that corpus, and BLEU-3/4 of generated sentences against its "
+                    "sentences. Printed and written as JSON (default DIR/evaluation.json).")
+    evaluate.add_argument("run", metavar="DIR", help=_RUN_HELP)
+    evaluate.add_argument("--corpus", default=None,
+                          help="score this whole corpus ('lee' or a path) instead of the test "
+                               "split")
+    evaluate.add_argument("--format", choices=_FORMATS, default=None,
+                          help="format of --corpus (inferred, else the run's)")
+    evaluate.add_argument("--protocol", choices=["preceding", "all-other", "all_other"],
+                          default="preceding",
+                          help="topic context: preceding sentences only (leak-free, default) or "
+                               "all other sentences (the papers'; lets future text in)")
+    evaluate.add_argument("--max-documents", type=_positive, default=None,
+                          help="with --corpus: only its first N documents")
+    evaluate.add_argument("--num-generated", type=int, default=100,
+                          help="sentences generated for BLEU (generating models; 0: skip)")
+    evaluate.add_argument("--json", default=None, help="output JSON (default DIR/evaluation.json)")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.set_defaults(handler=_evaluate)
+
+    topics = commands.add_parser(
+        "topics", help="top words of the topics (rGBN/GBN: the hierarchy)",
+        description="Print the top words of every topic; for rgbn_rnn / gbn_rnn every layer, "
+                    "with the hierarchy as JSON and a Graphviz DOT / SVG picture.")
+    topics.add_argument("run", metavar="DIR", help=_RUN_HELP)
+    topics.add_argument("--top-n", type=_positive, default=10, help="words per topic")
+    topics.add_argument("--json", default=None,
+                        help="write the topics (rGBN/GBN: the hierarchy) as JSON")
+    topics.add_argument("--dot", default=None, help="rGBN/GBN: write the hierarchy as DOT")
+    topics.add_argument("--svg", default=None,
+                        help="rGBN/GBN: render the hierarchy as SVG (needs Graphviz's dot)")
+    topics.set_defaults(handler=_topics)
+
+    generate = commands.add_parser(
+        "generate", help="generate text with a trained run",
+        description="Generate sentences (TopicRNN, TCNLM, rGBN-RNN, GBN-RNN): from the prior, "
+                    "from a topic (--topic K, rGBN/GBN --layer L, 1 = word level), from the "
+                    "topics of a text file (--document), or rGBN/GBN paragraphs whose topics "
+                    "evolve from sentence to sentence (--paragraph N).")
+    generate.add_argument("run", metavar="DIR", help=_RUN_HELP)
+    generate.add_argument("--topic", type=int, default=None, help="condition on topic K (0-based)")
+    generate.add_argument("--layer", type=int, default=None,
+                          help="rGBN/GBN: layer of --topic (1-based; 1 = word-level topics)")
+    generate.add_argument("--document", default=None,
+                          help="condition on the topics of this text file")
+    generate.add_argument("--paragraph", type=int, default=None, metavar="N",
+                          help="rGBN/GBN: paragraphs of N sentences")
+    generate.add_argument("--num", type=int, default=None,
+                          help="sentences (default 3), or paragraphs with --paragraph (default 1)")
+    generate.add_argument("--max-len", type=int, default=30, help="maximum tokens per sentence")
+    generate.add_argument("--method", choices=["greedy", "temperature", "top_k"], default="top_k")
+    generate.add_argument("--temperature", type=float, default=1.0)
+    generate.add_argument("--top-k", type=int, default=10)
+    generate.add_argument("--seed", type=int, default=0)
+    generate.set_defaults(handler=_generate)
+
+    export = commands.add_parser(
+        "export", help="export a run as a TensorFlow SavedModel",
+        description="Write the run's model with serving signatures and its vocabularies as a "
+                    "TensorFlow SavedModel (tfktopic.export.export_saved_model).")
+    export.add_argument("run", metavar="DIR", help=_RUN_HELP)
+    export.add_argument("--saved-model", required=True, metavar="OUT",
+                        help="output SavedModel directory (new or empty)")
+    export.set_defaults(handler=_export)
+
     report = commands.add_parser(
         "report", help="corpus statistics, vocabularies and a sample batch",
         description="Read a corpus and report what the data pipeline makes of it.")
     report.add_argument("--corpus", default="lee",
                         help="'lee' (embedded news corpus) or a path (default: lee)")
-    report.add_argument("--format", choices=["tdlm", "ptb", "imdb", "text", "lee"], default=None,
+    report.add_argument("--format", choices=_FORMATS, default=None,
                         help="corpus format (inferred for lee, *.jsonl.gz and ptb.* files)")
     report.add_argument("--min-count", type=int, default=3,
                         help="LM vocabulary minimum count (papers: 10; default 3 for small corpora)")
@@ -252,21 +286,31 @@ def _parser():
     report.add_argument("--limit", type=int, default=None, help="IMDB: read at most N reviews")
     report.add_argument("--batch-size", type=int, default=16)
     report.add_argument("--seed", type=int, default=0)
-    report.set_defaults(run=_report)
+    report.set_defaults(handler=_report)
     return parser
 
 
 def main(argv=None):
-    """Entry point of the ``tfktopic`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``tfktopic`` console script; returns the exit status.
+
+    Every user error (missing or malformed file, unknown model or preset, an
+    option that does not apply, a corrupt checkpoint) exits with status 2 and
+    one line ``tfktopic <command>: error: ...`` on stderr.
+    """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = _parser().parse_args(argv)
     from tfktopic.errors import TfktopicError
 
     try:
-        return args.run(args)
+        return args.handler(args)
     except (TfktopicError, ValueError, OSError) as error:
-        print(f"tfktopic {args.command}: error: {error}", file=sys.stderr)
+        message = " ".join(str(error).split("\n")) or type(error).__name__
+        print(f"tfktopic {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"tfktopic {args.command}: interrupted; run the same command again to resume",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
