@@ -23,7 +23,10 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
-    packages=find_packages(include=["tfktopic", "tfktopic.*"]),
+    packages=find_packages(include=["tfktopic", "tfktopic.*"]) + ["tfktopic.pretrained_models"],
+    # The small pretrained models of pretrained/ (tfktopic.pretrained) ship as package data.
+    package_dir={"tfktopic.pretrained_models": "pretrained"},
+    package_data={"tfktopic.pretrained_models": ["index.json", "*/*.json", "*/*.keras"]},
     python_requires=">=3.10,<3.14",
     install_requires=[
         # DESIGN.md section 1 and reference/keras3_tf221_notes.md: the full

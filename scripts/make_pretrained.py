@@ -1,0 +1,135 @@
+"""Train the small pretrained models shipped in ``pretrained/`` and write their index.
+
+    python scripts/make_pretrained.py                      # every model (about an hour, 2 cores)
+    python scripts/make_pretrained.py --models tcnlm-apnews
+
+Each model is trained by the ``tfktopic train`` command listed in `MODELS` (run from
+the repository root, with the shared corpora in ``../shared/data``); the command, its
+test perplexity (leak-free protocol, the run's own 80/10/10 document split) and the
+perplexity on a fixed **check slice** (the first N documents of the corpus file,
+which `tests/test_pretrained.py` recomputes) go into ``pretrained/index.json``. The
+shipped directory keeps only what inference needs: ``model.keras`` saved again
+without the optimizer state, the vocabularies, ``run.json`` and ``results.json``
+(the ``backup/`` checkpoints are deleted).
+"""
+
+import argparse
+import datetime
+import json
+import pathlib
+import shutil
+import sys
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(REPO_ROOT))
+
+DATA = "../shared/data"  # relative to the repository root, as the commands are run
+
+#: name -> description, the `tfktopic` arguments (``--out`` is added) and the check slice.
+MODELS = {
+    "tcnlm-apnews": {
+        "description": "TCNLM (factorised mixture of topic experts), 20 topics, LSTM 128, "
+                       "on APNEWS",
+        "args": ["train", "tcnlm", "--corpus", f"{DATA}/apnews/apnews.txt", "--format", "tdlm",
+                 "--stopwords", f"{DATA}/stopwords/mallet_en.txt", "--set", "min_count=10",
+                 "--set", "min_doc_freq=5", "--set", "num_topics=20", "--learning-rate",
+                 "0.003", "--epochs", "3"],
+        "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
+    },
+    "rgbn-apnews": {
+        "description": "rGBN-RNN, 2 layers (LSTM 64-48, topics 20-10), on APNEWS",
+        "args": ["train", "rgbn_rnn", "--corpus", f"{DATA}/apnews/apnews.txt", "--format",
+                 "tdlm", "--stopwords", f"{DATA}/stopwords/mallet_en.txt", "--set",
+                 "min_count=10", "--set", "min_doc_freq=5", "--epochs", "2"],
+        "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
+    },
+    "topicrnn-ptb": {
+        "description": "TopicRNN (LSTM cell, 64 units, 20 topics) on the PTB training file "
+                       "(documents of 10 sentences)",
+        "args": ["train", "topicrnn", "--corpus", f"{DATA}/ptb/ptb.train.txt", "--format", "ptb",
+                 "--stopwords", f"{DATA}/stopwords/mallet_en.txt", "--set", "min_count=1",
+                 "--set", "hidden_dim=64", "--set", "num_topics=20", "--epochs", "2"],
+        "check": {"corpus": "ptb/ptb.test.txt", "format": "ptb", "max_documents": 40},
+    },
+    "psgld-lstm-ptb": {
+        "description": "LSTM LM (64 units) trained by pSGLD on the PTB training file; the "
+                       "final sample",
+        "args": ["train", "lstm", "--corpus", f"{DATA}/ptb/ptb.train.txt", "--format", "ptb",
+                 "--optimizer", "psgld", "--set", "min_count=1", "--set", "hidden_dim=64",
+                 "--epochs", "2"],
+        "check": {"corpus": "ptb/ptb.test.txt", "format": "ptb", "max_documents": 40},
+    },
+}
+KEEP = ("model.keras", "lm_vocab.json", "topic_vocab.json", "run.json", "results.json")
+
+
+def strip(directory):
+    """Save model.keras again without optimizer state; delete everything not in KEEP."""
+    import keras
+
+    path = directory / "model.keras"
+    model = keras.saving.load_model(path, compile=False)
+    model.save(path)
+    for item in directory.iterdir():
+        if item.name not in KEEP:
+            shutil.rmtree(item) if item.is_dir() else item.unlink()
+
+
+def check_perplexity(directory, check):
+    """Perplexity of the run on its check slice (what tests/test_pretrained.py recomputes)."""
+    from tfktopic.runs import evaluate_run, load_run
+
+    run = load_run(directory)
+    report = evaluate_run(run, corpus=str(REPO_ROOT.parent / "shared" / "data" / check["corpus"]),
+                          format=check["format"], max_documents=check["max_documents"],
+                          num_generated=0, log=None)
+    return report["perplexity"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--out", default=str(REPO_ROOT / "pretrained"))
+    parser.add_argument("--quick", action="store_true",
+                        help="a dry run: 20 documents, 1 epoch (use with --out elsewhere)")
+    args = parser.parse_args(argv)
+    from tfktopic import cli
+    from tfktopic.version import __version__
+
+    out = pathlib.Path(args.out)
+    index_path = out / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    for name in [n.strip() for n in args.models.split(",") if n.strip()]:
+        spec = MODELS[name]
+        directory = out / name
+        command = spec["args"] + ["--out", f"pretrained/{name}", "--verbose", "2"]
+        print(f"[pretrained] tfktopic {' '.join(command)}", flush=True)
+        extra = ["--max-documents", "20", "--epochs", "1"] if args.quick else []
+        status = cli.main(spec["args"] + extra + ["--out", str(directory), "--verbose", "2"])
+        if status:
+            sys.exit(f"[pretrained] {name}: training failed with status {status}")
+        strip(directory)
+        results = json.loads((directory / "results.json").read_text())
+        check = {**spec["check"], "protocol": "preceding",
+                 "perplexity": check_perplexity(directory, spec["check"])["perplexity"]}
+        index[name] = {
+            "description": spec["description"],
+            "model": spec["args"][1],
+            "command": "tfktopic " + " ".join(command),
+            "test_perplexity": results["test"]["perplexity"],
+            "test_protocol": results["test"].get("protocol", "preceding"),
+            "unigram_perplexity": results.get("unigram_ppl"),
+            "check": check,
+            "size_mb": round(sum(f.stat().st_size for f in directory.iterdir()) / 2**20, 2),
+            "tfktopic_version": __version__,
+            "trained": datetime.date.today().isoformat(),
+        }
+        index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+        print(f"[pretrained] {name}: test perplexity {index[name]['test_perplexity']:.2f}, "
+              f"check slice {check['perplexity']:.2f}, {index[name]['size_mb']} MB", flush=True)
+    return index
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The pretrained models in pretrained/: index, loading, recorded perplexity, offline use."""
+
+import pytest
+
+from conftest import shared_file
+from tfktopic import cli, pretrained
+
+MODELS = sorted(pretrained.available())
+GENERATING = {"tcnlm", "topicrnn", "rgbn_rnn", "gbn_rnn"}
+
+
+def test_index_lists_every_family_small_and_honest():
+    index = pretrained.available()
+    assert {entry["model"] for entry in index.values()} >= {"tcnlm", "rgbn_rnn", "topicrnn",
+                                                             "lstm"}
+    total_mb = 0.0
+    for name, entry in index.items():
+        files = list(pretrained.resolve(name).iterdir())
+        total_mb += sum(f.stat().st_size for f in files) / 2**20
+        assert {f.name for f in files} >= {"model.keras", "lm_vocab.json", "run.json"}
+        assert not any(f.is_dir() for f in files), f"{name}: checkpoints were not removed"
+        assert entry["command"].startswith(f"tfktopic train {entry['model']} ")
+        assert f"--out pretrained/{name}" in entry["command"]
+        # Each model learned something: better than the training unigram on its test split.
+        assert entry["test_perplexity"] < entry["unigram_perplexity"], name
+    assert total_mb < 30, f"pretrained models take {total_mb:.1f} MB (limit 30)"
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_loads_and_reproduces_its_recorded_perplexity(name):
+    from tfktopic.runs import evaluate_run
+
+    entry = pretrained.info(name)
+    check = entry["check"]
+    corpus = shared_file(check["corpus"])
+    run = pretrained.load(name)
+    assert run.name == entry["model"]
+    report = evaluate_run(run, corpus=str(corpus), format=check["format"],
+                          max_documents=check["max_documents"], num_generated=0, log=None)
+    assert report["perplexity"]["perplexity"] == pytest.approx(check["perplexity"], rel=1e-4)
+
+
+@pytest.mark.parametrize("name", [n for n in MODELS
+                                  if pretrained.info(n)["model"] in GENERATING])
+def test_generate_from_a_pretrained_name_offline(name, capsys):
+    assert cli.main(["generate", f"pretrained:{name}", "--topic", "0", "--num", "2",
+                     "--seed", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert lines, "nothing was generated"
+
+
+def test_unknown_pretrained_name_is_one_clear_error(capsys):
+    assert cli.main(["generate", "pretrained:no-such-model"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pretrained:no-such-model: no such pretrained model" in err[0]
+    assert "tcnlm-apnews" in err[0]

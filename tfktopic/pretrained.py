@@ -1,0 +1,102 @@
+"""Small pretrained models shipped with tfktopic (offline; no download).
+
+Each model is a run directory (see `tfktopic.runs`) trained on a real corpus by the
+``tfktopic train`` command recorded in its index entry, with its vocabularies and its
+measured test perplexity (leak-free protocol). `scripts/make_pretrained.py` produced
+them; ``tests/test_pretrained.py`` checks that each loads and reproduces its recorded
+perplexity on a slice of the corpus.
+
+Example:
+>>> from tfktopic import pretrained
+>>> sorted(pretrained.available())                                  # doctest: +SKIP
+['psgld-lstm-ptb', 'rgbn-apnews', 'tcnlm-apnews', 'topicrnn-ptb']
+>>> run = pretrained.load("tcnlm-apnews")                           # doctest: +SKIP
+>>> run.model.topics(top_n=5, vocabulary=run.topic_vocab)[:2]       # doctest: +SKIP
+
+On the command line: ``tfktopic generate pretrained:tcnlm-apnews --topic 3``.
+"""
+
+import importlib.resources
+import json
+import pathlib
+
+from tfktopic.errors import TfktopicError
+
+__all__ = ["available", "directory", "info", "load", "resolve"]
+
+_SOURCE_TREE = pathlib.Path(__file__).resolve().parent.parent / "pretrained"
+
+
+def directory():
+    """The folder holding the pretrained run directories and ``index.json``.
+
+    Returns:
+        `pathlib.Path`: the installed package data (``tfktopic.pretrained_models``,
+        mapped from the repository's ``pretrained/`` by setup.py) or, in a source
+        checkout, the repository's ``pretrained/`` folder.
+    """
+    try:
+        installed = pathlib.Path(str(importlib.resources.files("tfktopic.pretrained_models")))
+        if (installed / "index.json").is_file():
+            return installed
+    except ModuleNotFoundError:
+        pass
+    return _SOURCE_TREE
+
+
+def available():
+    """Index of the pretrained models.
+
+    Returns:
+        dict: name -> its entry (``description``, ``model``, ``command``,
+        ``test_perplexity``, ``check`` slice and perplexity, ``size_mb``, ...).
+    """
+    path = directory() / "index.json"
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def info(name):
+    """The index entry of one pretrained model (see `available`)."""
+    models = available()
+    if name not in models:
+        choices = ", ".join(sorted(models)) or "none are installed"
+        raise TfktopicError(f"pretrained:{name}: no such pretrained model (available: "
+                            f"{choices})")
+    return models[name]
+
+
+def resolve(name):
+    """The run directory of a pretrained model.
+
+    Args:
+        name: a name listed by `available`.
+
+    Returns:
+        `pathlib.Path` of the run directory.
+
+    Raises:
+        TfktopicError: unknown name, or its files are missing.
+    """
+    info(name)
+    path = directory() / name
+    if not (path / "model.keras").is_file():
+        raise TfktopicError(f"pretrained:{name}: {path / 'model.keras'} is missing (the "
+                            "installation is incomplete)")
+    return path
+
+
+def load(name):
+    """Load a pretrained model with its vocabularies.
+
+    Args:
+        name: a name listed by `available`.
+
+    Returns:
+        `tfktopic.runs.Run` (``model``, ``lm_vocab``, ``topic_vocab``, ``config``,
+        ``path``).
+    """
+    from tfktopic.runs import load_run
+
+    return load_run(resolve(name))
