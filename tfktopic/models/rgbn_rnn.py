@@ -780,7 +780,9 @@ class RGBNRNN(keras.Model):
             vocab_size, topic_vocab_size, num_documents: as in the constructor.
             **overrides: constructor arguments replacing the preset's. With a
                 smaller ``num_layers`` the preset's per-layer lists are cut to
-                their first L entries (the paper's 1- and 2-layer sizes).
+                their first L entries (the paper's 1- and 2-layer sizes); with a
+                larger one, a list of equal values (unit KL weights) is extended
+                and any other list must be overridden.
 
         Returns:
             An `RGBNRNN` (compile it with `make_optimizer(preset)`).
@@ -795,7 +797,11 @@ class RGBNRNN(keras.Model):
             # Fewer layers than the preset: its first L sizes / weights (the
             # paper's 600 / 600-512 and 100 / 100-80 for the "paper" preset).
             if key in settings and key not in overrides and settings[key] is not None:
-                if len(settings[key]) < num_layers:
+                values = tuple(settings[key])
+                if len(values) < num_layers and len(set(values)) == 1:
+                    # A uniform setting (e.g. the paper's unit KL weights) extends as is.
+                    settings[key] = values * num_layers
+                elif len(values) < num_layers:
                     raise ValueError(f"num_layers={num_layers} exceeds the {len(settings[key])} "
                                      f"layers of the preset's {key}: pass {key}")
                 settings[key] = tuple(settings[key])[:num_layers]
