@@ -18,7 +18,7 @@ B = J = 8). Targets: ``tokens_per_s`` ratio >= 0.7. Peak RSS (MiB) per model
 (high-water mark reset before each measurement when the kernel allows it).
 The vocabularies are built on the training part of all 2,000 APNEWS documents
 in both modes (quick, min count 3: V = 11.4k, V_c = 10.5k); ``--quick`` uses
-width and embedding 128 and 3 rounds of 5 timed steps, the full mode width
+width and embedding 128 and 2 rounds of 5 timed steps, the full mode width
 600 per layer (LSTM baseline 600 per layer too) and 3 rounds of 20 steps.
 Speed models use the paper's topic sizes 100 / 100-80-50 in both modes.
 
@@ -45,10 +45,10 @@ training part. Training contexts: ``all_other`` (the papers'); test contexts:
 Budgets: ``--mode medium`` = all 2,000 documents, the vocabularies of the medium
 topic-model benchmark (min count 10, topic words in >= 5 documents), embedding 128,
 LSTM 256 (1 layer) and 256-128-64 (3 layers; LSTM baselines 256 per layer), topics
-100 / 100-80-50, dropout 0.3, Adam 2e-3, 3 epochs, 300 generated sentences.
-``--quick`` = 200 documents (a seeded random subset), widths 64,
-topics 20-12-8, 3 epochs, 100 generated sentences; about 8-9 minutes on 2
-shared cores for both models (8 trainings: lstm, doc_lstm, gbn_rnn, rgbn_rnn
+100 / 100-80-50, dropout 0.3, Adam 2e-3, 2 epochs, 300 generated sentences.
+``--quick`` = 120 documents (a seeded random subset), widths 64,
+topics 20-12-8, 2 epochs, 100 generated sentences; a few minutes on 2
+cores for both models (8 trainings: lstm, doc_lstm, gbn_rnn, rgbn_rnn
 at 1 and 3 layers; the baselines are trained once and shared by both entries
 through a module-level cache). Full = all 2,000 documents, the ``paper`` preset (LSTM
 600-512-256, topics 100-80-50, embedding 300, dropout 0.4, Adam 1e-3, clip 5,
@@ -75,16 +75,16 @@ GENERATION = {"method": "top_k", "top_k": 20, "temperature": 0.75, "seed": 0}
 
 SETTINGS = {
     "quick": {
-        "num_documents": 200, "min_count": 3, "hidden": 64, "embedding_dim": 64,
-        "topic_sizes": (20, 12, 8), "dropout": 0.2, "epochs": 3, "learning_rate": 3e-3,
+        "num_documents": 120, "min_count": 3, "hidden": 64, "embedding_dim": 64,
+        "topic_sizes": (20, 12, 8), "dropout": 0.2, "epochs": 2, "learning_rate": 3e-3,
         "num_generated": 100, "lda_passes": 5,
-        "speed_hidden": 128, "speed_steps": 5, "speed_rounds": 3,
+        "speed_hidden": 128, "speed_steps": 5, "speed_rounds": 2,
     },
     "medium": {  # all 2,000 documents; the vocabularies and 1-layer size of the medium
         # topic-model benchmark (benchmarks/topic_models.py), 3 layers 256-128-64
         "num_documents": None, "min_count": 10, "min_doc_freq": 5, "hidden": None,
         "hidden_sizes": {1: (256,), 2: (256, 128), 3: (256, 128, 64)}, "embedding_dim": 128,
-        "topic_sizes": (100, 80, 50), "dropout": 0.3, "epochs": 3, "learning_rate": 2e-3,
+        "topic_sizes": (100, 80, 50), "dropout": 0.3, "epochs": 2, "learning_rate": 2e-3,
         "num_generated": 300, "lda_passes": 10,
         "speed_hidden": 256, "speed_steps": 10, "speed_rounds": 3,
     },

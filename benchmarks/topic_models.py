@@ -70,9 +70,9 @@ SETTINGS = {
     "quick": {
         "num_documents": 300, "min_count": 3, "min_doc_freq": 3, "max_len": 30,
         "context_len": 300, "embedding_dim": 32, "hidden_dim": 64, "num_topics": 8,
-        "encoder_units": (64, 64), "dropout": 0.0, "batch_size": 64, "epochs": 4,
+        "encoder_units": (64, 64), "dropout": 0.0, "batch_size": 64, "epochs": 3,
         "patience": 1, "learning_rate": 3e-3, "clipnorm": 5.0, "lda_passes": 5,
-        "doc_chunk": 8, "speed_steps": 8, "speed_rounds": 5,
+        "doc_chunk": 8, "speed_steps": 8, "speed_rounds": 3,
     },
     "medium": {  # all 2,000 documents at a size a 2-core CPU trains in about an hour
         "num_documents": None, "min_count": 10, "min_doc_freq": 5, "max_len": 30,
