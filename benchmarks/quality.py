@@ -1,6 +1,6 @@
 """Perplexity, coherence and BLEU of every model on real corpora (DESIGN.md §7).
 
-    python -m benchmarks.quality --quick --out benchmarks/results/quality_quick.json
+    python -m benchmarks.quality --mode medium --models tcnlm --out benchmarks/results/medium/x.json
 """
 
 from benchmarks.common import run
