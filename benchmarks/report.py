@@ -19,7 +19,7 @@ from benchmarks.common import MODES, REPO_ROOT
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 
-#: (title, metrics, lower_is_better note) of the report's tables, in order.
+#: (title, metrics) of the report's tables, in order.
 TABLES = (
     ("Perplexity (lower is better; ratio = model / baseline)", ("perplexity",)),
     ("Topic coherence, NPMI (higher is better)", ("npmi",)),
