@@ -12,6 +12,7 @@ Quality (``python -m benchmarks.quality --models psgld_lstm``):
 
 import json
 import pathlib
+import shutil
 import time
 
 import keras
@@ -130,11 +131,11 @@ def quality_ptb(mode):
     start = time.perf_counter()
     burn_in = epochs - 1
     thin = max(1, steps_per_epoch // 8)
+    directory = RESULTS / ("ptb_samples_quick" if quick else "ptb_samples")
+    # The samples of an earlier run of this benchmark belong to another sampler: start afresh.
+    shutil.rmtree(directory, ignore_errors=True)
     collector = SampleCollector({"test": data["test"]}, burn_in_epochs=burn_in, thin=thin,
-                                directory=RESULTS / ("ptb_samples_quick" if quick else
-                                                     "ptb_samples"))
-    if collector.num_samples:
-        raise RuntimeError(f"{collector.directory} already holds samples; remove it first")
+                                directory=directory)
     sampler = _lstm(len(vocab), hidden)
     sampler.compile(optimizer=optimizer("psgld", lr, num_examples=data["num_train_tokens"],
                                         clipnorm=5.0, seed=0))
