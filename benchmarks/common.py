@@ -55,6 +55,28 @@ def peak_memory_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def reset_peak_rss():
+    """Reset the kernel's peak-RSS mark of this process; False if not permitted."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def status_mb(field="VmHWM"):
+    """A /proc/self/status memory field (VmHWM: peak RSS, VmRSS: current) in MiB."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return peak_memory_mb()
+
+
 def time_train_steps(model, dataset, steps, warmup=3):
     """Seconds per training step of a compiled model, after `warmup` steps.
 

@@ -67,7 +67,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import peak_memory_mb, record, shared_file, time_train_steps
+from benchmarks.common import record, reset_peak_rss, shared_file, status_mb, time_train_steps
 
 SPLIT_SEED = 0
 LAYERS = (1, 3)
@@ -199,26 +199,6 @@ def _lstm(layers, mode, data, document_level=False, speed=False):
 
 
 # -------------------------------------------------------------------------- speed
-def _reset_peak_rss():
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_rss_mb():
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return peak_memory_mb()
-
-
 def _speed(name, mode):
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
@@ -242,9 +222,9 @@ def _speed(name, mode):
         reset = True
         for _ in range(rounds):
             for key, model, dataset, _tokens in runs:
-                reset = _reset_peak_rss() and reset
+                reset = reset_peak_rss() and reset
                 times[key].append(time_train_steps(model, dataset, steps, warmup=2))
-                peaks[key] = max(peaks[key], _peak_rss_mb())
+                peaks[key] = max(peaks[key], status_mb("VmHWM"))
         best = {key: min(values) for key, values in times.items()}
         rate = {key: tokens / best[key] for key, _m, _d, tokens in runs}
         model = runs[1][1]

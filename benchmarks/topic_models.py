@@ -53,7 +53,8 @@ import time
 
 import numpy as np
 
-from benchmarks.common import MissingData, record, shared_file, time_train_steps
+from benchmarks.common import (MissingData, record, reset_peak_rss, shared_file, status_mb,
+                               time_train_steps)
 
 PROTOCOLS = {
     "preceding": "sentence-level, zero state per sentence; leak-free context: the preceding "
@@ -263,30 +264,6 @@ def _num_params(model):
 # -------------------------------------------------------------------------- speed
 
 
-def _reset_peak_rss():
-    """Reset the kernel's peak-RSS mark of this process; False if not permitted."""
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _status_mb(field):
-    """A /proc/self/status memory field (VmHWM: peak RSS, VmRSS: current) in MiB."""
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    from benchmarks.common import peak_memory_mb
-
-    return peak_memory_mb()
-
-
 def _speed_dataset(name, mode):
     """Unshuffled, fixed-shape batches; the timed steps use the first `speed_steps`."""
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
@@ -318,10 +295,10 @@ def _measure_speed(name, mode):
     reset = True
     for _ in range(rounds):
         for key, net, dataset in runs:
-            reset = _reset_peak_rss() and reset
-            before = _status_mb("VmRSS")
+            reset = reset_peak_rss() and reset
+            before = status_mb("VmRSS")
             timings[key].append(time_train_steps(net, dataset, steps, warmup=2))
-            peaks[key] = max(peaks[key], _status_mb("VmHWM"))
+            peaks[key] = max(peaks[key], status_mb("VmHWM"))
             growth[key] = max(growth[key], peaks[key] - before)
     base_time, model_time = min(timings["lstm"]), min(timings[name])
     base_rate, model_rate = base_tokens / base_time, model_tokens / model_time
