@@ -77,10 +77,19 @@ def _number(value):
     return f"{value:,.2f}" if abs(value) >= 10 else f"{value:.4g}"
 
 
+def _with_layers(name, layers):
+    return f"{name} ({layers} layer{'s' if layers != 1 else ''})" if layers else name
+
+
 def _model_name(item):
-    layers = item.get("config", {}).get("num_layers")
-    return f"{item['model']} ({layers} layer{'s' if layers != 1 else ''})" if layers else \
-        item["model"]
+    return _with_layers(item["model"], item.get("config", {}).get("num_layers"))
+
+
+def _baseline_name(item):
+    """The baseline's name, with its depth when the record gives it."""
+    if not item.get("baseline_model"):
+        return ""
+    return _with_layers(item["baseline_model"], item.get("config", {}).get("baseline_layers"))
 
 
 def render_mode(mode, records):
@@ -103,7 +112,7 @@ def render_mode(mode, records):
                 protocols.append(protocol)
             lines.append(
                 f"| {item.get('dataset', '')} | {_model_name(item)} | {item['metric']} | "
-                f"{_number(item['value'])} | {item.get('baseline_model') or ''} | "
+                f"{_number(item['value'])} | {_baseline_name(item)} | "
                 f"{_number(item.get('baseline_value'))} | {_number(item.get('ratio'))} | "
                 f"[{protocols.index(protocol) + 1}] | {item['_file']} |")
         lines.append("")
