@@ -199,7 +199,11 @@ def test_objective_from_softmax_inputs_equals_objective_from_full_logits():
         fast_outputs = model.forward(batch, features=True)
         fast = model._objective(batch, fast_outputs)
     assert "logits" not in fast_outputs
-    assert tuple(fast_outputs["features"].shape) == (3, J, 7, 16 + 12 + 10)
+    # The empty window skips the LSTM stack: features of the 3 J - 1 others.
+    used = np.flatnonzero(batch["mask"].reshape(3 * J, 7).sum(-1) > 0)
+    assert len(used) == 3 * J - 1
+    np.testing.assert_array_equal(np.asarray(fast_outputs["windows"])[:, 0], used)
+    assert tuple(fast_outputs["features"].shape) == (3 * J - 1, 7, 16 + 12 + 10)
     for key in ("loss", "nll_sum", "num_tokens", "kl", "tm_nll"):
         np.testing.assert_allclose(float(fast[key]), float(full[key]), rtol=1e-5, err_msg=key)
     dense = lambda g: np.asarray(tf.convert_to_tensor(g))
@@ -208,6 +212,26 @@ def test_objective_from_softmax_inputs_equals_objective_from_full_logits():
                                       tape.gradient(fast["loss"], model.trainable_weights)):
         np.testing.assert_allclose(dense(g_fast), dense(g_full), rtol=1e-4, atol=1e-6,
                                    err_msg=weight.path)
+
+
+def test_features_without_mask_cover_every_window_and_empty_batches_train():
+    rng = np.random.default_rng(8)
+    model = _tiny(30, 20, num_layers=2)
+    model.compile(optimizer="adam")
+    batch = _random_batch(rng, 2, 30, 20)
+    no_mask = {k: v for k, v in batch.items() if k != "mask"}
+    outputs = model.forward(no_mask, features=True)
+    np.testing.assert_array_equal(np.asarray(outputs["windows"])[:, 0], np.arange(2 * J))
+    assert tuple(outputs["features"].shape) == (2 * J, 7, 16 + 12)
+    # A replica's share of a batch may hold no target at all (e.g. the last,
+    # uneven batch under a strategy): no window reaches the LSTMs, the LM term
+    # is an empty sum and the step still updates the topic side.
+    batch["mask"][:] = 0.0
+    terms = model._objective(batch, model.forward(batch, training=True, features=True))
+    assert float(terms["num_tokens"]) == 0.0 and float(terms["nll_sum"]) == 0.0
+    logs = model.train_step({k: tf.constant(v) for k, v in batch.items()})
+    assert all(np.isfinite(float(logs[k])) for k in ("loss", "kl", "tm_nll"))
+    assert int(model.topic_model.iterations) == 1
 
 
 def test_gbn_rnn_train_step_without_transitions_and_word2vec_init():

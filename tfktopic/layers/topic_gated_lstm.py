@@ -18,7 +18,7 @@ the "code" orientation, so the gate initially passes mostly the LSTM output; the
 its own previous state (h^l_{t-1}, c^l_{t-1}) -- the raw LSTM output, never the
 gated a^l_{t-1} -- and the (dropped) gate output of the layer below. The gate
 is a pointwise-in-time function of (theta^l_j, H^l_t). So a stack can be run
-layer by layer: one fused `keras.layers.LSTM` over all steps, the gate applied
+layer by layer: one LSTM over all steps (`run_lstm`), the gate applied
 to all steps at once, the result fed to the next layer (`TopicGatedLSTMStack`).
 `TopicGatedLSTMCell` is the same computation one step at a time (generation,
 and the reference the fast stack is tested against).
@@ -26,6 +26,8 @@ and the reference the fast stack is tested against).
 
 import keras
 from keras import ops
+
+from tfktopic.layers.hoisted_lstm import run_lstm
 
 __all__ = ["GATE_ORIENTATIONS", "TopicGate", "TopicGatedLSTMCell", "TopicGatedLSTMStack"]
 
@@ -214,7 +216,8 @@ class TopicGatedLSTMCell(keras.layers.Layer):
 class TopicGatedLSTMStack(keras.layers.Layer):
     """The fast topic-gated LSTM stack of rGBN-RNN (eq. 4; reference rgbn_rnn.md §3.4).
 
-    Per layer l: one fused `keras.layers.LSTM` over all T steps (cuDNN on GPU),
+    Per layer l: one LSTM over all T steps (`run_lstm`: cuDNN on GPU, the
+    hoisted, XLA-compiled loops of `HoistedLSTM` on CPU),
     the `TopicGate` applied to all steps at once with theta^l broadcast over
     time, dropout, and the result is the next layer's input. Equal, step for
     step, to running `cells()` (tested). Sentences are independent given theta,
@@ -266,6 +269,7 @@ class TopicGatedLSTMStack(keras.layers.Layer):
         self.kernel_scale = float(kernel_scale)
         self.seed = seed
         offset = lambda i: None if seed is None else seed + 10 * i
+        # Plain Keras LSTMs (saved files keep their layout), run by `run_lstm`.
         self.lstms = [keras.layers.LSTM(u, return_sequences=True, unit_forget_bias=True,
                                         seed=offset(l), name=f"lstm_{l}")
                       for l, u in enumerate(self.units)]
@@ -289,7 +293,7 @@ class TopicGatedLSTMStack(keras.layers.Layer):
             raise ValueError(f"expected {len(self.units)} theta tensors, got {len(thetas)}")
         x, outputs = inputs, []
         for lstm, gate, dropout, theta in zip(self.lstms, self.gates, self.dropouts, thetas):
-            hidden = lstm(x, training=training)          # fused over all T steps
+            hidden = run_lstm(lstm, x, training=training)  # all T steps at once
             gated = gate(hidden, theta)                  # all steps at once
             x = dropout(gated, training=training)
             outputs.append(x)
