@@ -28,7 +28,6 @@ Everything goes to ``--out`` (default ``results/rgbn_apnews/<model>_<L>l_<preset
 
 import argparse
 import json
-import math
 import pathlib
 import sys
 import time
@@ -74,18 +73,6 @@ def protocol_label(protocol):
             "lets future text in)")
 
 
-def unigram_perplexity(lm_vocab, sequences):
-    """exp(mean -log p_unigram) of the targets, add-1/2 counts of the training text."""
-    import numpy as np
-
-    counts = np.array([lm_vocab.counts.get(t, 0) for t in lm_vocab.tokens], np.float64) + 0.5
-    counts[:2] = 0.0  # <pad>, <bos> are never targets
-    with np.errstate(divide="ignore"):
-        log_p = np.log(counts / counts.sum())
-    mask = np.arange(sequences.tokens.shape[-1]) < sequences.lengths[..., None]
-    return math.exp(-log_p[sequences.targets[mask]].mean())
-
-
 def document_context(sequences, chunk, topic_vocab_size):
     """[J, V_c] context counts of one chunk (as the pipeline builds them)."""
     import numpy as np
@@ -105,11 +92,10 @@ def main(argv=None):
         return 2
 
     import keras
-    import numpy as np
 
     from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
     from tfktopic.data.pipeline import document_dataset
-    from tfktopic.evaluation import evaluate_perplexity
+    from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
     from tfktopic.models.rgbn_rnn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
                                           make_optimizer, topic_hierarchy)
 

@@ -31,7 +31,6 @@ sentences per topic (greedy and top-k samples, t = one-hot).
 
 import argparse
 import json
-import math
 import pathlib
 import sys
 import time
@@ -74,17 +73,6 @@ def parse_args(argv=None):
     parser.add_argument("--save", default=None, help="save the trained model (.keras) here")
     parser.add_argument("--out", default=None, help="write the results as JSON to this file")
     return parser.parse_args(argv)
-
-
-def unigram_perplexity(lm_vocab, examples):
-    """Perplexity of the training unigram distribution (add-0.5) on `examples`."""
-    import numpy as np
-
-    counts = np.array([lm_vocab.counts.get(t, 0) for t in lm_vocab.tokens], np.float64) + 0.5
-    counts[:2] = 0  # <pad>, <bos> are never targets
-    with np.errstate(divide="ignore"):
-        log_p = np.log(counts / counts.sum())
-    return math.exp(-log_p[examples.targets[examples.mask > 0]].mean())
 
 
 def load_data(args):
@@ -130,7 +118,7 @@ def main(argv=None):
 
     from tfktopic.data import TopicVocabulary, Vocabulary, sentence_examples
     from tfktopic.data.pipeline import sentence_dataset
-    from tfktopic.evaluation import evaluate_perplexity, npmi_coherence
+    from tfktopic.evaluation import evaluate_perplexity, npmi_coherence, unigram_perplexity
     from tfktopic.models.lstm_lm import LSTMLanguageModel
     from tfktopic.models.tcnlm import PRESETS, TCNLM
 

@@ -23,7 +23,6 @@ labelled as such.
 
 import argparse
 import json
-import math
 import pathlib
 import sys
 import time
@@ -66,17 +65,6 @@ def require(path, what):
         sys.exit(f"error: {what} not found at {path}; pass --data-dir (the shared data folder "
                  f"with ptb/ and stopwords/)")
     return path
-
-
-def unigram_perplexity(lm_vocab, examples):
-    """Perplexity of the training unigram distribution (add-0.5) on `examples`."""
-    import numpy as np
-
-    counts = np.array([lm_vocab.counts.get(t, 0) for t in lm_vocab.tokens], np.float64) + 0.5
-    counts[:2] = 0  # <pad>, <bos> are never targets
-    with np.errstate(divide="ignore"):
-        log_p = np.log(counts / counts.sum())
-    return math.exp(-log_p[examples.targets[examples.mask > 0]].mean())
 
 
 def train_baseline(args, lm_vocab, dataset, epochs, learning_rate, patience):
@@ -124,7 +112,7 @@ def main(argv=None):
     from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read_ptb,
                                sentence_examples)
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
-    from tfktopic.evaluation import evaluate_perplexity
+    from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
     from tfktopic.models.topicrnn import PRESETS, TopicRNN
 
     preset = dict(PRESETS[f"ptb_{args.neurons}"])

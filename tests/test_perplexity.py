@@ -96,3 +96,22 @@ def test_evaluate_perplexity_calls_keras_models_in_inference_mode():
              "mask": np.array([[1, 1, 0], [1, 0, 0]], np.float32)}
     result = evaluate_perplexity(Probe(), [batch])
     assert result.num_tokens == 3 and result.perplexity == pytest.approx(5.0, rel=1e-5)
+
+
+def test_unigram_perplexity_is_the_add_half_closed_form():
+    import types
+
+    from tfktopic.evaluation import unigram_perplexity
+
+    vocab = Vocabulary(["<pad>", "<bos>", "<eos>", "<unk>", "a", "b"],
+                       {"<eos>": 2, "<unk>": 1, "a": 3, "b": 0})
+    # Two windows; targets beyond `lengths` (the padding) are ignored.
+    examples = types.SimpleNamespace(
+        tokens=np.zeros((2, 3), np.int32), lengths=np.array([3, 1]),
+        targets=np.array([[4, 5, 2], [3, 0, 0]]))
+    p = np.array([0, 0, 2.5, 1.5, 3.5, 0.5]) / 8.0          # <pad>, <bos> get no mass
+    expected = math.exp(-np.mean(np.log(p[[4, 5, 2, 3]])))
+    assert unigram_perplexity(vocab, examples) == pytest.approx(expected, rel=1e-12)
+    empty = types.SimpleNamespace(tokens=examples.tokens, lengths=np.array([0, 0]),
+                                  targets=examples.targets)
+    assert math.isnan(unigram_perplexity(vocab, empty))

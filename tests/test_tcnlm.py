@@ -1,6 +1,5 @@
 """TCNLM: factorised topic-compositional LSTM, neural topic model, training, generation, saving."""
 
-import math
 
 import keras
 import numpy as np
@@ -9,7 +8,7 @@ import tensorflow as tf
 
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
 from tfktopic.data.pipeline import sentence_dataset
-from tfktopic.evaluation import evaluate_perplexity
+from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
 from tfktopic.layers.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopicLSTMCell,
                                              TopicExpertsLSTM)
 from tfktopic.layers.topic_decoder import (NeuralTopicModel, TopicDecoder, bow_log_likelihood,
@@ -207,14 +206,6 @@ def _batch(rng, batch, length, lm_size, topic_size):
             "context_bow": rng.poisson(0.5, size=(batch, topic_size)).astype(np.float32)}
 
 
-def _unigram_perplexity(lm, examples):
-    counts = np.array([lm.counts.get(t, 0) for t in lm.tokens], np.float64) + 0.5
-    counts[:2] = 0
-    with np.errstate(divide="ignore"):
-        log_p = np.log(counts / counts.sum())
-    return math.exp(-log_p[examples.targets[examples.mask > 0]].mean())
-
-
 @pytest.fixture(scope="module")
 def trained(lee):
     lm, topic, train_ex, valid_ex = lee
@@ -258,7 +249,7 @@ def test_learns_on_real_text_and_beats_a_unigram_model_leak_free(lee, trained):
     assert history["kl"][-1] > 0
     valid_ds = sentence_dataset(valid_ex, batch_size=128, shuffle=False)
     result = evaluate_perplexity(model, valid_ds, protocol="preceding")
-    unigram = _unigram_perplexity(lm, valid_ex)
+    unigram = unigram_perplexity(lm, valid_ex)
     assert result.num_tokens == valid_ex.num_targets
     assert result.perplexity < 0.8 * unigram, (result.perplexity, unigram)
     evaluated = model.evaluate(valid_ds, return_dict=True, verbose=0)

@@ -1,7 +1,6 @@
 """TopicRNN: the stop-word gate, the ELBO (KL once per document), leak-free
 marginal perplexity, learning on real text, features, generation, saving."""
 
-import math
 
 import keras
 import numpy as np
@@ -12,7 +11,7 @@ from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read
                            sentence_examples)
 from tfktopic.data.contexts import document_examples
 from tfktopic.data.pipeline import document_dataset, sentence_dataset
-from tfktopic.evaluation import evaluate_perplexity
+from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
 from tfktopic.layers.stopword_gate import StopwordGate
 from tfktopic.models.topicrnn import PRESETS, TopicRNN, build_sentiment_classifier
 
@@ -204,14 +203,6 @@ def test_gradients_reach_encoder_topics_gate_and_rnn(apnews):
 
 
 # --------------------------------------------------------- learning, protocol
-def _unigram_perplexity(lm, examples):
-    counts = np.array([lm.counts.get(t, 0) for t in lm.tokens], np.float64) + 0.5
-    counts[:2] = 0
-    with np.errstate(divide="ignore"):
-        unigram = np.log(counts / counts.sum())
-    return math.exp(-unigram[examples.targets[examples.mask > 0]].mean())
-
-
 def test_learns_and_beats_the_unigram_under_the_preceding_protocol(apnews):
     train, valid, lm, topic = apnews
     train_ds = sentence_dataset(sentence_examples(train, lm, topic, protocol="all_other"),
@@ -228,7 +219,7 @@ def test_learns_and_beats_the_unigram_under_the_preceding_protocol(apnews):
         assert history["nll"][i] == pytest.approx(history["token_nll"][i] + history["stop_nll"][i],
                                                   rel=1e-4)
     result = evaluate_perplexity(model, valid_ds, protocol="preceding")
-    unigram = _unigram_perplexity(lm, valid_ex)
+    unigram = unigram_perplexity(lm, valid_ex)
     assert result.num_tokens == valid_ex.num_targets
     assert result.perplexity < 0.85 * unigram, (result.perplexity, unigram)
     evaluated = model.evaluate(valid_ds, return_dict=True, verbose=0)

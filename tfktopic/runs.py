@@ -44,6 +44,7 @@ import pathlib
 import numpy as np
 
 from tfktopic.errors import TfktopicError
+from tfktopic.evaluation.perplexity import unigram_perplexity
 
 __all__ = [
     "MODELS",
@@ -379,27 +380,6 @@ def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0):
                                 seed=seed)
     return sentence_dataset(examples, batch_size=int(batch_size), shuffle=shuffle, seed=seed,
                             document_targets=model_name == "topicrnn")
-
-
-def unigram_perplexity(lm_vocab, examples):
-    """Perplexity of the add-1/2 unigram model of the training text on `examples`.
-
-    The unigram counts are the LM vocabulary's training counts (``<eos>`` once
-    per sentence, ``<unk>`` for every rare type), which are exactly the
-    training targets' counts.
-
-    Args:
-        lm_vocab: the run's `Vocabulary` (with counts).
-        examples: `SentenceExamples` or `DocumentSequences` to score.
-
-    Returns:
-        float.
-    """
-    counts = np.array([lm_vocab.counts.get(t, 0) for t in lm_vocab.tokens], np.float64) + 0.5
-    log_p = np.log(counts / counts.sum())
-    mask = np.arange(examples.tokens.shape[-1]) < examples.lengths[..., None]
-    targets = examples.targets[mask]
-    return float(np.exp(-log_p[targets].mean())) if targets.size else float("nan")
 
 
 def _protocol_label(model_name, protocol):

@@ -18,4 +18,5 @@ from tfktopic.evaluation.perplexity import (
     PerplexityResult,
     evaluate_perplexity,
     masked_token_nll,
+    unigram_perplexity,
 )

@@ -12,11 +12,12 @@ import math
 import weakref
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
 __all__ = ["log_probabilities", "masked_token_log_probs", "masked_token_nll", "Perplexity",
-           "PerplexityResult", "evaluate_perplexity"]
+           "PerplexityResult", "evaluate_perplexity", "unigram_perplexity"]
 
 
 def log_probabilities(predictions, from_logits=True):
@@ -210,3 +211,31 @@ def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
         total += float(nll_sum)
         count += float(num)
     return PerplexityResult(total, int(round(count)), protocol)
+
+
+def unigram_perplexity(lm_vocab, examples):
+    """Perplexity of the training text's unigram model (add-1/2) on `examples`.
+
+    The simple baseline every language model must beat. The unigram counts are
+    the LM vocabulary's training counts (``<eos>`` once per sentence, ``<unk>``
+    for every rare type), which are exactly the training targets' counts;
+    ``<pad>`` and ``<bos>`` are never targets and get no mass.
+
+    Args:
+        lm_vocab: a `tfktopic.data.Vocabulary` (with counts).
+        examples: `SentenceExamples` or `DocumentSequences` to score (their
+            ``targets`` within ``lengths``).
+
+    Returns:
+        float (nan when `examples` hold no target).
+
+    Example:
+    >>> unigram_perplexity(lm_vocab, test_examples)          # doctest: +SKIP
+    """
+    counts = np.array([lm_vocab.counts.get(t, 0) for t in lm_vocab.tokens], np.float64) + 0.5
+    counts[[lm_vocab.pad_id, lm_vocab.bos_id]] = 0.0
+    with np.errstate(divide="ignore"):
+        log_p = np.log(counts / counts.sum())
+    mask = np.arange(examples.tokens.shape[-1]) < np.asarray(examples.lengths)[..., None]
+    targets = np.asarray(examples.targets)[mask]
+    return float(np.exp(-log_p[targets].mean())) if targets.size else float("nan")
