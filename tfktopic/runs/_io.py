@@ -1,0 +1,39 @@
+"""JSON files and log lines of a run directory (helpers)."""
+
+import json
+import os
+import pathlib
+
+from tfktopic.errors import TfktopicError
+
+# ----------------------------------------------------------------------------- helpers
+def _jsonable(value):
+    """Tuples -> lists, numpy scalars -> Python, recursively (JSON round trip)."""
+    return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item")
+                                 else list(v) if isinstance(v, (tuple, set)) else str(v)))
+
+
+def _write_json(path, payload):
+    path = pathlib.Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_json(path, what):
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise TfktopicError(f"{path}: no such file ({what})")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise TfktopicError(f"{path}: not valid JSON ({what}): {error}") from None
+    if not isinstance(payload, dict):
+        raise TfktopicError(f"{path}: expected a JSON object ({what}), found "
+                            f"{type(payload).__name__}")
+    return payload
+
+
+def _say(log, message=""):
+    if log is not None:
+        log(message)

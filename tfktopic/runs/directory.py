@@ -1,0 +1,146 @@
+"""The run directory: `Run`, resolving ``pretrained:NAME`` and loading a run."""
+
+import dataclasses
+import importlib
+import os
+import pathlib
+
+from tfktopic.errors import TfktopicError
+from tfktopic.runs._io import _read_json
+from tfktopic.runs.settings import MODELS
+
+# ----------------------------------------------------------------------------- run dirs
+@dataclasses.dataclass
+class Run:
+    """A trained run loaded from its directory (`load_run`).
+
+    Attributes:
+        model: the Keras model (best checkpoint, not compiled).
+        lm_vocab: its `Vocabulary`.
+        topic_vocab: its `TopicVocabulary`.
+        config: the parsed ``run.json``.
+        path: the run directory.
+    """
+
+    model: object
+    lm_vocab: object
+    topic_vocab: object
+    config: dict
+    path: pathlib.Path
+
+    @property
+    def name(self):
+        """The model name (one of `MODELS`)."""
+        return self.config["model"]
+
+
+def resolve_run_dir(arg):
+    """The run directory named by a command-line argument.
+
+    ``pretrained:NAME`` is resolved by ``tfktopic.pretrained.resolve(NAME)``
+    (which returns a run directory, offline); anything else is a path.
+
+    Args:
+        arg: a path or ``"pretrained:NAME"``.
+
+    Returns:
+        A `pathlib.Path` of an existing directory.
+
+    Raises:
+        TfktopicError: no such directory, or pretrained models unavailable.
+
+    Example:
+    >>> resolve_run_dir("runs/lee-tcnlm")            # doctest: +SKIP
+    PosixPath('runs/lee-tcnlm')
+    """
+    text = os.fspath(arg) if not isinstance(arg, str) else arg
+    if text.startswith("pretrained:"):
+        name = text.split(":", 1)[1].strip()
+        if not name:
+            raise TfktopicError(f"{text}: give a pretrained model name, e.g. pretrained:NAME")
+        try:
+            pretrained = importlib.import_module("tfktopic.pretrained")
+        except ModuleNotFoundError as error:
+            if error.name != "tfktopic.pretrained":
+                raise
+            raise TfktopicError(f"{text}: pretrained models are not available in this "
+                                "installation (no tfktopic.pretrained module)") from None
+        path = pathlib.Path(pretrained.resolve(name))
+    else:
+        path = pathlib.Path(text)
+    if not path.exists():
+        raise TfktopicError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise TfktopicError(f"{path}: not a directory (expected a run directory written by "
+                            "`tfktopic train`)")
+    return path
+
+
+def read_run_config(directory):
+    """Parse and check ``DIR/run.json``; `TfktopicError` naming the file."""
+    path = pathlib.Path(directory) / "run.json"
+    config = _read_json(path, "tfktopic run settings")
+    missing = [k for k in ("model", "data", "seed", "corpus") if k not in config]
+    if missing:
+        raise TfktopicError(f"{path}: not a tfktopic run file (missing {', '.join(missing)})")
+    if config["model"] not in MODELS:
+        raise TfktopicError(f"{path}: unknown model {config['model']!r}")
+    return config
+
+
+def _load_model(path):
+    import keras
+
+    import tfktopic  # noqa: F401  (registers every model class for deserialisation)
+
+    import zipfile
+
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise TfktopicError(f"{path}: no such file (the run has no checkpoint yet: train it "
+                            "for at least one epoch)")
+    if not zipfile.is_zipfile(path):
+        raise TfktopicError(f"{path}: not a Keras model file (a truncated or corrupt .keras "
+                            "zip archive); retrain, or restore the file")
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # a truncated zip, a bad config, ...: name the file
+        raise TfktopicError(f"{path}: not a readable Keras model file (corrupt or "
+                            f"incomplete checkpoint? {type(error).__name__}: "
+                            f"{str(error).splitlines()[0] if str(error) else ''})") from None
+
+
+def load_run(directory):
+    """Load a run directory: model, vocabularies and settings.
+
+    Args:
+        directory: a run directory (or ``pretrained:NAME``, see `resolve_run_dir`).
+
+    Returns:
+        A `Run`.
+
+    Raises:
+        TfktopicError: missing directory, missing or corrupt ``run.json`` /
+            ``model.keras`` / vocabulary, or a vocabulary that does not match
+            the model -- naming the file.
+
+    Example:
+    >>> run = load_run("runs/lee-tcnlm")                  # doctest: +SKIP
+    >>> run.model.topics(10, run.topic_vocab)[0]           # doctest: +SKIP
+    """
+    from tfktopic.data import TopicVocabulary, Vocabulary
+
+    path = resolve_run_dir(directory)
+    config = read_run_config(path)
+    lm_vocab = Vocabulary.load(path / "lm_vocab.json")
+    topic_vocab = TopicVocabulary.load(path / "topic_vocab.json", lm_vocab)
+    model = _load_model(path / "model.keras")
+    vocab_size = getattr(model, "vocab_size", None)
+    if vocab_size is not None and vocab_size != len(lm_vocab):
+        raise TfktopicError(f"{path / 'lm_vocab.json'}: {len(lm_vocab)} words, but the model in "
+                            f"model.keras has a vocabulary of {vocab_size}")
+    topic_size = getattr(model, "topic_vocab_size", None)
+    if topic_size is not None and topic_size != len(topic_vocab):
+        raise TfktopicError(f"{path / 'topic_vocab.json'}: {len(topic_vocab)} words, but the "
+                            f"model in model.keras has a topic vocabulary of {topic_size}")
+    return Run(model, lm_vocab, topic_vocab, config, path)

@@ -1,0 +1,309 @@
+"""Using a run: topics, evaluation, generation and SavedModel export."""
+
+import importlib
+import pathlib
+
+import numpy as np
+
+from tfktopic.errors import TfktopicError
+from tfktopic.evaluation.perplexity import unigram_perplexity
+from tfktopic.runs._io import _jsonable, _say, _write_json
+from tfktopic.runs.data import (read_corpus, resolve_format, score_perplexity, split_corpus,
+                                _normalize_protocol, _perplexity_message)
+from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
+
+# ---------------------------------------------------------------------- topics / evaluate
+def _require(run, models, what):
+    if run.name not in models:
+        raise ValueError(f"{what} applies to {', '.join(models)}; {run.path} holds a "
+                         f"{run.name} model")
+
+
+def run_topics(run, top_n=10):
+    """Top words of a run's topics.
+
+    Returns:
+        For `HIERARCHICAL_MODELS` a list over layers (bottom first) of lists of
+        word lists; else a list of word lists.
+    """
+    _require(run, TOPIC_MODELS, "topics")
+    top_n = min(int(top_n), len(run.topic_vocab))
+    if top_n < 1:
+        raise ValueError(f"--top-n must be >= 1, got {top_n}")
+    if run.name in HIERARCHICAL_MODELS:
+        return [run.model.topics(top_n, run.topic_vocab, layer=l)
+                for l in range(run.model.num_layers)]
+    return run.model.topics(top_n, run.topic_vocab)
+
+
+def _print_topics(run, top_n, log):
+    topics = run_topics(run, top_n)
+    layers = topics if run.name in HIERARCHICAL_MODELS else [topics]
+    for l, layer in enumerate(layers):
+        title = (f"layer {l + 1} topics" if run.name in HIERARCHICAL_MODELS else "topics")
+        _say(log, f"\n{title} (top {top_n} words):")
+        for k, words in enumerate(layer):
+            _say(log, f"  topic {k:>2}: {' '.join(words)}")
+    return layers[0]
+
+
+def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None, log=print):
+    """Print the topics; write the JSON and (rGBN / GBN) the hierarchy's DOT / SVG.
+
+    Returns:
+        The JSON-ready dict (for rGBN / GBN the `topic_hierarchy` dict).
+    """
+    import shutil
+
+    if (dot_path or svg_path) and run.name not in HIERARCHICAL_MODELS:
+        raise ValueError(f"--dot/--svg draw the topic hierarchy of rgbn_rnn or gbn_rnn; "
+                         f"{run.path} holds a {run.name} model")
+    if svg_path and shutil.which("dot") is None:
+        raise ValueError("--svg needs Graphviz's `dot` program, which is not on PATH; install "
+                         "Graphviz or write --dot OUT.dot and render it elsewhere")
+    _require(run, TOPIC_MODELS, "topics")
+    _print_topics(run, top_n, log)
+    if run.name in HIERARCHICAL_MODELS:
+        from tfktopic.models.rgbn_rnn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
+
+        payload = topic_hierarchy(run.model, run.topic_vocab, top_n=min(int(top_n),
+                                                                       len(run.topic_vocab)))
+        if dot_path or svg_path:
+            dot = hierarchy_to_dot(payload)
+            if dot_path:
+                pathlib.Path(dot_path).write_text(dot, encoding="utf-8")
+                _say(log, f"wrote {dot_path}")
+            if svg_path:
+                hierarchy_to_svg(dot, svg_path)
+                _say(log, f"wrote {svg_path}")
+    else:
+        payload = {"model": run.name, "top_n": int(top_n), "topics": run_topics(run, top_n)}
+    if json_path:
+        _write_json(json_path, _jsonable(payload))
+        _say(log, f"wrote {json_path}")
+    return payload
+
+
+def _evaluation_corpus(run, corpus, format, max_documents):
+    """(corpus part to score, description): the run's test split or a whole corpus."""
+    config = run.config
+    if corpus is None:
+        if max_documents is not None:
+            raise ValueError("--max-documents applies with --corpus (the run's own test split "
+                             "uses the run's documents)")
+        source = read_corpus(config["corpus"], config.get("format"), config["data"],
+                             config.get("max_documents"))
+        test = split_corpus(source, config["seed"])["test"]
+        return test, f"{config['corpus']} (the run's test split, {len(test)} documents)"
+    if format is None:
+        try:
+            format = resolve_format(corpus)
+        except ValueError:
+            if config.get("format") in (None, "lee"):
+                raise
+            format = config["format"]  # e.g. another TDLM file than the run's
+    source = read_corpus(corpus, format, config["data"], max_documents)
+    return source, f"{source.source or corpus} (whole corpus, {len(source)} documents)"
+
+
+def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_documents=None,
+                 num_generated=100, seed=0, log=print):
+    """Perplexity, NPMI coherence and BLEU of a run on a corpus.
+
+    Args:
+        run: a `Run` (`load_run`).
+        corpus: "lee" or a path scored whole; `None` scores the run's own test
+            split (recomputed from ``run.json``: same corpus, seed, documents).
+        format: the corpus format (inferred, else the run's).
+        protocol: "preceding" (leak-free) or "all_other" / "all-other" (the
+            papers' protocol, which lets future text into the context).
+        max_documents: with `corpus`, score only its first N documents.
+        num_generated: generating models: sentences generated for BLEU.
+        seed: generation seed.
+        log: output lines (`None`: silent).
+
+    Returns:
+        dict: ``perplexity`` (`PerplexityResult.as_dict`), ``unigram_ppl``,
+        topic models ``npmi`` (top-10 words, reference = the evaluated
+        corpus), generating models ``bleu`` (test-BLEU-3/4 against the corpus
+        sentences and self-BLEU-3/4).
+    """
+    from tfktopic.evaluation import ReferenceCounts, bleu_report, npmi_coherence
+
+    protocol = _normalize_protocol(protocol)
+    part, description = _evaluation_corpus(run, corpus, format, max_documents)
+    data = run.config["data"]
+    batch = int(run.config.get("training", {}).get("batch_size", 64))
+    result, examples = score_perplexity(run.name, run.model, part, run.lm_vocab, run.topic_vocab,
+                                       data, protocol, batch)
+    unigram = unigram_perplexity(run.lm_vocab, examples)
+    report = {"run": str(run.path), "model": run.name, "corpus": description,
+              "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram}
+    _say(log, f"run {run.path}: {run.name} (preset {run.config.get('preset')})")
+    _say(log, f"corpus: {description}")
+    _say(log, _perplexity_message(run.name, result).replace("test perplexity", "perplexity"))
+    _say(log, f"unigram model on the same tokens: {unigram:.2f}")
+    if run.name in TOPIC_MODELS:
+        topics = run_topics(run, 10)
+        topics = topics[0] if run.name in HIERARCHICAL_MODELS else topics
+        counts = ReferenceCounts(([w for sentence in doc for w in sentence] for doc in part),
+                                 sorted({w for t in topics for w in t}))
+        size = min(len(t) for t in topics)
+        coherence = npmi_coherence(topics, counts=counts, cardinalities=(size,))
+        report["npmi"] = {"mean": coherence.mean, "top_n": size,
+                          "per_topic": coherence.per_topic,
+                          "reference": "the evaluated corpus (window 20)",
+                          "missing_words": coherence.missing_words}
+        _say(log, f"NPMI coherence of the top-{size} topic words (reference: the evaluated "
+                  f"corpus): {coherence.mean:.4f}")
+    if run.name in GENERATING_MODELS and int(num_generated) > 0:
+        lm = run.lm_vocab
+        references = [lm.decode(lm.encode(s)) for s in part.sentences()]
+        hypotheses = [h.split() for h in generate_text(run, num=int(num_generated),
+                                                       seed=seed, **GENERATION)]
+        empty = sum(1 for h in hypotheses if not h)
+        hypotheses = [h for h in hypotheses if h]
+        if len(hypotheses) >= 2 and references:
+            bleu = bleu_report(hypotheses, references, orders=(3, 4))
+            bleu.update({"empty_generated_dropped": empty,
+                         "generation": {**GENERATION, "seed": seed, "conditioning": "prior"}})
+            report["bleu"] = bleu
+            _say(log, f"BLEU of {len(hypotheses)} generated sentences against the corpus "
+                      f"sentences: test-BLEU-3 {bleu['test_bleu_3']:.4f}, test-BLEU-4 "
+                      f"{bleu['test_bleu_4']:.4f}; self-BLEU-3 {bleu['self_bleu_3']:.4f}, "
+                      f"self-BLEU-4 {bleu['self_bleu_4']:.4f}")
+        else:
+            _say(log, f"BLEU skipped: {empty} of {num_generated} generated sentences were empty")
+    return _jsonable(report)
+
+
+# ---------------------------------------------------------------------------- generation
+def document_bow(run, path):
+    """The topic bag of words [V_c] of a text file, tokenised as the run's corpus.
+
+    The file is read as one document (`tfktopic.data.read_text`), encoded with
+    the LM vocabulary, and its topic words (the first ``context_len``) counted.
+
+    Raises:
+        CorpusFormatError / TfktopicError: missing or unreadable file, or no
+            topic word in it.
+    """
+    from tfktopic.data import read_text
+
+    corpus = read_text(path, documents="file")
+    ids = [i for sentence in corpus.sentences() for i in run.lm_vocab.encode(sentence)]
+    topic_ids = run.topic_vocab.topic_ids(ids)[:int(run.config["data"].get("context_len", 300))]
+    if topic_ids.size == 0:
+        raise TfktopicError(f"{path}: none of its words is in the run's topic vocabulary; "
+                            "nothing to condition on")
+    return np.bincount(topic_ids, minlength=len(run.topic_vocab)).astype(np.float32)
+
+
+def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
+                  paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0):
+    """Generate sentences with a run's model (`GENERATING_MODELS`).
+
+    Args:
+        run: a `Run`.
+        num: sentences (default 3), or with `paragraph` paragraphs (default 1).
+        max_len: maximum tokens per sentence.
+        topic: condition on topic K (0-based) of `layer`.
+        layer: rGBN / GBN: 1-based layer of `topic` (1 = word-level topics).
+        document: a text file whose topic bag of words conditions the text.
+        paragraph: rGBN / GBN: paragraphs of this many sentences whose topics
+            evolve through Pi (GBN: independent sentences).
+        method: "greedy", "temperature" (or "sample") or "top_k".
+        temperature, top_k: sampling settings.
+        seed: sampling seed.
+
+    Returns:
+        A list of strings (sentences; with `paragraph`, paragraphs with one
+        sentence per line).
+
+    Raises:
+        ValueError: an option that does not apply to the model (message names it).
+    """
+    name, model = run.name, run.model
+    if name not in GENERATING_MODELS:
+        raise ValueError(f"{run.path} holds a {name} model, which cannot generate text; "
+                         f"generation works with {', '.join(GENERATING_MODELS)}")
+    hierarchical = name in HIERARCHICAL_MODELS
+    if layer is not None and not hierarchical:
+        raise ValueError(f"--layer applies to rgbn_rnn and gbn_rnn (topic layers); {name} has "
+                         "one layer of topics")
+    if paragraph is not None and not hierarchical:
+        raise ValueError(f"--paragraph applies to rgbn_rnn and gbn_rnn (topics evolving from "
+                         f"sentence to sentence); {name} generates single sentences")
+    if layer is not None and topic is None:
+        raise ValueError("--layer selects the layer of --topic; give --topic K as well")
+    if topic is not None and document is not None:
+        raise ValueError("give --topic or --document, not both")
+    if paragraph is not None and document is not None and name != "rgbn_rnn":
+        raise ValueError("--paragraph with --document continues the document through the topic "
+                         "transitions Pi, which only rgbn_rnn has (gbn_rnn: drop --document)")
+    if paragraph is not None and topic is not None:
+        raise ValueError("--paragraph starts from the prior or from --document; it does not "
+                         "take --topic")
+    if method == "temperature":
+        method = "sample"
+    options = {"method": method, "temperature": float(temperature), "top_k": int(top_k)}
+    for key, value in (("--max-len", max_len), ("--top-k", top_k), ("--num", num),
+                       ("--paragraph", paragraph)):
+        if value is not None and int(value) < 1:
+            raise ValueError(f"{key} must be >= 1, got {value}")
+    if not float(temperature) > 0:
+        raise ValueError(f"--temperature must be > 0, got {temperature}")
+    if topic is not None:
+        level = 1 if layer is None else int(layer)
+        num_layers = model.num_layers if hierarchical else 1
+        if not 1 <= level <= num_layers:
+            raise ValueError(f"--layer {level}: the model has {num_layers} layer"
+                             f"{'s' if num_layers > 1 else ''} of topics (1-{num_layers})")
+        size = model.topic_sizes[level - 1] if hierarchical else model.num_topics
+        if not 0 <= int(topic) < size:
+            raise ValueError(f"--topic {topic}: layer {level} has {size} topics (0-{size - 1})")
+    bow = None if document is None else document_bow(run, document)
+    decode = lambda rows: [" ".join(run.lm_vocab.decode(row, strip_special=True))
+                           for row in rows]
+    if paragraph is not None:
+        texts = []
+        for i in range(int(num or 1)):
+            rows = model.generate_paragraph(int(paragraph), max_len=int(max_len),
+                                            context_bow=None if bow is None else bow[None],
+                                            seed=None if seed is None else int(seed) + i,
+                                            **options)
+            texts.append("\n".join(decode(rows)))
+        return texts
+    num = int(num or 3)
+    kwargs = dict(options, seed=seed, max_len=int(max_len))
+    if name == "tcnlm":
+        kwargs["allow_unk"] = False
+    if hierarchical:
+        if topic is not None:
+            kwargs.update(topic=int(topic), topic_layer=int(layer or 1) - 1)
+        rows = model.generate(num, context_bow=None if bow is None else bow[None], **kwargs)
+    else:
+        rows = model.generate(num, topic=None if topic is None else int(topic),
+                              context_bow=bow, **kwargs)
+    return decode(rows)
+
+
+def export_run(run, saved_model):
+    """Export a run's model and vocabularies as a TensorFlow SavedModel.
+
+    Calls `tfktopic.export.export_saved_model(model, saved_model, lm_vocab=...,
+    topic_vocab=...)`.
+
+    Returns:
+        The SavedModel path.
+    """
+    try:
+        export = importlib.import_module("tfktopic.export")
+    except ModuleNotFoundError as error:
+        if error.name != "tfktopic.export":
+            raise
+        raise TfktopicError("export is not available in this installation (no tfktopic.export "
+                            "module)") from None
+    export.export_saved_model(run.model, saved_model, lm_vocab=run.lm_vocab,
+                              topic_vocab=run.topic_vocab)
+    return pathlib.Path(saved_model)

@@ -1,0 +1,140 @@
+"""Model names, presets, data/training defaults and ``--set`` overrides of a run."""
+
+import json
+
+MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+#: Models with a `generate(...)` method.
+GENERATING_MODELS = ("topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+#: Models with `topics(...)`.
+TOPIC_MODELS = ("lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+#: Models with a topic hierarchy (layers, Phi and Pi).
+HIERARCHICAL_MODELS = ("rgbn_rnn", "gbn_rnn")
+#: Models trained on document chunks [B, J, T] instead of sentence windows.
+CHUNKED_MODELS = ("doc_lstm", "rgbn_rnn", "gbn_rnn")
+#: The preset family (`tfktopic.presets`) of each model. The LSTM baselines
+#: take the sizes and data settings of TopicRNN's presets (same-size baseline).
+PRESET_FAMILY = {"lstm": "topicrnn", "doc_lstm": "topicrnn", "lda_lstm": "lda_lstm",
+                 "topicrnn": "topicrnn", "tcnlm": "tcnlm", "rgbn_rnn": "rgbn_rnn",
+                 "gbn_rnn": "rgbn_rnn"}
+OPTIMIZERS = ("adam", "sgld", "psgld")
+SPLIT = (0.8, 0.1, 0.1)
+RUN_FORMAT_VERSION = 1
+
+DATA_DEFAULTS = {"min_count": 3, "max_size": None, "stopwords": "gensim",
+                 "max_freq_fraction": 0.001, "min_doc_freq": 1, "max_len": 30,
+                 "context_len": 300, "sentences_per_chunk": 8, "sentences_per_document": 10}
+TRAINING_DEFAULTS = {"optimizer": "adam", "learning_rate": 1e-3, "batch_size": 64,
+                     "epochs": 10, "clipnorm": None}
+_TRAINING_KEYS = ("optimizer", "learning_rate", "batch_size", "epochs", "clipnorm",
+                  "clipvalue", "decay_steps", "decay_rate", "lda_passes", "temperature")
+# Flat preset keys that are neither data, training nor model settings.
+_IGNORED_KEYS = ("dataset", "early_stopping_patience", "classifier_units", "classifier_epochs",
+                 "min_doc_freq_reference_docs", "train_protocol")
+# Generation settings of `train`'s samples and `evaluate`'s BLEU.
+GENERATION = {"method": "top_k", "top_k": 10, "temperature": 1.0}
+
+
+# ----------------------------------------------------------------------------- presets
+def preset_settings(model_name, preset="small"):
+    """The settings of a preset, split into model, data and training parts.
+
+    Args:
+        model_name: one of `MODELS`.
+        preset: a preset name of the model's family (`tfktopic.presets.available`).
+
+    Returns:
+        dict with ``model`` (constructor arguments), ``data`` (vocabulary and
+        window settings, `DATA_DEFAULTS` filled in) and ``training`` (optimizer,
+        learning rate, batch size, epochs, ...; `TRAINING_DEFAULTS` filled in).
+
+    Raises:
+        ValueError: unknown model or preset (message starts with ``--preset``).
+
+    Example:
+    >>> preset_settings("tcnlm", "small")["model"]["num_topics"]
+    10
+    """
+    from tfktopic import presets
+
+    if model_name not in MODELS:
+        raise ValueError(f"unknown model {model_name!r}; choose from {', '.join(MODELS)}")
+    family = PRESET_FAMILY[model_name]
+    names = presets.available(family)
+    if preset not in names:
+        raise ValueError(f"--preset: unknown preset {preset!r} for {model_name}; "
+                         f"choose from {', '.join(names)}")
+    entry = presets.get(family, preset)
+    data, training = dict(DATA_DEFAULTS), dict(TRAINING_DEFAULTS)
+    if family == "tcnlm":
+        model = dict(entry["model"])
+        data.update({k: v for k, v in entry["data"].items() if k not in _IGNORED_KEYS})
+        training.update(entry["training"])
+    elif family == "rgbn_rnn":
+        from tfktopic.models.rgbn_rnn import TRAINING_KEYS
+
+        model = {k: v for k, v in entry.items() if k not in TRAINING_KEYS}
+        model["recurrent"] = model_name == "rgbn_rnn"
+        for key in TRAINING_KEYS:
+            if key in entry:
+                (data if key in DATA_DEFAULTS else training)[key] = entry[key]
+    else:
+        flat = {k: v for k, v in entry.items() if k not in _IGNORED_KEYS}
+        data.update({k: flat.pop(k) for k in list(flat) if k in DATA_DEFAULTS})
+        training.update({k: flat.pop(k) for k in list(flat) if k in _TRAINING_KEYS})
+        model = flat
+        if family == "lda_lstm":
+            training.setdefault("lda_passes", 5)
+            model.setdefault("lda_iterations", 50)
+        if model_name in ("lstm", "doc_lstm"):
+            model = {"embedding_dim": model.get("embedding_dim") or model["hidden_dim"],
+                     "hidden_dim": model["hidden_dim"], "num_layers": model.get("num_layers", 1),
+                     "dropout": model.get("dropout", 0.0)}
+            if model_name == "doc_lstm":
+                model["document_level"] = True
+    return {"model": model, "data": data, "training": training}
+
+
+def _parse_value(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def apply_overrides(settings, overrides):
+    """Apply ``KEY=VALUE`` overrides (``--set``) to `preset_settings` output in place.
+
+    A key already in a part replaces it there; a new data or training key
+    (`DATA_DEFAULTS`, training keys) goes to that part; anything else is a
+    model constructor argument. Values are JSON (``32``, ``[64, 32]``,
+    ``true``, ``null``) or plain strings.
+
+    Args:
+        settings: dict from `preset_settings`.
+        overrides: iterable of ``"KEY=VALUE"`` strings or a dict.
+
+    Returns:
+        `settings`.
+    """
+    items = overrides.items() if isinstance(overrides, dict) else [
+        _split_override(text) for text in overrides or ()]
+    for key, value in items:
+        for part in ("model", "data", "training"):
+            if key in settings[part]:
+                settings[part][key] = value
+                break
+        else:
+            if key in DATA_DEFAULTS:
+                settings["data"][key] = value
+            elif key in _TRAINING_KEYS:
+                settings["training"][key] = value
+            else:
+                settings["model"][key] = value
+    return settings
+
+
+def _split_override(text):
+    key, sep, value = str(text).partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--set: expected KEY=VALUE, got {text!r}")
+    return key.strip(), _parse_value(value.strip())
