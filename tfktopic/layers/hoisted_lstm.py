@@ -135,9 +135,12 @@ def hoisted_lstm_sequence(inputs, kernel, recurrent_kernel, bias, jit_compile=Tr
     weights = [tf.cast(tf.convert_to_tensor(w), inputs.dtype)
                for w in (kernel, recurrent_kernel, bias)]
     size = tf.shape(inputs)[0]
-    padded = (size + BATCH_BUCKET - 1) // BATCH_BUCKET * BATCH_BUCKET
-    # Rows are independent sequences: zero rows only round the size up.
-    time_major = tf.transpose(tf.pad(inputs, [[0, padded - size], [0, 0], [0, 0]]), (1, 0, 2))
+    if jit_compile:
+        # Rows are independent sequences: zero rows only round the size up
+        # (one compiled program per bucket, not per batch size).
+        padded = (size + BATCH_BUCKET - 1) // BATCH_BUCKET * BATCH_BUCKET
+        inputs = tf.pad(inputs, [[0, padded - size], [0, 0], [0, 0]])
+    time_major = tf.transpose(inputs, (1, 0, 2))
     hidden = _LSTM[bool(jit_compile)](time_major, *weights)
     return tf.transpose(hidden, (1, 0, 2))[:size]
 
