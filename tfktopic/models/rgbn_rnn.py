@@ -379,10 +379,6 @@ class RGBNRNN(keras.Model):
         gated = self.stack(x, normalized_thetas, training=training)
         return ops.concatenate(gated, axis=-1) if len(gated) > 1 else gated[0]
 
-    def _language_model(self, tokens, normalized_thetas, training):
-        """Logits [N, T, V] of N sentences given their normalised thetas [N, K_l]."""
-        return self.softmax(self._softmax_inputs(tokens, normalized_thetas, training))
-
     def call(self, inputs, training=False, sample=None, return_topics=False,
              return_features=False):
         """Next-token logits of every sentence of every document chunk.
