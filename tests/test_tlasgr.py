@@ -1,4 +1,5 @@
-"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr).
+"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr, .augmentation,
+.counter_random).
 
 Topic recovery uses documents generated from a known (r)GBN and runs the
 sampler with the generator's **true theta** given (theta is the encoder's job
@@ -18,16 +19,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.bayes.sgmcmc import stateless_standard_normal
-from tfktopic.bayes.tlasgr import (
-    REALMIN,
-    TLASGRTopics,
-    binomial,
-    counter_uniform,
-    crt,
-    multinomial_split,
-    random_key,
-)
+from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
+from tfktopic.bayes.counter_random import counter_uniform, random_key, stateless_standard_normal
+from tfktopic.bayes.tlasgr import REALMIN, TLASGRTopics
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
