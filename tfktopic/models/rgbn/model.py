@@ -1,0 +1,598 @@
+"""rGBN-RNN and GBN-RNN (Guo, Chen, Lu, Zhou, ICML 2020).
+
+A recurrent gamma belief network (rGBN) over the J sentences of a document
+chunk guides a stacked LSTM language model:
+
+* **Topic model** (eqs. 1-2; reference rgbn_rnn.md §1.1): global Phi^l
+  (word/topic loadings) and Pi^l (topic transitions) with columns on the
+  simplex, and per sentence a gamma chain theta^l_j over layers and sentences
+  (`tfktopic.models.rgbn.prior`). GBN-RNN (``recurrent=False``) drops every Pi
+  term. Phi and Pi are sampled by TLASGR-MCMC
+  (`tfktopic.bayes.tlasgr.TLASGRTopics`) inside `train_step`.
+* **Inference** (eq. 9): `RecurrentWeibullEncoder`, q(theta^l_j) Weibull.
+* **Language model** (eq. 4; reference §3): `TopicGatedLSTMStack` -- per layer a
+  fused LSTM whose outputs are coupled with theta^l_j / max_k theta^l_{jk} by
+  the GRU-like gate; the concatenated gate outputs of all layers feed one
+  softmax.
+* **Objective** (eq. 7), per document chunk (sums over sentences, tokens and
+  topics, averaged over the batch of chunks):
+
+      loss = lm_nll + tm_weight * (-log p(d | Phi^1 theta^1) + sum_l kl_weights[l] * KL^l)
+
+  with KL^l = KL(Weibull(k, lambda) || Gam(tau0 e^l_j, tau0)) in closed form
+  and e^l_j the prior shape above. The paper has unit weights; the released
+  code uses tm_weight 0.001 and kl_weights (0.1, 0.01, 0.001) (`PRESETS`).
+
+Model contract (DESIGN.md §3): batches of `tfktopic.data.pipeline.document_dataset`
+(``tokens``/``targets``/``mask`` [B, J, T], ``context_bow`` [B, J, V_c]);
+`call` returns next-token logits [B, J, T, V] (theta at its Weibull mean), so
+`tfktopic.evaluation.evaluate_perplexity` works unchanged; `fit` / `evaluate`
+report ``loss``, ``nll``, ``ppl``, ``kl`` and ``tm_nll``. `train_step` /
+`test_step` apply the softmax only at the real (mask > 0) tokens: the softmax
+over the concatenated sum_l H_l gate outputs is most of a step's cost.
+
+Evaluation protocol: build validation/test sequences with
+``document_sequences(..., protocol="preceding")`` (context of sentence j = the
+preceding sentences of the document; leak-free, the paper's S_{<j} for
+rGBN-RNN). The papers' GBN-RNN numbers use ``protocol="all_other"``, which lets
+future text in; label such numbers.
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tfktopic.bayes.tlasgr import TLASGRTopics
+from tfktopic.distribute import global_logs, replica_mean, replica_share
+from tfktopic.evaluation.perplexity import Perplexity, PerplexityResult, masked_token_nll
+from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
+from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
+from tfktopic.models.rgbn.generation import check_decoding, decode, normalize_theta
+from tfktopic.models.rgbn.hierarchy import vocabulary_words
+from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PER_LAYER_KEYS,
+                                          PRESETS, TRAINING_KEYS)
+from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_thetas
+
+__all__ = ["RGBNRNN"]
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class RGBNRNN(keras.Model):
+    """rGBN-RNN (``recurrent=True``) or GBN-RNN (``recurrent=False``).
+
+    Args:
+        vocab_size: LM vocabulary size V (softmax width).
+        topic_vocab_size: topic vocabulary size V_c (BoW width).
+        num_documents: training document chunks (the TLASGR mini-batch
+            scaling: counts are scaled by num_documents / batch size).
+        num_layers: L, 1 to 3 with the paper's sizes, or any L with explicit
+            `hidden_sizes` and `topic_sizes`.
+        recurrent: rGBN (topic transitions Pi, eq. 2) or GBN (no Pi).
+        hidden_sizes: LSTM widths per layer; `None`: the paper's 600 / 600-512
+            / 600-512-256.
+        topic_sizes: K_l per layer; `None`: the paper's 100 / 100-80 / 100-80-50.
+        encoder_units: hidden widths of the inference network; `None` = K_l.
+        embedding_dim: word embedding size (300 = word2vec).
+        encoder_recurrent: sentence-level recurrence in the encoder (eq. 9)
+            or not (the released joint code).
+        scalar_k: one Weibull shape per (document, sentence, layer) (code)
+            instead of one per topic (paper).
+        k_range: clip of the Weibull shape k.
+        dropout: on the word embeddings and on every gate output (0.4).
+        locked_dropout: share the gate-output dropout mask over time steps.
+        gate_orientation: "paper" (eq. 4) or "code" (z and 1 - z swapped).
+        gate_bias_init: initial (b_z, b_r, b_h); `None` = the code's start.
+        tm_weight: weight of the topic-model part of the loss (paper 1,
+            code 0.001).
+        kl_weights: per-layer KL weights (paper 1, code 0.1/0.01/0.001).
+        tau0: gamma rate of the rGBN priors (1).
+        embeddings: optional [vocab_size, embedding_dim] matrix (word2vec,
+            `tfktopic.data.embeddings.embedding_matrix`); saved with the
+            weights, not in the config.
+        tlasgr: dict of extra keyword arguments for `TLASGRTopics`
+            (schedule, priors, preconditioner floor, a separate MCMC ``seed``).
+        seed: seed of initializers, dropout, Weibull noise and the MCMC.
+
+    Example:
+    >>> model = RGBNRNN(len(lm_vocab), len(topic_vocab), num_documents=len(train_seqs),
+    ...                 num_layers=3)                                  # doctest: +SKIP
+    >>> model.compile(optimizer=make_optimizer(PRESETS["paper"]))      # doctest: +SKIP
+    >>> model.fit(document_dataset(train_seqs, batch_size=8), epochs=5)  # doctest: +SKIP
+    >>> model.evaluate(document_dataset(test_seqs, shuffle=False))     # doctest: +SKIP
+    """
+
+    def __init__(self, vocab_size, topic_vocab_size, num_documents, num_layers=3, recurrent=True,
+                 hidden_sizes=None, topic_sizes=None, encoder_units=None, embedding_dim=300,
+                 encoder_recurrent=True, scalar_k=False, k_range=(0.1, 100.0), dropout=0.4,
+                 locked_dropout=False, gate_orientation="paper", gate_bias_init=None,
+                 tm_weight=1.0, kl_weights=None, tau0=1.0, embeddings=None, tlasgr=None,
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("vocab_size", vocab_size), ("topic_vocab_size", topic_vocab_size),
+                            ("num_documents", num_documents), ("num_layers", num_layers),
+                            ("embedding_dim", embedding_dim)):
+            if value is None or int(value) < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        num_layers = int(num_layers)
+        if hidden_sizes is None:
+            if num_layers not in PAPER_HIDDEN_SIZES:
+                raise ValueError(f"num_layers={num_layers} has no paper sizes (1-3): "
+                                 f"give hidden_sizes and topic_sizes")
+            hidden_sizes = PAPER_HIDDEN_SIZES[num_layers]
+        if topic_sizes is None:
+            if num_layers not in PAPER_TOPIC_SIZES:
+                raise ValueError(f"num_layers={num_layers} has no paper sizes (1-3): "
+                                 f"give hidden_sizes and topic_sizes")
+            topic_sizes = PAPER_TOPIC_SIZES[num_layers]
+        self.hidden_sizes = tuple(int(h) for h in hidden_sizes)
+        self.topic_sizes = tuple(int(k) for k in topic_sizes)
+        if len(self.hidden_sizes) != num_layers or min(self.hidden_sizes) < 1:
+            raise ValueError(f"hidden_sizes must give {num_layers} positive sizes "
+                             f"(num_layers={num_layers}), got {hidden_sizes}")
+        if len(self.topic_sizes) != num_layers or min(self.topic_sizes) < 1:
+            raise ValueError(f"topic_sizes must give {num_layers} positive sizes "
+                             f"(num_layers={num_layers}), got {topic_sizes}")
+        kl_weights = (1.0,) * num_layers if kl_weights is None else tuple(
+            float(w) for w in kl_weights)
+        if len(kl_weights) != num_layers or min(kl_weights) < 0:
+            raise ValueError(f"kl_weights must give {num_layers} non-negative weights, "
+                             f"got {kl_weights}")
+        if not float(tm_weight) >= 0:
+            raise ValueError(f"tm_weight must be >= 0, got {tm_weight}")
+        if not float(tau0) > 0:
+            raise ValueError(f"tau0 must be > 0, got {tau0}")
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if gate_orientation not in GATE_ORIENTATIONS:
+            raise ValueError(f"gate_orientation must be one of {GATE_ORIENTATIONS}, "
+                             f"got {gate_orientation!r}")
+        if embeddings is not None and tuple(np.shape(embeddings)) != (int(vocab_size),
+                                                                     int(embedding_dim)):
+            raise ValueError(f"embeddings must have shape (vocab_size, embedding_dim) = "
+                             f"({vocab_size}, {embedding_dim}), got {np.shape(embeddings)}")
+        self.vocab_size = int(vocab_size)
+        self.topic_vocab_size = int(topic_vocab_size)
+        self.num_documents = int(num_documents)
+        self.num_layers = num_layers
+        self.recurrent = bool(recurrent)
+        self.encoder_units = None if encoder_units is None else tuple(int(u) for u in encoder_units)
+        self.embedding_dim = int(embedding_dim)
+        self.encoder_recurrent = bool(encoder_recurrent)
+        self.scalar_k = bool(scalar_k)
+        self.k_range = tuple(float(v) for v in k_range)
+        self.dropout = float(dropout)
+        self.locked_dropout = bool(locked_dropout)
+        self.gate_orientation = gate_orientation
+        self.gate_bias_init = None if gate_bias_init is None else tuple(
+            float(b) for b in gate_bias_init)
+        self.tm_weight = float(tm_weight)
+        self.kl_weights = kl_weights
+        self.tau0 = float(tau0)
+        tlasgr = dict(tlasgr or {})
+        if "tau0" in tlasgr:
+            raise ValueError("tlasgr: pass tau0 as the model's own tau0 argument")
+        self.seed = seed
+
+        self.encoder = RecurrentWeibullEncoder(
+            self.topic_sizes, hidden_units=self.encoder_units, recurrent=self.encoder_recurrent,
+            scalar_k=self.scalar_k, k_range=self.k_range, seed=seed, name="encoder")
+        mcmc_seed = tlasgr.pop("seed", seed)
+        self.topic_model = TLASGRTopics(self.topic_vocab_size, self.topic_sizes,
+                                        self.num_documents, recurrent=self.recurrent,
+                                        seed=mcmc_seed, tau0=self.tau0, name="topic_model",
+                                        **tlasgr)
+        # The MCMC seed actually used (drawn when seed is None) goes into the
+        # config, so a reloaded model continues the same MCMC stream.
+        self.tlasgr = {**tlasgr, "seed": self.topic_model.seed}
+        self.embedding = keras.layers.Embedding(
+            self.vocab_size, self.embedding_dim, name="embedding",
+            weights=None if embeddings is None else [np.asarray(embeddings, np.float32)])
+        # Its own stream: a seed shared with a gate-output dropout of the same
+        # width would repeat that layer's masks (the TF1 artefact of §3.5).
+        self.embedding_dropout = keras.layers.Dropout(
+            self.dropout, seed=None if seed is None else seed + 7919)
+        self.stack = TopicGatedLSTMStack(
+            self.hidden_sizes, self.topic_sizes, dropout=self.dropout,
+            locked_dropout=self.locked_dropout, orientation=self.gate_orientation,
+            bias_init=self.gate_bias_init, seed=seed, name="stack")
+        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.kl_tracker = keras.metrics.Mean(name="kl")
+        self.tm_nll_tracker = keras.metrics.Mean(name="tm_nll")
+        self.perplexity = Perplexity(name="ppl")
+        # The MCMC expands counts to dynamic shapes, which XLA cannot compile:
+        # `compile(jit_compile="auto")` then stays off on GPU too.
+        self.supports_jit = False
+        # All weights exist from the start (no shape is data dependent), so
+        # `compile` can build the optimizer: variables created while `fit`
+        # traces its first step would make TensorFlow trace it twice.
+        self.build()
+
+    # ------------------------------------------------------------------ model
+    def build(self, input_shape=None):
+        """Create every weight; none depends on B, J or T."""
+        bow_shape = (None, None, self.topic_vocab_size)
+        sublayers = ((self.encoder, bow_shape), (self.topic_model, bow_shape),
+                     (self.embedding, (None, None)),
+                     (self.stack, (None, None, self.embedding_dim)),
+                     (self.softmax, (None, None, sum(self.hidden_sizes))))
+        for layer, shape in sublayers:
+            if not layer.built:
+                layer.build(shape)
+        self.built = True
+
+    @property
+    def phis(self):
+        """The Phi^l variables (bottom first), owned by `topic_model`."""
+        return list(self.topic_model.phi)
+
+    @property
+    def pis(self):
+        """The Pi^l variables (empty for GBN-RNN), owned by `topic_model`."""
+        return list(self.topic_model.pi) if self.recurrent else []
+
+    def _softmax_inputs(self, tokens, normalized_thetas, training):
+        """The softmax input [N, T, sum_l H_l] of N sentences given their
+        normalised thetas [N, K_l]: the concatenated gate outputs."""
+        x = self.embedding_dropout(self.embedding(tokens), training=training)
+        gated = self.stack(x, normalized_thetas, training=training)
+        return ops.concatenate(gated, axis=-1) if len(gated) > 1 else gated[0]
+
+    def call(self, inputs, training=False, sample=None, return_topics=False,
+             return_features=False):
+        """Next-token logits of every sentence of every document chunk.
+
+        Args:
+            inputs: a batch dict with ``tokens`` [B, J, T] and ``context_bow``
+                [B, J, V_c].
+            training: dropout and Weibull sampling.
+            sample: override for theta only: True samples, False uses the
+                Weibull mean (e.g. sampled evaluation without dropout).
+            return_topics: also return the encoder's outputs.
+            return_features: with `return_topics`, return the softmax input
+                ``features`` [N, T, sum_l H_l] of the N sentence windows that
+                hold a target (``mask`` > 0 somewhere; all B J windows when the
+                batch has no ``mask``) and their flat indices ``windows``
+                [N, 1] into the B J windows, instead of the logits. The
+                training objective applies the softmax at the real tokens only,
+                and the empty windows that pad a document's last chunk (~13%
+                of the windows on APNEWS) skip the LSTM stack altogether.
+
+        Returns:
+            logits [B, J, T, V]; with `return_topics` a dict of ``logits`` (or
+            ``features`` and ``windows``) and lists over layers of ``thetas`` /
+            ``ks`` / ``lams`` [B, J, K_l].
+        """
+        tokens = ops.cast(inputs["tokens"], "int32")
+        shape = ops.shape(tokens)
+        thetas, ks, lams = self.encoder(inputs["context_bow"], training=training, sample=sample)
+        flat = [ops.reshape(normalize_theta(t), (-1, k)) for t, k in zip(thetas, self.topic_sizes)]
+        tokens = ops.reshape(tokens, (-1, shape[-1]))
+        topics = {"thetas": thetas, "ks": ks, "lams": lams}
+        if return_topics and return_features:
+            # Sentences are independent given theta (zero LSTM state per
+            # window), so dropping the empty windows changes no real token.
+            if "mask" in inputs:
+                used = ops.any(ops.reshape(inputs["mask"], (-1, shape[-1])) > 0, axis=-1)
+                # Keep at least one window (the first used one, else window 0):
+                # Keras LSTMs cannot run on an empty batch.
+                first = ops.argmax(ops.cast(used, "int32"))
+                used = ops.logical_or(used, ops.arange(ops.shape(used)[0]) == first)
+                windows = tf.where(used)
+                tokens = tf.gather_nd(tokens, windows)
+                flat = [tf.gather_nd(t, windows) for t in flat]
+            else:
+                windows = ops.expand_dims(ops.arange(shape[0] * shape[1], dtype="int64"), -1)
+            features = self._softmax_inputs(tokens, flat, training)
+            return {"features": features, "windows": windows, **topics}
+        features = self._softmax_inputs(tokens, flat, training)
+        logits = ops.reshape(self.softmax(features),
+                             (shape[0], shape[1], shape[2], self.vocab_size))
+        if not return_topics:
+            return logits
+        return {"logits": logits, **topics}
+
+    def forward(self, inputs, training=False, sample=None, features=False):
+        """`call` with ``return_topics=True``: a dict of ``logits``, ``thetas``,
+        ``ks``, ``lams`` (``features``, the softmax input of the non-empty
+        windows, and ``windows`` instead of ``logits`` with `features`;
+        `_objective` takes either)."""
+        return self(inputs, training=training, sample=sample, return_topics=True,
+                    return_features=features)
+
+    def _token_nll(self, data, outputs):
+        """(nll_sum, num_tokens) of the LM, from ``logits`` or ``features``.
+
+        From ``features`` (of the non-empty ``windows`` only) the softmax (the
+        largest cost of a step: N T sum_l H_l V multiply-adds) and the
+        cross-entropy are computed only at the positions with mask > 0,
+        gathered first; the padding windows and padded positions of a chunk
+        (~45% of B J T on APNEWS) are skipped. The result is the same sum as
+        from the full logits.
+        """
+        mask = ops.cast(data["mask"], "float32")
+        if "logits" in outputs:
+            return masked_token_nll(data["targets"], outputs["logits"], mask)
+        length = ops.shape(mask)[-1]
+        windows = outputs["windows"]
+        mask = tf.gather_nd(ops.reshape(mask, (-1, length)), windows)
+        targets = tf.gather_nd(ops.reshape(data["targets"], (-1, length)), windows)
+        positions = tf.where(mask > 0)
+        logits = self.softmax(tf.gather_nd(outputs["features"], positions))
+        return masked_token_nll(tf.gather_nd(targets, positions), logits,
+                                tf.gather_nd(mask, positions))
+
+    # -------------------------------------------------------------- objective
+    def _objective(self, data, outputs):
+        mask = ops.cast(data["mask"], "float32")
+        nll_sum, num_tokens = self._token_nll(data, outputs)
+        num_docs = ops.cast(ops.shape(mask)[0], "float32")
+        sentence_mask = ops.cast(ops.sum(mask, axis=-1) > 0, "float32")
+        log_likelihood, kls = rgbn_elbo_terms(
+            data["context_bow"], outputs["thetas"], outputs["ks"], outputs["lams"],
+            self.topic_model, sentence_mask)
+        tm_nll = -ops.mean(log_likelihood)
+        kl_per_layer = [ops.mean(kl) for kl in kls]
+        tm_loss = tm_nll + sum(w * kl for w, kl in zip(self.kl_weights, kl_per_layer))
+        loss = nll_sum / num_docs + self.tm_weight * tm_loss
+        return {"loss": loss, "nll_sum": nll_sum, "num_tokens": num_tokens,
+                "kl": sum(kl_per_layer), "tm_nll": tm_nll, "num_docs": num_docs}
+
+    def _report(self, terms):
+        # Under a distribution strategy: global-batch means and logs.
+        for tracker, name in ((self.loss_tracker, "loss"), (self.kl_tracker, "kl"),
+                              (self.tm_nll_tracker, "tm_nll")):
+            tracker.update_state(replica_mean(terms[name], terms["num_docs"]))
+        self.perplexity.update_from_sums(terms["nll_sum"], terms["num_tokens"])
+        return global_logs(self.metrics, lambda: {
+            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+            "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
+            "tm_nll": self.tm_nll_tracker.result()})
+
+    def train_step(self, data):
+        """One joint step (Algorithm 1): an optimizer step on the networks on
+        the negative ELBO, then one TLASGR-MCMC update of Phi and Pi with the
+        theta samples of the same forward pass (drawn before the step)."""
+        with tf.GradientTape() as tape:
+            outputs = self.forward(data, training=True, features=True)
+            terms = self._objective(data, outputs)
+            # A hand-written per-document mean is not rescaled under a distribution
+            # strategy: weight it by this replica's share of the global batch's
+            # documents, so the summed gradients are the global ones.
+            scaled = terms["loss"] * replica_share(terms["num_docs"])
+            scaled = self.optimizer.scale_loss(scaled)
+        gradients = tape.gradient(scaled, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        self.topic_model.update(ops.cast(data["context_bow"], "float32"),
+                                [ops.stop_gradient(t) for t in outputs["thetas"]])
+        return self._report(terms)
+
+    def test_step(self, data):
+        return self._report(self._objective(data, self.forward(data, training=False,
+                                                                features=True)))
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.perplexity, self.kl_tracker, self.tm_nll_tracker]
+
+    def compile(self, optimizer="adam", **kwargs):
+        """`keras.Model.compile`, then the optimizer's variables are created
+        (the first traced `fit` step would otherwise be traced twice)."""
+        super().compile(optimizer=optimizer, **kwargs)
+        self.optimizer.build(self.trainable_variables)
+
+    def compile_from_config(self, config):
+        # `.keras` loading: compile as saved (optimizer state is restored next).
+        self.compile(**keras.saving.deserialize_keras_object(config))
+
+    # ------------------------------------------------------------- evaluation
+    def evaluate_sampled_perplexity(self, dataset, num_samples=10, protocol="preceding"):
+        """Perplexity with p(y) averaged over `num_samples` Weibull draws of theta.
+
+        log p(y_t) = log (1/S) sum_s p(y_t | theta^(s)), no dropout (reference
+        §6.1 [REC]); `model.evaluate` / `evaluate_perplexity` give the
+        Weibull-mean plug-in instead.
+
+        Args:
+            dataset: batches of `document_dataset`.
+            num_samples: S.
+            protocol: the context protocol of `dataset`, recorded in the result
+                ("preceding" is leak-free; "all_other" is the papers' GBN-RNN
+                protocol and lets future text in).
+
+        Returns:
+            A `PerplexityResult`.
+        """
+        if int(num_samples) < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        num_samples = int(num_samples)
+
+        def log_probs(batch):
+            return ops.log_softmax(self(batch, training=False, sample=True), axis=-1)
+
+        @tf.function
+        def batch_sums(batch):
+            # log sum_s p_s accumulated in a loop (one traced forward pass).
+            _, log_sum = tf.while_loop(
+                lambda s, acc: s < num_samples,
+                lambda s, acc: (s + 1, ops.logaddexp(acc, log_probs(batch))),
+                (tf.constant(1), log_probs(batch)))
+            log_mean = log_sum - math.log(num_samples)
+            return masked_token_nll(batch["targets"], log_mean, batch["mask"], from_logits=False)
+
+        total, count = 0.0, 0.0
+        for batch in dataset:
+            nll_sum, num = batch_sums(batch)
+            total += float(nll_sum)
+            count += float(num)
+        return PerplexityResult(total, int(round(count)), f"{protocol}, {num_samples} samples")
+
+    # ----------------------------------------------------------------- topics
+    def topics(self, top_n=10, vocabulary=None, layer=0):
+        """Top words of every topic of a layer (through Phi^1 ... Phi^l).
+
+        Args:
+            top_n: words per topic.
+            vocabulary: a `TopicVocabulary` or list of words; `None` returns ids.
+            layer: 0-based layer (0 = the word-level topics).
+
+        Returns:
+            int array [K_layer, top_n] of topic-vocabulary ids, or a list of
+            K_layer word lists.
+        """
+        if not 0 <= int(layer) < self.num_layers:
+            raise ValueError(f"layer must be in [0, {self.num_layers}), got {layer}")
+        if int(top_n) < 1:
+            raise ValueError(f"top_n must be >= 1, got {top_n}")
+        loadings = np.asarray(self.topic_model.phi_products()[int(layer)])
+        ids = np.argsort(-loadings, axis=0, kind="stable")[:int(top_n)].T
+        if vocabulary is None:
+            return ids
+        words = vocabulary_words(vocabulary)
+        return [[words[i] for i in row] for row in ids]
+
+    # ------------------------------------------------------------- generation
+    def _encode_contexts(self, context_bow, sample):
+        bow = np.asarray(context_bow, np.float32)
+        if bow.ndim == 1:
+            bow = bow[None]
+        if bow.ndim != 2 or bow.shape[-1] != self.topic_vocab_size:
+            raise ValueError(f"context_bow must be [J, {self.topic_vocab_size}] (or "
+                             f"[{self.topic_vocab_size}]), got shape {np.shape(context_bow)}")
+        thetas, _, _ = self.encoder(bow[None], training=False, sample=sample)
+        return [np.asarray(t[0], np.float64) for t in thetas]
+
+    def generate(self, num_sentences=1, max_len=30, topic=None, topic_layer=0, context_bow=None,
+                 method="greedy", temperature=1.0, top_k=10, seed=None, sample_theta=False):
+        """Generate sentences guided by topics (reference rgbn_rnn.md §6.3).
+
+        The theta of each sentence comes from (in this order of precedence):
+
+        * ``context_bow`` -- a document: [J, V_c] per-sentence contexts (or one
+          [V_c] context) encoded by the inference network; one sentence per
+          context row (``num_sentences`` per row);
+        * ``topic`` -- an int (one topic of layer `topic_layer`), a weight
+          vector over that layer's topics (a combination), or a dict
+          ``{layer: int | weights}`` mixing topics across layers; the other
+          layers follow Phi (see `tfktopic.models.rgbn.prior.topic_thetas`);
+        * otherwise noise: theta^L ~ Gam(tau0, tau0), theta^l ~
+          Gam(tau0 Phi^{l+1} theta^{l+1}, tau0) top-down, one draw per sentence.
+
+        Each theta is max-normalised; the LM runs from zero states, starting at
+        ``<bos>`` and stopping at ``<eos>`` or `max_len` tokens; ``<pad>`` and
+        ``<bos>`` are never produced.
+
+        Args:
+            num_sentences: sentences (per context row when `context_bow`).
+            max_len: maximum tokens per sentence.
+            topic, topic_layer: see above (layers are 0-based, 0 = word level).
+            context_bow: see above.
+            method: "greedy", "sample" (temperature) or "top_k" (temperature,
+                restricted to the `top_k` most likely tokens).
+            temperature: p ~ exp(logit / temperature) (the code uses 0.75).
+            top_k: k of "top_k".
+            seed: seed of theta draws and token sampling.
+            sample_theta: with `context_bow`, draw theta from q instead of
+                using its mean.
+
+        Returns:
+            int32 [N, max_len] LM ids; each row ends at its ``<eos>`` (kept),
+            followed by ``<pad>`` = 0.
+        """
+        check_decoding(num_sentences, max_len, method, temperature, top_k)
+        rng = np.random.default_rng(seed)
+        if context_bow is not None:
+            thetas = self._encode_contexts(context_bow, sample_theta)
+            thetas = [np.repeat(t, int(num_sentences), axis=0) for t in thetas]
+        elif topic is not None:
+            thetas = [np.tile(t[None], (int(num_sentences), 1))
+                      for t in topic_thetas(self.phis, topic, topic_layer)]
+        else:
+            thetas = prior_chain(self.topic_model, int(num_sentences), 1, rng)[0]
+        return decode(self, thetas, max_len, method, temperature, top_k, rng)
+
+    def generate_paragraph(self, num_sentences=5, max_len=30, context_bow=None, method="greedy",
+                           temperature=1.0, top_k=10, seed=None):
+        """Generate a paragraph whose topics evolve through Pi (rGBN only).
+
+        Sentence 1's theta is drawn top-down from the prior (or, with
+        `context_bow`, continues a document: theta_1 ~ the transition from the
+        encoded last sentence of the document); then theta^L_j ~
+        Gam(tau0 Pi^L theta^L_{j-1}, tau0) and theta^l_j ~ Gam(tau0 (Phi^{l+1}
+        theta^{l+1}_j + Pi^l theta^l_{j-1}), tau0). For GBN-RNN the sentences
+        are independent draws (no Pi).
+
+        Args:
+            num_sentences: sentences of the paragraph.
+            context_bow: optional [J, V_c] contexts of a document to continue
+                (rGBN-RNN only).
+            max_len, method, temperature, top_k, seed: as in `generate`.
+
+        Returns:
+            int32 [num_sentences, max_len].
+        """
+        check_decoding(num_sentences, max_len, method, temperature, top_k)
+        rng = np.random.default_rng(seed)
+        previous = None
+        if context_bow is not None:
+            if not self.recurrent:
+                raise ValueError("context_bow: continuing a document needs the topic "
+                                 "transitions of rGBN-RNN (recurrent=True)")
+            previous = [t[-1:] for t in self._encode_contexts(context_bow, False)]
+        chain = prior_chain(self.topic_model, 1, int(num_sentences), rng, previous)
+        thetas = [np.concatenate([step[l] for step in chain]) for l in range(self.num_layers)]
+        return decode(self, thetas, max_len, method, temperature, top_k, rng)
+
+    # ---------------------------------------------------------------- config
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "topic_vocab_size": self.topic_vocab_size, "num_documents": self.num_documents,
+                "num_layers": self.num_layers, "recurrent": self.recurrent,
+                "hidden_sizes": list(self.hidden_sizes), "topic_sizes": list(self.topic_sizes),
+                "encoder_units": None if self.encoder_units is None else list(self.encoder_units),
+                "embedding_dim": self.embedding_dim, "encoder_recurrent": self.encoder_recurrent,
+                "scalar_k": self.scalar_k, "k_range": list(self.k_range), "dropout": self.dropout,
+                "locked_dropout": self.locked_dropout, "gate_orientation": self.gate_orientation,
+                "gate_bias_init": None if self.gate_bias_init is None
+                else list(self.gate_bias_init),
+                "tm_weight": self.tm_weight, "kl_weights": list(self.kl_weights),
+                "tau0": self.tau0, "tlasgr": dict(self.tlasgr), "seed": self.seed}
+
+    @classmethod
+    def from_preset(cls, preset, vocab_size, topic_vocab_size, num_documents, **overrides):
+        """A model with the constructor settings of a `PRESETS` entry.
+
+        Args:
+            preset: a name in `PRESETS` or a preset dict.
+            vocab_size, topic_vocab_size, num_documents: as in the constructor.
+            **overrides: constructor arguments replacing the preset's. With a
+                smaller ``num_layers`` the preset's per-layer lists are cut to
+                their first L entries (the paper's 1- and 2-layer sizes); with a
+                larger one, a list of equal values (unit KL weights) is extended
+                and any other list must be overridden.
+
+        Returns:
+            An `RGBNRNN` (compile it with `make_optimizer(preset)`).
+        """
+        if isinstance(preset, str):
+            if preset not in PRESETS:
+                raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
+            preset = PRESETS[preset]
+        settings = {k: v for k, v in preset.items() if k not in TRAINING_KEYS}
+        num_layers = int(overrides.get("num_layers", settings.get("num_layers", 3)))
+        for key in PER_LAYER_KEYS:
+            # Fewer layers than the preset: its first L sizes / weights (the
+            # paper's 600 / 600-512 and 100 / 100-80 for the "paper" preset).
+            if key in settings and key not in overrides and settings[key] is not None:
+                values = tuple(settings[key])
+                if len(values) < num_layers and len(set(values)) == 1:
+                    # A uniform setting (e.g. the paper's unit KL weights) extends as is.
+                    settings[key] = values * num_layers
+                elif len(values) < num_layers:
+                    raise ValueError(f"num_layers={num_layers} exceeds the {len(settings[key])} "
+                                     f"layers of the preset's {key}: pass {key}")
+                settings[key] = tuple(settings[key])[:num_layers]
+        settings.update(overrides)
+        return cls(vocab_size, topic_vocab_size, num_documents, **settings)
