@@ -21,7 +21,7 @@ from tfktopic.errors import VocabularyError
 from tfktopic.evaluation.perplexity import log_probabilities, masked_token_log_probs
 from tfktopic.models.lda_lstm import LDALSTMLanguageModel
 from tfktopic.models.lstm_lm import LSTMLanguageModel
-from tfktopic.models.rgbn_rnn import RGBNRNN
+from tfktopic.models.rgbn import RGBNRNN
 from tfktopic.models.tcnlm import TCNLM
 from tfktopic.models.topicrnn import TopicRNN
 

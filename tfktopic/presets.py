@@ -18,7 +18,7 @@ __all__ = ["available", "get"]
 _SOURCES = {
     "tcnlm": ("tfktopic.models.tcnlm", "PRESETS"),
     "topicrnn": ("tfktopic.models.topicrnn", "PRESETS"),
-    "rgbn_rnn": ("tfktopic.models.rgbn_rnn", "PRESETS"),
+    "rgbn_rnn": ("tfktopic.models.rgbn.presets", "PRESETS"),
     "lda_lstm": ("tfktopic.models.lda_lstm", "PRESETS"),
     "sgmcmc_ptb": ("tfktopic.bayes.setups", "PTB_PRESETS"),
     "sgmcmc_char": ("tfktopic.bayes.setups", "CHAR_PRESETS"),
