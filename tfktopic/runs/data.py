@@ -274,11 +274,28 @@ class RunData:
         """
         if model_name == self.model_name:
             return self
+        if (model_name in CHUNKED_MODELS) == (self.model_name in CHUNKED_MODELS):
+            # Same kind of examples (windows, or chunks of J windows): shared.
+            return dataclasses.replace(self, model_name=model_name)
         examples = {name: make_examples(model_name, self.parts[name], self.lm_vocab,
                                         self.topic_vocab, self.data,
                                         protocol="all_other" if name == "train" else "preceding")
                     for name in self.parts}
         return dataclasses.replace(self, model_name=model_name, examples=examples)
+
+    def with_protocol(self, protocol):
+        """The same data with the validation and test examples under another protocol.
+
+        Args:
+            protocol: "preceding" (leak-free, the default of `prepare_data`) or
+                "all_other" (the papers': the context lets future text in).
+        """
+        protocol = normalize_protocol(protocol)
+        examples = dict(self.examples)
+        for name in ("valid", "test"):
+            examples[name] = make_examples(self.model_name, self.parts[name], self.lm_vocab,
+                                           self.topic_vocab, self.data, protocol=protocol)
+        return dataclasses.replace(self, examples=examples)
 
     def npmi_reference(self, words, window_size=NPMI_WINDOW):
         """`ReferenceCounts` of `words` in this run's training split (`npmi_reference`)."""

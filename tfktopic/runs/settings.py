@@ -47,8 +47,9 @@ def preset_settings(model_name, preset="small"):
 
     Returns:
         dict with ``name`` (`model_name`), ``model`` (constructor arguments),
-        ``data`` (vocabulary and window settings, `DATA_DEFAULTS` filled in) and ``training`` (optimizer,
-        learning rate, batch size, epochs, ...; `TRAINING_DEFAULTS` filled in).
+        ``data`` (vocabulary and window settings, `DATA_DEFAULTS` filled in)
+        and ``training`` (optimizer, learning rate, batch size, epochs, ...;
+        `TRAINING_DEFAULTS` filled in).
 
     Raises:
         ValueError: unknown model or preset (message starts with ``--preset``).
