@@ -230,7 +230,8 @@ class RunData:
 
     Attributes:
         model_name: the model the examples are cut for (one of `MODELS`).
-        corpus: the corpus read (after ``max_documents``).
+        corpus: the corpus read (after ``max_documents``; a corpus that came
+            split: its training part).
         parts: dict ``train`` / ``valid`` / ``test`` of `Corpus` (80/10/10 by document).
         lm_vocab, topic_vocab: the vocabularies, built on ``parts["train"]``.
         data: the resolved data settings (`resolve_data_rules`), as recorded in run.json.
@@ -321,7 +322,10 @@ def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subs
     Args:
         settings: `preset_settings` output (``name`` and ``data`` are used;
             ``data["stopwords"]`` a stop-list path, "gensim" or "none").
-        corpus: "lee", a corpus path, or a `Corpus`.
+        corpus: "lee", a corpus path, a `Corpus`, or a dict ``train`` /
+            ``valid`` / ``test`` of `Corpus` for a corpus that comes split
+            (e.g. PTB's three files; then no 80/10/10 split is made and
+            `max_documents` applies to each part).
         format: corpus format (inferred for lee, ``*.jsonl.gz``, ``ptb.*``).
         max_documents: use only N documents (the first N, or a seeded random
             N with `subset_seed`).
@@ -337,12 +341,20 @@ def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subs
     """
     model_name = model_name or settings["name"]
     data = settings["data"]
-    if isinstance(corpus, (str, pathlib.PurePath)):
-        source = read_corpus(corpus, resolve_format(corpus, format), data, max_documents,
-                             subset_seed)
+    if isinstance(corpus, dict):
+        if sorted(corpus) != ["test", "train", "valid"]:
+            raise ValueError(f"a split corpus needs the parts train, valid and test, got "
+                             f"{', '.join(sorted(corpus))}")
+        parts = {name: subset_documents(corpus[name], max_documents, subset_seed)
+                 for name in ("train", "valid", "test")}
+        source = parts["train"]
     else:
-        source = subset_documents(corpus, max_documents, subset_seed)
-    parts = split_corpus(source, seed)
+        if isinstance(corpus, (str, pathlib.PurePath)):
+            source = read_corpus(corpus, resolve_format(corpus, format), data, max_documents,
+                                 subset_seed)
+        else:
+            source = subset_documents(corpus, max_documents, subset_seed)
+        parts = split_corpus(source, seed)
     data, notes = resolve_data_rules(data, len(parts["train"]))
     lm_vocab, topic_vocab = build_vocabularies(parts["train"], data)
     examples = {name: make_examples(model_name, part, lm_vocab, topic_vocab, data,

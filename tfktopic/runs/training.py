@@ -159,6 +159,10 @@ def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates
                                         num_layers=num_layers, embeddings=embeddings)
     except TypeError as error:
         raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
+    except ValueError as error:  # Keras' check of the keyword arguments of a Model
+        if not str(error).startswith("Unrecognized keyword arguments"):
+            raise
+        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
     if not topic_updates:
         if name not in HIERARCHICAL_MODELS:
             raise ValueError(f"topic_updates=False applies to rgbn_rnn and gbn_rnn, not {name}")
