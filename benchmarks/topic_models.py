@@ -335,7 +335,7 @@ def _lda_coherence(mode):
 
 
 def _quality(name, mode):
-    cfg, data = SETTINGS[mode], _data(mode)
+    cfg = SETTINGS[mode]
     size = {k: cfg[k] for k in ("embedding_dim", "hidden_dim", "num_topics", "dropout",
                                 "batch_size", "epochs", "patience", "learning_rate",
                                 "clipnorm", "max_len", "context_len")}
