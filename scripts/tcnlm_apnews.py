@@ -107,11 +107,10 @@ def main(argv=None):
 
     from tfktopic import runs
     from tfktopic.evaluation import unigram_perplexity
-    from tfktopic.models.tcnlm import PRESETS
-
-    if args.preset not in PRESETS:
-        sys.exit(f"error: unknown preset {args.preset!r}; choose one of {sorted(PRESETS)}")
-    settings = runs.preset_settings("tcnlm", args.preset)
+    try:
+        settings = runs.preset_settings("tcnlm", args.preset)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
     train_cfg = settings["training"]
     for key, value in (("epochs", args.epochs), ("batch_size", args.batch_size),
                        ("learning_rate", args.learning_rate)):
