@@ -416,7 +416,7 @@ def _quality(name, mode):
                                       config={"num_layers": depth, "test_tokens": tokens,
                                               **description, **info}))
         ppl, tokens, info = _test_perplexity(name, layers, mode)
-        model, _ = _trained(name, layers, mode)
+        model, _ = _trained(name, layers, mode, 0)  # the cache key of _test_perplexity
         config = {"num_layers": layers, "hidden_sizes": list(model.hidden_sizes),
                   "topic_sizes": list(model.topic_sizes), "test_tokens": tokens,
                   **description, **info}
