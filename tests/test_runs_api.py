@@ -76,8 +76,25 @@ def test_train_run_records_the_resolved_rule_in_run_json(tmp_path):
     assert config["data"]["min_doc_freq"] == 4  # 8 * 32 training documents / 64
     assert config["data"]["min_doc_freq_rule"]["train_documents"] == 32
     run = runs.load_run(out)
-    expected = runs.build_vocabularies(runs.run_splits(config)["train"], config["data"])[1]
+    train = runs.run_splits(config)["train"]
+    expected = runs.build_vocabularies(train, config["data"])[1]
     assert run.topic_vocab.words == expected.words
+
+    # evaluate: NPMI of the top-10 words against the run's training split, whatever is scored.
+    from tfktopic.evaluation import npmi_coherence
+
+    report = runs.evaluate_run(run, corpus="lee", max_documents=12, num_generated=0, log=None)
+    topics = runs.run_topics(run, 10)
+    direct = npmi_coherence(topics, counts=runs.npmi_reference(train, sum(topics, [])),
+                            cardinalities=(10,))
+    assert report["npmi"]["mean"] == pytest.approx(direct.mean)
+    assert report["npmi"]["reference"] == runs.NPMI_REFERENCE
+    # Without its training corpus the NPMI is skipped with the reason, not silently.
+    run.config["corpus"] = str(tmp_path / "gone.txt")
+    run.config["format"] = "tdlm"
+    report = runs.evaluate_run(run, corpus="lee", max_documents=12, num_generated=0, log=None)
+    assert "gone.txt" in report["npmi"]["skipped"] and "mean" not in report["npmi"]
+    assert report["perplexity"]["num_tokens"] > 0
 
 
 def test_a_corpus_that_comes_split_keeps_its_parts(lee):
