@@ -49,7 +49,12 @@ training part. Training contexts: ``all_other`` (the papers'); test contexts:
 * ``npmi`` (Lau et al., mean over top-5/10/15/20) of the layer-1 topics
   (``model.topics(layer=0)``) against gensim ``LdaModel`` with the same number
   of topics on the training documents' topic-vocabulary bags of words;
-  reference corpus: the whole APNEWS file.
+  reference corpus: the training split (`tfktopic.runs.npmi_reference`, the
+  package's one rule).
+
+Every number goes through `tfktopic.runs` (`prepare_data`, `build_model`,
+`fit_model`, `score_perplexity`); this module keeps the sizes, the timing, the
+records and the reporting.
 
 Budgets: ``--mode medium`` = all 2,000 documents, the vocabularies of the medium
 topic-model benchmark (min count 10, topic words in >= 5 documents), embedding 128,
@@ -78,6 +83,7 @@ import time
 import numpy as np
 
 from benchmarks.common import record, reset_peak_rss, shared_file, status_mb, time_train_steps
+from tfktopic import runs
 
 SPLIT_SEED = 0
 LAYERS = (1, 3)
@@ -122,48 +128,43 @@ def _log(message):
 
 
 # --------------------------------------------------------------------------- data
+def _data_settings(mode, vocabulary=None):
+    """The `tfktopic.runs` data settings of a mode (`vocabulary`: e.g. "speed_vocabulary")."""
+    cfg = SETTINGS[mode]
+    if vocabulary is not None:
+        cfg = {**cfg, **cfg[vocabulary]}
+    return {**runs.DATA_DEFAULTS, "min_count": cfg["min_count"],
+            "min_doc_freq": cfg.get("min_doc_freq", 1), "max_freq_fraction": 0.001,
+            "stopwords": str(shared_file("stopwords/mallet_en.txt")),
+            "sentences_per_chunk": COMMON["sentences_per_chunk"], "max_len": COMMON["max_len"],
+            "context_len": COMMON["context_len"]}
+
+
 @functools.lru_cache(maxsize=None)
-def _corpus():
-    from tfktopic.data import read_tdlm
-
-    return read_tdlm(shared_file("apnews/apnews.txt"))
-
-
-@functools.lru_cache(maxsize=None)
-def _data(mode, num_documents="settings", vocabulary=None):
-    """Split, vocabularies and document/sentence sequences (cached).
+def _data(mode, num_documents="settings", vocabulary=None, kind="rgbn_rnn"):
+    """`runs.prepare_data` of a mode (cached): document chunks (`kind` "rgbn_rnn") or the
+    sentence windows of the same split and vocabularies (`kind` "lstm").
 
     `vocabulary` names a settings entry (e.g. ``"speed_vocabulary"``) whose
     ``min_count`` / ``min_doc_freq`` replace the mode's own.
     """
-    from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences,
-                               sentence_examples)
-
-    cfg = SETTINGS[mode]
-    if vocabulary is not None:
-        cfg = {**cfg, **cfg[vocabulary]}
-    corpus = _corpus()
-    n = cfg["num_documents"] if num_documents == "settings" else num_documents
-    if n is not None:
-        order = np.random.default_rng(SPLIT_SEED).permutation(len(corpus))
-        corpus = corpus.subset(sorted(order[:n].tolist()))
-    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=SPLIT_SEED)
-    lm = Vocabulary.build(train, min_count=cfg["min_count"])
-    topic = TopicVocabulary.build(train, lm, stopwords=str(shared_file("stopwords/mallet_en.txt")),
-                                  min_doc_freq=cfg.get("min_doc_freq", 1))
-    J, T, C = COMMON["sentences_per_chunk"], COMMON["max_len"], COMMON["context_len"]
-    data = {"train": train, "valid": valid, "test": test, "lm": lm, "topic": topic,
-            "train_docs": document_sequences(train, lm, topic, J, T, C, protocol="all_other"),
-            "test_docs": document_sequences(test, lm, topic, J, T, C, protocol="preceding"),
-            "train_sents": sentence_examples(train, lm, topic, T, C, protocol="all_other"),
-            "test_sents": sentence_examples(test, lm, topic, T, C, protocol="preceding")}
-    data["description"] = {
-        "documents": [len(train), len(valid), len(test)],
-        "split": f"by document 80/10/10, seed {SPLIT_SEED}", "lm_vocab": len(lm),
-        "topic_vocab": len(topic), "train_chunks": len(data["train_docs"]),
-        "test_targets": int(data["test_sents"].num_targets)}
-    _log(f"data (mode={mode}, documents={n}): {data['description']}")
+    if kind != "rgbn_rnn":
+        return _data(mode, num_documents, vocabulary).for_model(kind)
+    n = SETTINGS[mode]["num_documents"] if num_documents == "settings" else num_documents
+    settings = {"name": "rgbn_rnn", "data": _data_settings(mode, vocabulary)}
+    data = runs.prepare_data(settings, str(shared_file("apnews/apnews.txt")), format="tdlm",
+                             max_documents=n, seed=SPLIT_SEED, subset_seed=SPLIT_SEED)
+    _log(f"data (mode={mode}, documents={n}): {_description(data)}")
     return data
+
+
+def _description(data):
+    """The data part of the records' configs."""
+    sents = data.for_model("lstm")
+    return {"documents": [len(data.parts[k]) for k in ("train", "valid", "test")],
+            "split": f"by document 80/10/10, seed {SPLIT_SEED}", "lm_vocab": len(data.lm_vocab),
+            "topic_vocab": len(data.topic_vocab), "train_chunks": len(data.examples["train"]),
+            "test_targets": int(sents.examples["test"].num_targets)}
 
 
 def _hidden_sizes(mode, layers, speed=False):
@@ -179,43 +180,36 @@ def _hidden_sizes(mode, layers, speed=False):
 
 
 # ------------------------------------------------------------------------- models
-def _rgbn(name, layers, mode, data, speed=False, mcmc=True, seed=0):
-    import keras
-
-    from tfktopic.models.rgbn import PRESETS, RGBNRNN, make_optimizer
-
+def _settings(name, layers, mode, speed=False, seed=0):
+    """`tfktopic.runs` settings of a model of the benchmark (rGBN / GBN: the "paper" preset
+    at the mode's sizes; LSTMs: the same width per layer)."""
     cfg = SETTINGS[mode]
-    keras.utils.set_random_seed(seed)
-    topic_sizes = (100, 80, 50)[:layers] if speed else cfg["topic_sizes"][:layers]
-    model = RGBNRNN.from_preset(
-        "paper", len(data["lm"]), len(data["topic"]), num_documents=len(data["train_docs"]),
-        num_layers=layers, recurrent=name == "rgbn_rnn",
-        hidden_sizes=_hidden_sizes(mode, layers, speed), topic_sizes=topic_sizes,
-        embedding_dim=(cfg["speed_hidden"] if speed and mode == "quick"
-                       else cfg["embedding_dim"]),
-        dropout=cfg["dropout"], seed=seed)
-    if not mcmc:
-        # Same network, TLASGR-MCMC switched off (for the MCMC's share of a step).
-        model.topic_model.update = lambda bow, thetas: {}
-    model.compile(optimizer=make_optimizer({**PRESETS["paper"],
-                                            "learning_rate": cfg["learning_rate"]}))
-    return model
-
-
-def _lstm(layers, mode, data, document_level=False, speed=False):
-    import keras
-
-    from tfktopic.models import LSTMLanguageModel
-
-    cfg = SETTINGS[mode]
-    keras.utils.set_random_seed(0)
+    embedding_dim = cfg["speed_hidden"] if speed and mode == "quick" else cfg["embedding_dim"]
+    training = {"optimizer": "adam", "learning_rate": cfg["learning_rate"],
+                "clipnorm": COMMON["clipnorm"], "epochs": cfg["epochs"]}
+    if name in ("rgbn_rnn", "gbn_rnn"):
+        settings = runs.preset_settings(name, "paper")
+        settings["model"].update(
+            num_layers=layers, hidden_sizes=_hidden_sizes(mode, layers, speed),
+            topic_sizes=(100, 80, 50)[:layers] if speed else cfg["topic_sizes"][:layers],
+            embedding_dim=embedding_dim, dropout=cfg["dropout"], seed=seed)
+        settings["training"].update(training, batch_size=COMMON["batch_size"])
+        return settings
     hidden = _hidden_sizes(mode, layers, speed)[0]
-    model = LSTMLanguageModel(len(data["lm"]), embedding_dim=hidden if speed and mode == "quick"
-                              else cfg["embedding_dim"], hidden_dim=hidden, num_layers=layers,
-                              dropout=cfg["dropout"], document_level=document_level)
-    model.compile(optimizer=keras.optimizers.Adam(cfg["learning_rate"],
-                                                  clipnorm=COMMON["clipnorm"]))
-    return model
+    model = {"embedding_dim": hidden if speed and mode == "quick" else cfg["embedding_dim"],
+             "hidden_dim": hidden, "num_layers": layers, "dropout": cfg["dropout"],
+             "document_level": name == "doc_lstm"}
+    # batch_size counts sentence windows: 64 = the B x J windows of an rGBN batch.
+    return {"name": name, "model": model, "data": {},
+            "training": {**runs.TRAINING_DEFAULTS, **training,
+                         "batch_size": COMMON["batch_size"] * COMMON["sentences_per_chunk"]}}
+
+
+def _model(name, layers, mode, data, speed=False, mcmc=True, seed=0):
+    """A compiled model (`runs.build_model`) on `data` (its `RunData`); ``mcmc=False``:
+    rGBN / GBN without the TLASGR-MCMC update (``topic_updates=False``, timing only)."""
+    return runs.build_model(_settings(name, layers, mode, speed, seed), data, seed=seed,
+                            topic_updates=mcmc)
 
 
 # -------------------------------------------------------------------------- speed
@@ -262,39 +256,39 @@ def _arithmetic(model, baseline, vocab, doc_batches, sent_batches):
 
 
 def _speed(name, mode):
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
-
     cfg = SETTINGS[mode]
     # The issue's setting V_c ~ 8k: all 2,000 documents and the speed vocabulary.
     data = _data(mode, None, "speed_vocabulary")
     steps, rounds = cfg["speed_steps"], cfg["speed_rounds"]
     J, B = COMMON["sentences_per_chunk"], COMMON["batch_size"]
-    docs = document_dataset(data["train_docs"], B, shuffle=False, drop_remainder=True)
-    sents = sentence_dataset(data["train_sents"], B * J, shuffle=False, drop_remainder=True)
+    docs = data.dataset("train", B, shuffle=False, drop_remainder=True)
+    sent_data = _data(mode, None, "speed_vocabulary", kind="lstm")
+    sents = sent_data.dataset("train", B * J, shuffle=False, drop_remainder=True)
     doc_tokens = float(np.mean([np.sum(b["mask"]) for b in docs.take(steps)]))
     sent_tokens = float(np.mean([np.sum(b["mask"]) for b in sents.take(steps)]))
     records = []
     for layers in LAYERS:
-        runs = [("lstm", _lstm(layers, mode, data, speed=True), sents, sent_tokens),
-                (name, _rgbn(name, layers, mode, data, speed=True), docs, doc_tokens),
-                (name + " without MCMC", _rgbn(name, layers, mode, data, speed=True, mcmc=False),
-                 docs, doc_tokens)]
-        times = {key: [] for key, *_ in runs}
-        peaks = {key: 0.0 for key, *_ in runs}
+        entries = [("lstm", _model("lstm", layers, mode, sent_data, speed=True), sents,
+                    sent_tokens),
+                   (name, _model(name, layers, mode, data, speed=True), docs, doc_tokens),
+                   (name + " without MCMC", _model(name, layers, mode, data, speed=True,
+                                                   mcmc=False), docs, doc_tokens)]
+        times = {key: [] for key, *_ in entries}
+        peaks = {key: 0.0 for key, *_ in entries}
         reset = True
         for _ in range(rounds):
-            for key, model, dataset, _tokens in runs:
+            for key, model, dataset, _tokens in entries:
                 reset = reset_peak_rss() and reset
                 times[key].append(time_train_steps(model, dataset, steps, warmup=2))
                 peaks[key] = max(peaks[key], status_mb("VmHWM"))
         best = {key: min(values) for key, values in times.items()}
-        rate = {key: tokens / best[key] for key, _m, _d, tokens in runs}
-        model = runs[1][1]
-        arithmetic = _arithmetic(model, runs[0][1], len(data["lm"]), list(docs.take(steps)),
+        rate = {key: tokens / best[key] for key, _m, _d, tokens in entries}
+        model = entries[1][1]
+        arithmetic = _arithmetic(model, entries[0][1], len(data.lm_vocab), list(docs.take(steps)),
                                  list(sents.take(steps)))
         config = {"num_layers": layers, "hidden_sizes": list(model.hidden_sizes),
                   "topic_sizes": list(model.topic_sizes), "embedding_dim": model.embedding_dim,
-                  "lm_vocab": len(data["lm"]), "topic_vocab": len(data["topic"]),
+                  "lm_vocab": len(data.lm_vocab), "topic_vocab": len(data.topic_vocab),
                   "batch": f"{B} documents x {J} sentences x {COMMON['max_len']} tokens "
                            f"(lstm: {B * J} windows)",
                   "seconds_per_step": best[name], "baseline_seconds_per_step": best["lstm"],
@@ -320,7 +314,7 @@ def _speed(name, mode):
             "speed", name, "mcmc_fraction", fraction, protocol="1 - step time without the "
             "TLASGR-MCMC update / step time with it (target <= 0.15)", dataset="apnews",
             config={"num_layers": layers, "topic_sizes": list(model.topic_sizes),
-                    "topic_vocab": len(data["topic"]),
+                    "topic_vocab": len(data.topic_vocab),
                     "mcmc_seconds": best[name] - best[name + " without MCMC"]}))
         note = ("peak RSS while this model trained (high-water mark reset before each "
                 "measurement; includes the TF runtime and the data)" if reset
@@ -333,23 +327,15 @@ def _speed(name, mode):
 # ------------------------------------------------------------------------ quality
 @functools.lru_cache(maxsize=None)
 def _trained(name, layers, mode, seed=0):
-    """Train once per (model, layers, mode, seed); returns (model, info)."""
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
-
-    cfg, data = SETTINGS[mode], _data(mode)
-    B, J = COMMON["batch_size"], COMMON["sentences_per_chunk"]
-    if name == "lstm":
-        model = _lstm(layers, mode, data)
-        train = sentence_dataset(data["train_sents"], B * J, shuffle=True, seed=0)
-    elif name == "doc_lstm":
-        model = _lstm(layers, mode, data, document_level=True)
-        train = document_dataset(data["train_docs"], B, shuffle=True, seed=0)
-    else:
-        model = _rgbn(name, layers, mode, data, seed=seed)
-        train = document_dataset(data["train_docs"], B, shuffle=True, seed=seed)
+    """Train once per (model, layers, mode, seed) with `runs.fit_model`; (model, info)."""
+    data = _data(mode, kind="rgbn_rnn" if name in ("rgbn_rnn", "gbn_rnn") else name)
+    settings = _settings(name, layers, mode, seed=seed if name not in ("lstm", "doc_lstm") else 0)
+    seed = settings["model"].get("seed", 0)  # the LSTM baselines: always seed 0
+    model = runs.build_model(settings, data, seed=seed)
     start = time.perf_counter()
-    history = model.fit(train, epochs=cfg["epochs"], verbose=0)
-    info = {"train_seconds": time.perf_counter() - start, "epochs": cfg["epochs"],
+    history = runs.fit_model(model, data, settings, verbose=0, validation=False, seed=seed)
+    epochs = settings["training"]["epochs"]
+    info = {"train_seconds": time.perf_counter() - start, "epochs": epochs,
             "train_ppl_per_epoch": [float(v) for v in history.history["ppl"]]}
     _log(f"{name} {layers}l (seed {seed}) trained in {info['train_seconds']:.0f} s, train ppl "
          f"{info['train_ppl_per_epoch']}")
@@ -358,17 +344,14 @@ def _trained(name, layers, mode, seed=0):
 
 @functools.lru_cache(maxsize=None)
 def _test_perplexity(name, layers, mode, seed=0):
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
-    from tfktopic.evaluation import evaluate_perplexity
-
-    data = _data(mode)
+    """`runs.score_perplexity` on the test split (doc_lstm: chunks of 8 windows)."""
+    data = _data(mode, kind="rgbn_rnn" if name in ("rgbn_rnn", "gbn_rnn") else name)
     model, info = _trained(name, layers, mode, seed)
-    if name == "lstm":
-        dataset = sentence_dataset(data["test_sents"], 64, shuffle=False)
-    else:
-        dataset = document_dataset(data["test_docs"], COMMON["batch_size"], shuffle=False)
-    result = evaluate_perplexity(model, dataset, protocol="preceding")
-    expected = int(data["test_sents"].num_targets)
+    batch = 64 if name in ("lstm", "doc_lstm") else COMMON["batch_size"]  # windows / chunks
+    result, _ = runs.score_perplexity(name, model, data.parts["test"], data.lm_vocab,
+                                      data.topic_vocab, data.data, "preceding", batch_size=batch,
+                                      whole_documents=False)
+    expected = int(_data(mode, kind="lstm").examples["test"].num_targets)
     if result.num_tokens != expected:
         raise RuntimeError(f"{name}: scored {result.num_tokens} test tokens, expected {expected}")
     _log(f"{name} {layers}l (seed {seed}): test ppl {result.perplexity:.2f} "
@@ -378,11 +361,9 @@ def _test_perplexity(name, layers, mode, seed=0):
 
 @functools.lru_cache(maxsize=None)
 def _reference_counts(mode):
-    """Window counts of every topic word in the whole APNEWS file (NPMI reference)."""
-    from tfktopic.evaluation import ReferenceCounts
-
-    documents = ([w for sentence in doc for w in sentence] for doc in _corpus())
-    return ReferenceCounts(documents, _data(mode)["topic"].words, window_size=20)
+    """`runs.npmi_reference` (the training split) for every topic word."""
+    data = _data(mode)
+    return data.npmi_reference(data.topic_vocab.words)
 
 
 @functools.lru_cache(maxsize=None)
@@ -394,8 +375,9 @@ def _lda_npmi(num_topics, mode):
     from tfktopic.evaluation import npmi_coherence
 
     data, cfg = _data(mode), SETTINGS[mode]
-    words = set(data["topic"].words)
-    texts = [[w for sentence in doc for w in sentence if w in words] for doc in data["train"]]
+    words = set(data.topic_vocab.words)
+    texts = [[w for sentence in doc for w in sentence if w in words]
+             for doc in data.parts["train"]]
     dictionary = Dictionary(texts)
     bows = [dictionary.doc2bow(text) for text in texts]
     lda = LdaModel(bows, num_topics=num_topics, id2word=dictionary, passes=cfg["lda_passes"],
@@ -409,11 +391,12 @@ def _quality(name, mode):
     from tfktopic.evaluation import bleu_report, npmi_coherence
 
     cfg, data = SETTINGS[mode], _data(mode)
-    lm, topic_vocab = data["lm"], data["topic"]
-    description = data["description"]
+    lm, topic_vocab = data.lm_vocab, data.topic_vocab
+    description = _description(data)
     records = []
+    test_sents = _data(mode, kind="lstm").examples["test"]
     references = [lm.decode(row[:n], strip_special=True)
-                  for row, n in zip(data["test_sents"].targets, data["test_sents"].lengths)]
+                  for row, n in zip(test_sents.targets, test_sents.lengths)]
     for layers in LAYERS:
         # Baselines (kind, depth): the LSTM of the same depth; for a deeper model
         # also the 1-layer LSTM (deep plain LSTMs train slowly, so at a small epoch
@@ -433,7 +416,7 @@ def _quality(name, mode):
                                       config={"num_layers": depth, "test_tokens": tokens,
                                               **description, **info}))
         ppl, tokens, info = _test_perplexity(name, layers, mode)
-        model, _ = _trained(name, layers, mode)
+        model, _ = _trained(name, layers, mode, 0)  # the cache key of _test_perplexity
         config = {"num_layers": layers, "hidden_sizes": list(model.hidden_sizes),
                   "topic_sizes": list(model.topic_sizes), "test_tokens": tokens,
                   **description, **info}
@@ -469,8 +452,8 @@ def _quality(name, mode):
         npmi = npmi_coherence(topics, counts=_reference_counts(mode)).mean
         k = model.topic_sizes[0]
         lda = _lda_npmi(k, mode)
-        protocol = "NPMI (Lau et al.), window 20, mean over top-5/10/15/20; reference: " \
-                   "the whole APNEWS file"
+        protocol = ("NPMI (Lau et al.), window 20, mean over top-5/10/15/20; reference: "
+                    f"{runs.NPMI_REFERENCE} (tfktopic.runs)")
         if ("lda", k, mode) not in _EMITTED:
             _EMITTED.add(("lda", k, mode))
             records.append(record("quality", "lda", "npmi", lda, protocol=protocol,

@@ -16,7 +16,6 @@ failing entry is reported, the others still run, and the exit status is 1.
 """
 
 import argparse
-import importlib
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ import time
 from benchmarks.common import MODES, REPO_ROOT
 from benchmarks.report import RESULTS
 from benchmarks.report import main as render_report
-from benchmarks.speed import FAMILIES
+from benchmarks.speed import FAMILIES, MODULES
 
 #: Entries left out of a mode, with the reason printed when they are skipped.
 SKIPPED = {
@@ -36,8 +35,7 @@ SKIPPED = {
 
 def entries(family, kind):
     """Names of the `kind` ("speed" or "quality") entries of a benchmark family."""
-    module = importlib.import_module(family)
-    return list(getattr(module, kind.upper(), {}))
+    return list(getattr(MODULES[family], kind.upper(), {}))
 
 
 def run_family(family, kind, mode, out_dir):

@@ -36,9 +36,13 @@ document 80/10/10 with seed 0:
 * Topic coherence: NPMI (Lau et al.: windows of 20, pairs that never co-occur count 0,
   mean over top-5/10/15/20) of the TopicRNN and TCNLM topics and of gensim's LDA on
   the same training documents, topic vocabulary and number of topics. The reference
-  corpus is the **whole APNEWS file** (all 2,000 documents, every token, windows
-  running across the sentences of a document) -- not Wikipedia as in the papers, so
-  the numbers are not comparable with TCNLM's Table 4.
+  corpus is the package's one rule, `tfktopic.runs.npmi_reference`: the **training
+  split** (windows running across the sentences of a document) -- not Wikipedia as in
+  the papers, so the numbers are not comparable with TCNLM's Table 4.
+
+Every number goes through `tfktopic.runs` (`prepare_data`, `build_model`,
+`fit_model`, `score_perplexity`), the code ``tfktopic train`` runs; this module
+keeps only the sizes, the timing, the records and the reporting.
 
 ``--quick`` uses a 300-document subset and tiny models (a few minutes); the full mode
 uses paper-like sizes (embedding 300, 1 x 600 LSTM, 50 topics, dropout 0.4, batch 64,
@@ -47,14 +51,13 @@ uses paper-like sizes (embedding 300, 1 x 600 LSTM, 50 topics, dropout 0.4, batc
 """
 
 import functools
-import importlib
 import sys
 import time
 
 import numpy as np
 
-from benchmarks.common import (MissingData, record, reset_peak_rss, shared_file, status_mb,
-                               time_train_steps)
+from benchmarks.common import record, reset_peak_rss, shared_file, status_mb, time_train_steps
+from tfktopic import runs
 
 PROTOCOLS = {
     "preceding": "sentence-level, zero state per sentence; leak-free context: the preceding "
@@ -96,76 +99,66 @@ SPLIT_SEED = 0
 TRAIN_PROTOCOL = "all_other"
 MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "tcnlm_moe")
 TOPIC_MODELS = ("topicrnn", "tcnlm", "tcnlm_moe")
-
-
-class ModelUnavailable(MissingData):
-    """A model's module is not in this checkout yet; the runner reports and skips it."""
+#: The `tfktopic.runs` model of each benchmark entry.
+RUNS_MODEL = {"lstm": "lstm", "doc_lstm": "doc_lstm", "lda_lstm": "lda_lstm",
+              "topicrnn": "topicrnn", "tcnlm": "tcnlm", "tcnlm_moe": "tcnlm"}
 
 
 def _log(message):
     print(f"[topic_models] {message}", file=sys.stderr, flush=True)
 
 
-def _require(module_name, class_name):
-    """The model class, or a clear `ModelUnavailable` when its module is absent."""
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name != module_name:
-            raise
-        raise ModelUnavailable(
-            f"{module_name} is not available in this checkout (the {class_name} model has "
-            "not been merged yet), so this benchmark entry cannot run") from None
-    try:
-        return getattr(module, class_name)
-    except AttributeError:
-        raise ModelUnavailable(f"{module_name} has no {class_name} (agreed API)") from None
+# ------------------------------------------------------------------------ settings
+def _settings(name, mode):
+    """The `tfktopic.runs` settings of an entry: the mode's shared sizes and data rules."""
+    cfg = SETTINGS[mode]
+    model = {"embedding_dim": cfg["embedding_dim"], "hidden_dim": cfg["hidden_dim"],
+             "dropout": cfg["dropout"]}
+    units = cfg["encoder_units"]
+    if name == "doc_lstm":
+        model["document_level"] = True
+    elif name == "lda_lstm":
+        model["num_topics"] = cfg["num_topics"]
+    elif name == "topicrnn":
+        model.update(num_topics=cfg["num_topics"],
+                     **({} if units is None else {"encoder_units": units}))
+    elif name in ("tcnlm", "tcnlm_moe"):
+        model.update(num_topics=cfg["num_topics"],
+                     mixture="moe" if name == "tcnlm_moe" else "factorized",
+                     **({} if units is None else {"ntm_units": units}))
+    elif name != "lstm":
+        raise ValueError(f"unknown model {name!r}; expected one of {MODELS}")
+    data = {**runs.DATA_DEFAULTS, "min_count": cfg["min_count"], "max_freq_fraction": 0.001,
+            "stopwords": str(shared_file("stopwords/mallet_en.txt")),
+            "min_doc_freq": cfg["min_doc_freq"], "max_len": cfg["max_len"],
+            "context_len": cfg["context_len"], "sentences_per_chunk": cfg["doc_chunk"]}
+    training = {**runs.TRAINING_DEFAULTS, "optimizer": "adam",
+                "learning_rate": cfg["learning_rate"], "clipnorm": cfg["clipnorm"],
+                "batch_size": cfg["batch_size"], "epochs": cfg["epochs"],
+                "lda_passes": cfg["lda_passes"]}
+    return {"name": RUNS_MODEL[name], "model": model, "data": data, "training": training}
 
 
 # --------------------------------------------------------------------------- data
-
-
 @functools.lru_cache(maxsize=None)
-def _data(mode):
-    """Corpus split, vocabularies and sentence/document examples (cached per mode)."""
-    from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read_tdlm,
-                               sentence_examples)
-
+def _data(mode, name="lstm"):
+    """`runs.prepare_data` of a mode (cached), with the examples of model `name`."""
+    if name != "lstm":
+        return _data(mode).for_model(RUNS_MODEL[name])
     cfg = SETTINGS[mode]
-    path = shared_file("apnews/apnews.txt")
-    stopwords = shared_file("stopwords/mallet_en.txt")
-    corpus = read_tdlm(path)
-    if cfg["num_documents"] is not None:
-        order = np.random.default_rng(SPLIT_SEED).permutation(len(corpus))
-        corpus = corpus.subset(sorted(order[:cfg["num_documents"]].tolist()))
-    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=SPLIT_SEED)
-    lm = Vocabulary.build(train, min_count=cfg["min_count"])
-    topic = TopicVocabulary.build(train, lm, stopwords=str(stopwords), max_freq_fraction=0.001,
-                                  min_doc_freq=cfg["min_doc_freq"])
-    common = {"max_len": cfg["max_len"], "context_len": cfg["context_len"]}
-    data = {
-        "path": path, "train": train, "valid": valid, "test": test, "lm": lm, "topic": topic,
-        "train_examples": sentence_examples(train, lm, topic, protocol=TRAIN_PROTOCOL, **common),
-        "valid_examples": sentence_examples(valid, lm, topic, protocol="preceding", **common),
-        "test_examples": {p: sentence_examples(test, lm, topic, protocol=p, **common)
-                          for p in ("preceding", "all_other")},
-        "train_documents": document_sequences(train, lm, topic, cfg["doc_chunk"], **common),
-        "valid_documents": document_sequences(valid, lm, topic, cfg["doc_chunk"], **common),
-    }
-    windows_per_doc = np.bincount(data["test_examples"]["preceding"].document_index)
-    data["test_documents"] = document_sequences(test, lm, topic, int(windows_per_doc.max()),
-                                                **common)
-    data["description"] = {
-        "corpus": str(path), "documents": {"train": len(train), "valid": len(valid),
-                                           "test": len(test)},
-        "split": f"by document 80/10/10, seed {SPLIT_SEED}",
-        "train_tokens": int(data["train_examples"].num_targets),
-        "test_targets": int(data["test_examples"]["preceding"].num_targets),
-        "lm_vocab": len(lm), "topic_vocab": len(topic),
-        "train_context_protocol": TRAIN_PROTOCOL,
-    }
-    _log(f"data ({mode}): {data['description']}")
+    data = runs.prepare_data(_settings("lstm", mode), str(shared_file("apnews/apnews.txt")),
+                             format="tdlm", max_documents=cfg["num_documents"], seed=SPLIT_SEED,
+                             subset_seed=SPLIT_SEED)
+    _log(f"data ({mode}): {data.describe()}")
     return data
+
+
+def _description(mode):
+    """The data part of every record's config."""
+    description = _data(mode).describe()
+    return {**description, "train_tokens": description["train_targets"],
+            "split": f"by document 80/10/10, seed {SPLIT_SEED}",
+            "train_context_protocol": TRAIN_PROTOCOL}
 
 
 @functools.lru_cache(maxsize=None)
@@ -175,86 +168,20 @@ def _lda(mode):
 
     cfg, data = SETTINGS[mode], _data(mode)
     start = time.perf_counter()
-    lda = fit_lda(data["train"], data["topic"], num_topics=cfg["num_topics"],
+    lda = fit_lda(data.parts["train"], data.topic_vocab, num_topics=cfg["num_topics"],
                   passes=cfg["lda_passes"], seed=0)
     _log(f"gensim LDA: {cfg['num_topics']} topics, {cfg['lda_passes']} passes, "
          f"{time.perf_counter() - start:.1f} s")
     return lda
 
 
-@functools.lru_cache(maxsize=None)
-def _reference_counts(mode):
-    """Window counts of every topic word in the whole APNEWS file (NPMI reference)."""
-    from tfktopic.data import read_tdlm
-    from tfktopic.evaluation import ReferenceCounts
-
-    data = _data(mode)
-    documents = ([w for sentence in doc for w in sentence] for doc in read_tdlm(data["path"]))
-    return ReferenceCounts(documents, data["topic"].words, window_size=20)
-
-
 # ------------------------------------------------------------------------- models
 
 
 def _build(name, mode):
-    """A fresh model of the benchmark's shared size (seeded)."""
-    import keras
-
-    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
-    from tfktopic.models.lstm_lm import LSTMLanguageModel
-
-    cfg, data = SETTINGS[mode], _data(mode)
-    vocab, topic = len(data["lm"]), data["topic"]
-    size = {"embedding_dim": cfg["embedding_dim"], "hidden_dim": cfg["hidden_dim"],
-            "dropout": cfg["dropout"]}
-    units = cfg["encoder_units"]
-    keras.utils.set_random_seed(0)
-    if name == "lstm":
-        return LSTMLanguageModel(vocab, **size)
-    if name == "doc_lstm":
-        return LSTMLanguageModel(vocab, document_level=True, **size)
-    if name == "lda_lstm":
-        return LDALSTMLanguageModel(vocab, len(topic), num_topics=cfg["num_topics"],
-                                    lda=_lda(mode), **size)
-    if name == "topicrnn":
-        cls = _require("tfktopic.models.topicrnn", "TopicRNN")
-        extra = {} if units is None else {"encoder_units": units}
-        return cls(vocab, topic.lm_to_topic, num_topics=cfg["num_topics"], **size, **extra)
-    if name in ("tcnlm", "tcnlm_moe"):
-        cls = _require("tfktopic.models.tcnlm", "TCNLM")
-        extra = {} if units is None else {"ntm_units": units}
-        return cls(vocab, len(topic), num_topics=cfg["num_topics"],
-                   mixture="moe" if name == "tcnlm_moe" else "factorized", **size, **extra)
-    raise ValueError(f"unknown model {name!r}; expected one of {MODELS}")
-
-
-def _compile(model, mode):
-    import keras
-
-    cfg = SETTINGS[mode]
-    model.compile(optimizer=keras.optimizers.Adam(cfg["learning_rate"], clipnorm=cfg["clipnorm"]))
-    return model
-
-
-def _datasets(name, mode):
-    """(train, valid) datasets of a model: document chunks for doc_lstm, else windows."""
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
-
-    cfg, data = SETTINGS[mode], _data(mode)
-    if name == "doc_lstm":
-        batch = max(1, cfg["batch_size"] // cfg["doc_chunk"])
-        return (document_dataset(data["train_documents"], batch_size=batch, seed=0),
-                document_dataset(data["valid_documents"], batch_size=4 * batch, shuffle=False))
-    extra = _dataset_options(name)
-    return (sentence_dataset(data["train_examples"], batch_size=cfg["batch_size"], seed=0,
-                             **extra),
-            sentence_dataset(data["valid_examples"], batch_size=2 * cfg["batch_size"],
-                             shuffle=False, **extra))
-
-
-def _dataset_options(name):
-    """TopicRNN charges its KL once per document: it needs each window's document size."""
-    return {"document_targets": True} if name == "topicrnn" else {}
+    """A fresh, compiled model of the benchmark's shared size (`runs.build_model`, seed 0)."""
+    return runs.build_model(_settings(name, mode), _data(mode, name), seed=0,
+                            lda=_lda(mode) if name == "lda_lstm" else None)
 
 
 def _num_params(model):
@@ -266,16 +193,9 @@ def _num_params(model):
 
 def _speed_dataset(name, mode):
     """Unshuffled, fixed-shape batches; the timed steps use the first `speed_steps`."""
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
-
-    cfg, data = SETTINGS[mode], _data(mode)
-    if name == "doc_lstm":
-        dataset = document_dataset(data["train_documents"],
-                                   batch_size=max(1, cfg["batch_size"] // cfg["doc_chunk"]),
-                                   shuffle=False, drop_remainder=True)
-    else:
-        dataset = sentence_dataset(data["train_examples"], batch_size=cfg["batch_size"],
-                                   shuffle=False, drop_remainder=True, **_dataset_options(name))
+    cfg = SETTINGS[mode]
+    dataset = _data(mode, name).dataset("train", cfg["batch_size"], shuffle=False,
+                                        drop_remainder=True)
     steps = cfg["speed_steps"]
     tokens = [float(np.sum(batch["mask"])) for batch in dataset.take(steps)]
     return dataset, float(np.mean(tokens))
@@ -286,8 +206,8 @@ def _measure_speed(name, mode):
     steps, rounds = cfg["speed_steps"], cfg["speed_rounds"]
     base_ds, base_tokens = _speed_dataset("lstm", mode)
     model_ds, model_tokens = _speed_dataset(name, mode)
-    baseline = _compile(_build("lstm", mode), mode)
-    model = baseline if name == "lstm" else _compile(_build(name, mode), mode)
+    baseline = _build("lstm", mode)
+    model = baseline if name == "lstm" else _build(name, mode)
     runs = [("lstm", baseline, base_ds)] + ([] if name == "lstm" else [(name, model, model_ds)])
     timings = {key: [] for key, _, _ in runs}
     peaks = {key: 0.0 for key, _, _ in runs}
@@ -305,7 +225,7 @@ def _measure_speed(name, mode):
     config = {
         **{k: cfg[k] for k in ("embedding_dim", "hidden_dim", "num_topics", "batch_size",
                                "max_len", "speed_steps", "speed_rounds")},
-        "lm_vocab": len(_data(mode)["lm"]), "topic_vocab": len(_data(mode)["topic"]),
+        "lm_vocab": len(_data(mode).lm_vocab), "topic_vocab": len(_data(mode).topic_vocab),
         "seconds_per_step": model_time, "baseline_seconds_per_step": base_time,
         "seconds_per_step_rounds": timings[name], "baseline_rounds": timings["lstm"],
         "tokens_per_step": model_tokens, "baseline_tokens_per_step": base_tokens,
@@ -342,13 +262,12 @@ def _train(name, mode):
     import keras
 
     cfg = SETTINGS[mode]
-    model = _compile(_build(name, mode), mode)
-    train_ds, valid_ds = _datasets(name, mode)
+    model = _build(name, mode)
     stop = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min", patience=cfg["patience"],
                                          restore_best_weights=True)
     start = time.perf_counter()
-    history = model.fit(train_ds, validation_data=valid_ds, epochs=cfg["epochs"],
-                        callbacks=[stop], verbose=0)
+    history = runs.fit_model(model, _data(mode, name), _settings(name, mode), callbacks=[stop],
+                             verbose=0, seed=0)
     seconds = time.perf_counter() - start
     val = history.history["val_ppl"]
     info = {"epochs_run": len(val), "best_epoch": int(np.argmin(val)) + 1,
@@ -360,22 +279,15 @@ def _train(name, mode):
 
 
 def _test_perplexity(name, model, mode, protocol):
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
-    from tfktopic.evaluation import evaluate_perplexity
-
-    cfg, data = SETTINGS[mode], _data(mode)
-    if protocol == "document":
-        sequences = data["test_documents"]
-        batch = max(1, 4 * cfg["batch_size"] // sequences.tokens.shape[1])
-        dataset = document_dataset(sequences, batch_size=batch, shuffle=False)
-        expected = sequences.num_targets
-    else:
-        examples = data["test_examples"][protocol]
-        dataset = sentence_dataset(examples, batch_size=2 * cfg["batch_size"], shuffle=False)
-        expected = examples.num_targets
-    result = evaluate_perplexity(model, dataset, protocol=protocol)
-    if result.num_tokens != expected:
-        raise RuntimeError(f"{name}: scored {result.num_tokens} tokens, expected {expected}")
+    """`runs.score_perplexity` on the test split ("document": doc_lstm, whole documents)."""
+    cfg, data = SETTINGS[mode], _data(mode, name)
+    result, examples = runs.score_perplexity(
+        RUNS_MODEL[name], model, data.parts["test"], data.lm_vocab, data.topic_vocab,
+        data.data, "preceding" if protocol == "document" else protocol,
+        batch_size=2 * cfg["batch_size"])
+    if result.num_tokens != examples.num_targets:
+        raise RuntimeError(f"{name}: scored {result.num_tokens} tokens, expected "
+                           f"{examples.num_targets}")
     return result
 
 
@@ -392,7 +304,7 @@ def _result(name, mode):
     perplexity = {p: _test_perplexity(name, model, mode, p) for p in protocols}
     topics = None
     if hasattr(model, "topics"):
-        topics = model.topics(top_n=20, vocabulary=_data(mode)["topic"])
+        topics = model.topics(top_n=20, vocabulary=_data(mode).topic_vocab)
     for p, r in perplexity.items():
         _log(f"{name}: test ppl {r.perplexity:.2f} ({p}, {r.num_tokens} tokens)")
     return {"perplexity": {p: r.perplexity for p, r in perplexity.items()},
@@ -400,9 +312,16 @@ def _result(name, mode):
 
 
 def _coherence(topics, mode):
+    """NPMI of `topics` against the package's reference (the training split)."""
     from tfktopic.evaluation import npmi_coherence
 
     return npmi_coherence(topics, counts=_reference_counts(mode))
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_counts(mode):
+    """`runs.npmi_reference` for every topic word (cached per mode)."""
+    return _data(mode).npmi_reference(_data(mode).topic_vocab.words)
 
 
 @functools.lru_cache(maxsize=None)
@@ -411,19 +330,19 @@ def _lda_coherence(mode):
     lda = _lda(mode)
     distribution = lda.get_topics()
     ids = np.argsort(-distribution, axis=1, kind="stable")[:, :20]
-    topics = [[data["topic"].words[i] for i in row] for row in ids]
+    topics = [[data.topic_vocab.words[i] for i in row] for row in ids]
     return _coherence(topics, mode), topics
 
 
 def _quality(name, mode):
-    cfg, data = SETTINGS[mode], _data(mode)
+    cfg = SETTINGS[mode]
     size = {k: cfg[k] for k in ("embedding_dim", "hidden_dim", "num_topics", "dropout",
                                 "batch_size", "epochs", "patience", "learning_rate",
                                 "clipnorm", "max_len", "context_len")}
     base = _result("lstm", mode)
     doc = _result("doc_lstm", mode) if name != "lstm" else None
     mine = base if name == "lstm" else (doc if name == "doc_lstm" else _result(name, mode))
-    config = {**size, **data["description"], **mine["info"], "num_tokens": mine["num_tokens"]}
+    config = {**size, **_description(mode), **mine["info"], "num_tokens": mine["num_tokens"]}
     if name == "lda_lstm":
         config["lda_passes"] = cfg["lda_passes"]
     records = []
@@ -439,7 +358,7 @@ def _quality(name, mode):
                               config={**config, "protocol_note": PROTOCOLS["preceding"],
                                       "baseline_protocol": PROTOCOLS["document"]}))
     coherence_protocol = ("NPMI (Lau et al. windows of 20, zero rule), mean of top-5/10/15/20; "
-                          "reference corpus: the whole APNEWS file (2,000 documents)")
+                          f"reference corpus: {runs.NPMI_REFERENCE} (tfktopic.runs)")
     lda_result, lda_topics = (_lda_coherence(mode) if name in TOPIC_MODELS + ("lda_lstm",)
                               else (None, None))
     if name == "lda_lstm":

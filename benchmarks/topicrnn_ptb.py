@@ -1,6 +1,7 @@
 """TopicRNN vs a plain RNN of the same size on Penn Treebank (issue 3; Dieng et al. 2017, Table 2).
 
-Runs ``scripts/topicrnn_ptb.py --neurons 100 --cell rnn --baseline`` (one recurrent layer
+Runs ``scripts/topicrnn_ptb.py --neurons 100 --cell rnn --baseline`` (imported as
+`scripts.topicrnn_ptb`; its data, models, training and scoring are `tfktopic.runs`') (one recurrent layer
 of 100 tanh units, K = 50 topics, documents of 10 sentences, Mallet stop words for the
 inference network's bag of words, Adam 1e-3, batch 64, early stopping on the validation
 perplexity) and records the test perplexity of TopicRNN against the plain RNN trained on
@@ -16,20 +17,11 @@ Budgets: ``quick`` = a 200-document slice, 2 epochs; ``medium`` = all of PTB, 4 
     python -m benchmarks.quality --mode medium --models topicrnn_ptb
 """
 
-import importlib.util
-
-from benchmarks.common import REPO_ROOT, SHARED_DATA, record, shared_file
+from benchmarks.common import SHARED_DATA, record, shared_file
+from scripts import topicrnn_ptb
 
 EPOCHS = {"quick": None, "medium": 4, "full": None}  # None: the script's own budget
 PAPER = {"topicrnn": 122.3, "rnn": 142.1}
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("topicrnn_ptb_script",
-                                                  REPO_ROOT / "scripts" / "topicrnn_ptb.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def quality(mode):
@@ -41,7 +33,7 @@ def quality(mode):
         argv.append("--quick")
     if EPOCHS[mode]:
         argv += ["--epochs", str(EPOCHS[mode])]
-    results = _script().main(argv)
+    results = topicrnn_ptb.main(argv)
     baseline = results["baseline"]["perplexity"]["test"]
     config = {k: results[k] for k in ("neurons", "cell", "num_topics", "epochs", "lm_vocab",
                                       "topic_vocab", "train_seconds")}

@@ -21,6 +21,10 @@ training step), keep the weights of the best validation perplexity, and report:
 * generated sentences: from noise, from topics of the top layer, a paragraph
   (rGBN-RNN: topics evolving through Pi) and a continuation of a test document.
 
+The data, the model, the training and the perplexity are `tfktopic.runs`'
+(`prepare_data`, `build_model`, `fit_model`, `score_perplexity`), the code of
+``tfktopic train rgbn_rnn``; this script adds the extra reports.
+
 Everything goes to ``--out`` (default ``results/rgbn_apnews/<model>_<L>l_<preset>``):
 ``results.json``, ``hierarchy.json``, ``hierarchy.dot`` (+ ``.svg``),
 ``best.weights.h5``.
@@ -93,56 +97,39 @@ def main(argv=None):
 
     import keras
 
-    from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
-    from tfktopic.data.pipeline import document_dataset
-    from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-    from tfktopic.models.rgbn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
-                                      make_optimizer, topic_hierarchy)
+    from tfktopic import runs
+    from tfktopic.evaluation import unigram_perplexity
 
     start = time.perf_counter()
-    preset = dict(PRESETS[args.preset])
-    overrides = {"num_layers": args.layers, "recurrent": args.recurrent, "seed": args.seed}
+    name = "rgbn_rnn" if args.recurrent else "gbn_rnn"
+    settings = runs.preset_settings(name, args.preset)
+    settings["model"].update(num_layers=args.layers, seed=args.seed)
     documents = args.documents
     eval_samples = args.eval_samples or 20
     if args.quick:
         documents = documents or QUICK["documents"]
-        preset["epochs"] = QUICK["epochs"]
-        preset["min_count"] = QUICK["min_count"]
+        settings["training"]["epochs"] = QUICK["epochs"]
+        settings["data"]["min_count"] = QUICK["min_count"]
         eval_samples = args.eval_samples or QUICK["eval_samples"]
-        overrides.update(hidden_sizes=QUICK["hidden_sizes"][:args.layers],
-                         topic_sizes=QUICK["topic_sizes"][:args.layers],
-                         embedding_dim=QUICK["embedding_dim"])
+        settings["model"].update(hidden_sizes=QUICK["hidden_sizes"][:args.layers],
+                                 topic_sizes=QUICK["topic_sizes"][:args.layers],
+                                 embedding_dim=QUICK["embedding_dim"])
     if args.epochs is not None:
-        preset["epochs"] = args.epochs
-    name = "rgbn_rnn" if args.recurrent else "gbn_rnn"
+        settings["training"]["epochs"] = args.epochs
+    settings["data"]["stopwords"] = args.stopwords
+    epochs = settings["training"]["epochs"]
     out = pathlib.Path(args.out or REPO_ROOT / "results" / "rgbn_apnews"
                        / f"{name}_{args.layers}l_{args.preset}{'_quick' if args.quick else ''}")
     out.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(args.seed)
 
     # ---------------------------------------------------------------- data
-    corpus = read_tdlm(data_path)
-    if documents:
-        corpus = corpus.subset(range(min(documents, len(corpus))))
-    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=args.seed)
-    lm_vocab = Vocabulary.build(train, min_count=preset["min_count"])
-    topic_vocab = TopicVocabulary.build(train, lm_vocab, stopwords=args.stopwords)
-    J, T, context_len = (preset["sentences_per_chunk"], preset["max_len"], preset["context_len"])
-    sequences = {
-        "train": document_sequences(train, lm_vocab, topic_vocab, J, T, context_len,
-                                    protocol="all_other"),
-        "valid": document_sequences(valid, lm_vocab, topic_vocab, J, T, context_len,
-                                    protocol=args.eval_protocol),
-        "test": document_sequences(test, lm_vocab, topic_vocab, J, T, context_len,
-                                   protocol=args.eval_protocol),
-    }
-    batch_size = preset["batch_size"]
-    train_ds = document_dataset(sequences["train"], batch_size, shuffle=True, seed=args.seed)
-    eval_ds = {part: document_dataset(sequences[part], batch_size, shuffle=False)
-               for part in ("valid", "test")}
-    print(f"APNEWS: {len(train)}/{len(valid)}/{len(test)} documents, LM vocabulary "
-          f"{len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, training chunks "
-          f"{len(sequences['train'])} (J={J}, T={T})")
+    data = runs.prepare_data(settings, str(data_path), format="tdlm", max_documents=documents,
+                             seed=args.seed).with_protocol(args.eval_protocol)
+    lm_vocab, topic_vocab, sequences = data.lm_vocab, data.topic_vocab, data.examples
+    J, T = data.data["sentences_per_chunk"], data.data["max_len"]
+    print(f"APNEWS: {len(data.parts['train'])}/{len(data.parts['valid'])}/"
+          f"{len(data.parts['test'])} documents, LM vocabulary {len(lm_vocab)}, topic vocabulary "
+          f"{len(topic_vocab)}, training chunks {len(sequences['train'])} (J={J}, T={T})")
 
     embeddings = None
     if args.embeddings:
@@ -150,23 +137,20 @@ def main(argv=None):
 
         embeddings, coverage = embedding_matrix(
             lm_vocab, load_word2vec(args.embeddings, limit=args.embeddings_limit), seed=args.seed)
-        overrides["embedding_dim"] = embeddings.shape[1]
-        overrides["embeddings"] = embeddings
+        settings["model"]["embedding_dim"] = embeddings.shape[1]
         print(f"word2vec: {coverage}")
 
     # --------------------------------------------------------------- model
-    model = RGBNRNN.from_preset(preset, len(lm_vocab), len(topic_vocab),
-                                num_documents=len(sequences["train"]), **overrides)
-    model.compile(optimizer=make_optimizer(preset))
+    model = runs.build_model(settings, data, seed=args.seed, embeddings=embeddings)
     weights_path = out / "best.weights.h5"
     callbacks = [keras.callbacks.TerminateOnNaN(),
                  keras.callbacks.ModelCheckpoint(str(weights_path), monitor="val_ppl", mode="min",
                                                  save_best_only=True, save_weights_only=True)]
     print(f"training {name}, {args.layers} layer(s), preset {args.preset!r}: LSTM "
-          f"{model.hidden_sizes}, topics {model.topic_sizes}, {preset['epochs']} epoch(s)")
+          f"{model.hidden_sizes}, topics {model.topic_sizes}, {epochs} epoch(s)")
     train_start = time.perf_counter()
-    history = model.fit(train_ds, validation_data=eval_ds["valid"], epochs=preset["epochs"],
-                        callbacks=callbacks, verbose=2)
+    history = runs.fit_model(model, data, settings, callbacks=callbacks, verbose=2,
+                             seed=args.seed)
     train_seconds = time.perf_counter() - train_start
     if weights_path.exists():
         model.load_weights(weights_path)  # model selection on validation (Phi, Pi included)
@@ -175,16 +159,19 @@ def main(argv=None):
     label = protocol_label(args.eval_protocol)
     results = {"model": name, "layers": args.layers, "recurrent": args.recurrent,
                "preset": args.preset, "quick": args.quick, "seed": args.seed,
-               "protocol": label, "documents": [len(train), len(valid), len(test)],
+               "protocol": label, "documents": [len(data.parts[k]) for k in
+                                                ("train", "valid", "test")],
                "lm_vocab": len(lm_vocab), "topic_vocab": len(topic_vocab),
                "config": {k: v for k, v in model.get_config().items()
                           if k not in ("name", "trainable", "dtype")},
                "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
                "train_seconds": train_seconds}
+    batch = settings["training"]["batch_size"]
     for part in ("valid", "test"):
-        mean = evaluate_perplexity(model, eval_ds[part], protocol=args.eval_protocol)
-        sampled = model.evaluate_sampled_perplexity(eval_ds[part], eval_samples,
-                                                    protocol=args.eval_protocol)
+        mean, _ = runs.score_perplexity(name, model, data.parts[part], lm_vocab, topic_vocab,
+                                        data.data, args.eval_protocol, batch)
+        sampled = model.evaluate_sampled_perplexity(data.dataset(part, batch, shuffle=False),
+                                                    eval_samples, protocol=args.eval_protocol)
         results[part] = {"perplexity_weibull_mean": mean.perplexity,
                          "perplexity_sampled": sampled.perplexity, "samples": eval_samples,
                          "num_tokens": mean.num_tokens,
@@ -195,6 +182,8 @@ def main(argv=None):
               f"protocol {label}")
 
     # -------------------------------------------------------------- topics
+    from tfktopic.models.rgbn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
+
     hierarchy = topic_hierarchy(model, topic_vocab, top_n=10)
     (out / "hierarchy.json").write_text(json.dumps(hierarchy, indent=1), encoding="utf-8")
     dot = hierarchy_to_dot(hierarchy)
@@ -207,7 +196,7 @@ def main(argv=None):
 
     # ---------------------------------------------------------- generation
     decode = lambda rows: [" ".join(lm_vocab.decode(row, strip_special=True)) for row in rows]
-    sampling = {"method": "top_k", "top_k": 20, "temperature": preset["temperature"]}
+    sampling = {"method": "top_k", "top_k": 20, "temperature": settings["training"]["temperature"]}
     top = model.num_layers - 1
     generated = {
         "from_noise": decode(model.generate(3, seed=args.seed, **sampling)),

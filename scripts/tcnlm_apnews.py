@@ -12,7 +12,11 @@ validation split -- the paper trained on 50K documents) or ``lee`` (gensim's
 300 news documents, no download). The documents are split 80/10/10 with a
 fixed seed; the vocabularies are built on the training part (preset ``data``:
 LM min count, Mallet stop list when present, top 0.1 % frequent types, minimum
-document frequency).
+document frequency -- the paper's threshold, given for 50K documents, is scaled
+to the training split by `tfktopic.runs.resolve_data_rules`). The data, the
+model, the training and the scoring are `tfktopic.runs`' (`prepare_data`,
+`build_model`, `fit_model`, `score_perplexity`), the code of ``tfktopic train``;
+this script adds the extra reports.
 
 Training contexts are the other sentences of the document ("all_other", as in
 the paper). The test perplexity is reported under the leak-free **preceding**
@@ -24,8 +28,9 @@ window starts from a zero LSTM state (sentence-level, DESIGN.md §5).
 Also printed: the unigram baseline (training counts, add-0.5), optionally a
 plain LSTM LM of the same size (``--lstm-baseline``), the topics (top-10 words
 of beta), their NPMI coherence (Lau et al.'s semantics, top 5/10/15/20, window
-20) against the **training split** as reference corpus (the paper used
-Wikipedia, so the values are not comparable with its Table 4), and generated
+20) against the **training split** as reference corpus (`tfktopic.runs.npmi_reference`,
+the package's one rule; the paper used Wikipedia, so the values are not comparable
+with its Table 4), and generated
 sentences per topic (greedy and top-k samples, t = one-hot).
 """
 
@@ -75,22 +80,6 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def load_data(args):
-    from tfktopic.data import load_corpus, read_tdlm
-
-    if args.data == "lee":
-        corpus = load_corpus("lee")
-    else:
-        path = pathlib.Path(args.data)
-        if not path.exists():
-            sys.exit(f"error: TDLM file not found at {path}; pass --data PATH (a document per "
-                     f"line, TAB between sentences) or --data lee")
-        corpus = read_tdlm(path)
-    if args.max_docs:
-        corpus = corpus.subset(range(min(args.max_docs, len(corpus))))
-    return corpus
-
-
 def resolve_stopwords(name):
     if name in ("gensim", "none") or name is None:
         return name or "gensim", name or "gensim"
@@ -116,16 +105,13 @@ def main(argv=None):
     import keras
     import numpy as np
 
-    from tfktopic.data import TopicVocabulary, Vocabulary, sentence_examples
-    from tfktopic.data.pipeline import sentence_dataset
-    from tfktopic.evaluation import evaluate_perplexity, npmi_coherence, unigram_perplexity
-    from tfktopic.models.lstm_lm import LSTMLanguageModel
-    from tfktopic.models.tcnlm import PRESETS, TCNLM
-
-    if args.preset not in PRESETS:
-        sys.exit(f"error: unknown preset {args.preset!r}; choose one of {sorted(PRESETS)}")
-    preset = PRESETS[args.preset]
-    data_cfg, train_cfg = preset["data"], dict(preset["training"])
+    from tfktopic import runs
+    from tfktopic.evaluation import unigram_perplexity
+    try:
+        settings = runs.preset_settings("tcnlm", args.preset)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    train_cfg = settings["training"]
     for key, value in (("epochs", args.epochs), ("batch_size", args.batch_size),
                        ("learning_rate", args.learning_rate)):
         if value is not None:
@@ -133,69 +119,53 @@ def main(argv=None):
     overrides = {k: v for k, v in (("mixture", args.mixture), ("num_topics", args.num_topics),
                                    ("hidden_dim", args.hidden_dim), ("dropout", args.dropout))
                  if v is not None}
-    if args.hidden_dim is not None and "factor_dim" in preset["model"]:
+    if args.hidden_dim is not None and "factor_dim" in settings["model"]:
         overrides["factor_dim"] = args.hidden_dim
+    settings["model"].update(overrides, seed=args.seed)
+    stopwords, stop_name = resolve_stopwords(args.stopwords or settings["data"]["stopwords"])
+    settings["data"]["stopwords"] = stopwords
 
     start = time.perf_counter()
-    keras.utils.set_random_seed(args.seed)
-    corpus = load_data(args)
-    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=args.seed)
-    stopwords, stop_name = resolve_stopwords(args.stopwords or data_cfg["stopwords"])
-    lm_vocab = Vocabulary.build(train, min_count=data_cfg["min_count"])
-    min_doc_freq = data_cfg["min_doc_freq"]
-    reference_docs = data_cfg.get("min_doc_freq_reference_docs")
-    if reference_docs and len(train) < reference_docs:
-        # The paper's "fewer than 100 documents" is for 50K training documents: keep the share.
-        min_doc_freq = max(1, round(min_doc_freq * len(train) / reference_docs))
-        print(f"note: topic-vocabulary min_doc_freq {data_cfg['min_doc_freq']} (for "
-              f"{reference_docs} documents) scaled to {min_doc_freq} for {len(train)} documents")
-    topic_vocab = TopicVocabulary.build(train, lm_vocab, stopwords=stopwords,
-                                        max_freq_fraction=data_cfg["max_freq_fraction"],
-                                        min_doc_freq=min_doc_freq)
-    windows = dict(max_len=data_cfg["max_len"], context_len=data_cfg["context_len"])
-    train_ex = sentence_examples(train, lm_vocab, topic_vocab, protocol="all_other", **windows)
-    valid_ex = sentence_examples(valid, lm_vocab, topic_vocab, protocol="preceding", **windows)
-    test_ex = sentence_examples(test, lm_vocab, topic_vocab, protocol="preceding", **windows)
-    test_all_other = sentence_examples(test, lm_vocab, topic_vocab, protocol="all_other",
-                                       **windows)
-    print(f"corpus {corpus.source}: {len(train)}/{len(valid)}/{len(test)} documents "
-          f"(train/valid/test, seed {args.seed}); LM vocabulary {len(lm_vocab)}, topic "
-          f"vocabulary {len(topic_vocab)} (stop list {stop_name}); windows "
-          f"{len(train_ex)}/{len(valid_ex)}/{len(test_ex)}")
+    if args.data != "lee" and not pathlib.Path(args.data).exists():
+        sys.exit(f"error: TDLM file not found at {args.data}; pass --data PATH (a document per "
+                 f"line, TAB between sentences) or --data lee")
+    data = runs.prepare_data(settings, args.data, format=None if args.data == "lee" else "tdlm",
+                             max_documents=args.max_docs, seed=args.seed)
+    for note in data.notes:
+        print(f"note: {note}")
+    lm_vocab, topic_vocab, parts = data.lm_vocab, data.topic_vocab, data.parts
+    print(f"corpus {data.corpus.source}: {len(parts['train'])}/{len(parts['valid'])}/"
+          f"{len(parts['test'])} documents (train/valid/test, seed {args.seed}); LM vocabulary "
+          f"{len(lm_vocab)}, topic vocabulary {len(topic_vocab)} (stop list {stop_name}); "
+          f"windows {'/'.join(str(len(data.examples[k])) for k in ('train', 'valid', 'test'))}")
 
-    batch = train_cfg["batch_size"]
-    train_ds = sentence_dataset(train_ex, batch_size=batch, seed=args.seed)
-    valid_ds = sentence_dataset(valid_ex, batch_size=2 * batch, shuffle=False)
-
-    def compile_and_fit(model, name):
-        model.compile(optimizer=keras.optimizers.Adam(train_cfg["learning_rate"],
-                                                      clipnorm=train_cfg["clipnorm"]))
+    def fit(model_settings, name):
+        model = runs.build_model(model_settings, data.for_model(model_settings["name"]),
+                                 seed=args.seed)
         stop = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min", patience=2,
                                              restore_best_weights=True)
         tic = time.perf_counter()
-        history = model.fit(train_ds, validation_data=valid_ds, epochs=train_cfg["epochs"],
-                            callbacks=[stop], verbose=2)
+        history = runs.fit_model(model, data.for_model(model_settings["name"]), model_settings,
+                                 callbacks=[stop], verbose=2, seed=args.seed)
         seconds = time.perf_counter() - tic
         print(f"{name}: trained {len(history.history['loss'])} epochs in {seconds:.0f} s")
-        return history.history, seconds
+        return model, history.history, seconds
 
-    model = TCNLM.from_preset(args.preset, len(lm_vocab), len(topic_vocab), seed=args.seed,
-                              **overrides)
+    def test_ppl(name, model, protocol):
+        return runs.score_perplexity(name, model, parts["test"], lm_vocab, topic_vocab,
+                                     data.data, protocol, 2 * train_cfg["batch_size"])[0]
+
+    model, history, train_seconds = fit(settings, "TCNLM")
     print(f"TCNLM ({model.mixture}, {model.num_layers} x {model.hidden_dim}, {model.num_topics} "
           f"topics): {model.count_params():,} parameters")
-    history, train_seconds = compile_and_fit(model, "TCNLM")
 
-    def test_ppl(predictor, examples, protocol):
-        return evaluate_perplexity(predictor, sentence_dataset(examples, 2 * batch, shuffle=False),
-                                   protocol=protocol)
-
-    results = {"preset": args.preset, "data": corpus.source, "seed": args.seed,
-               "config": model.get_config(), "training": train_cfg,
+    results = {"preset": args.preset, "data": data.corpus.source, "seed": args.seed,
+               "config": model.get_config(), "training": train_cfg, "data_settings": data.data,
                "train_seconds": train_seconds, "history": history,
                "vocab": {"lm": len(lm_vocab), "topic": len(topic_vocab), "stopwords": stop_name}}
-    preceding = test_ppl(model, test_ex, "preceding")
-    all_other = test_ppl(model, test_all_other, "all_other")
-    unigram = unigram_perplexity(lm_vocab, test_ex)
+    preceding = test_ppl("tcnlm", model, "preceding")
+    all_other = test_ppl("tcnlm", model, "all_other")
+    unigram = unigram_perplexity(lm_vocab, data.examples["test"])
     results["test"] = {"tcnlm_preceding": preceding.as_dict(),
                        "tcnlm_all_other": all_other.as_dict(), "unigram": unigram}
     print(f"test perplexity (sentence-level, {preceding.num_tokens} tokens):")
@@ -204,23 +174,25 @@ def main(argv=None):
           f"{all_other.perplexity:8.2f}")
     print(f"  unigram (training counts)                     : {unigram:8.2f}")
     if args.lstm_baseline:
-        keras.utils.set_random_seed(args.seed)
-        lstm = LSTMLanguageModel(len(lm_vocab), embedding_dim=model.embedding_dim,
-                                 hidden_dim=model.hidden_dim, num_layers=model.num_layers,
-                                 dropout=model.dropout)
-        lstm_history, lstm_seconds = compile_and_fit(lstm, "LSTM")
-        lstm_ppl = test_ppl(lstm, test_ex, "preceding")
+        lstm_settings = {"name": "lstm", "data": data.data, "training": train_cfg,
+                         "model": {"embedding_dim": model.embedding_dim,
+                                   "hidden_dim": model.hidden_dim,
+                                   "num_layers": model.num_layers, "dropout": model.dropout}}
+        lstm, _, lstm_seconds = fit(lstm_settings, "LSTM")
+        lstm_ppl = test_ppl("lstm", lstm, "preceding")
         results["test"]["lstm"] = lstm_ppl.as_dict()
         results["lstm_train_seconds"] = lstm_seconds
         print(f"  plain LSTM LM of the same size (no context)   : {lstm_ppl.perplexity:8.2f}")
 
+    from tfktopic.evaluation import npmi_coherence
+
     top = min(20, len(topic_vocab))
     topics = model.topics(top, topic_vocab)
-    reference = [[w for s in doc for w in s] for doc in train]
     cardinalities = tuple(c for c in (5, 10, 15, 20) if c <= top)
-    coherence = npmi_coherence(topics, reference, cardinalities=cardinalities)
+    counts = data.npmi_reference([w for topic in topics for w in topic])
+    coherence = npmi_coherence(topics, counts=counts, cardinalities=cardinalities)
     results["topics"] = topics
-    results["coherence"] = {**coherence.to_dict(), "reference": "training split"}
+    results["coherence"] = {**coherence.to_dict(), "reference": runs.NPMI_REFERENCE}
     print(f"topics (top 10 of beta) and NPMI (top {'/'.join(map(str, cardinalities))}, window 20, "
           f"reference: the training split, not Wikipedia): mean {coherence.mean:.3f}")
     for k, words in enumerate(topics):

@@ -19,6 +19,11 @@ from a zero RNN state (sentence-level protocol, DESIGN.md §5) unless
 document (``document_dataset`` chunks of 10 sentences). The papers'
 "all_other" test perplexity, which lets future text in, is printed too and
 labelled as such.
+
+PTB comes split (train / valid / test files): `tfktopic.runs.prepare_data`
+takes the three parts as they are and builds the vocabularies on the training
+file; the models, the training and the sentence-level scoring are
+`tfktopic.runs`' (`build_model`, `fit_model`, `score_perplexity`).
 """
 
 import argparse
@@ -67,36 +72,19 @@ def require(path, what):
     return path
 
 
-def train_baseline(args, lm_vocab, dataset, epochs, learning_rate, patience):
-    """A plain RNN LM (`LSTMLanguageModel(cell=...)`) of TopicRNN's size and budget.
-
-    Same windows, zero state per window, embedding size = hidden size (as TopicRNN's
-    default), Adam, the same epochs and early stopping. Returns its perplexities.
-    """
+def fit(settings, data, args, patience, datasets=None):
+    """`runs.build_model` + `runs.fit_model` with early stopping on ``val_ppl``."""
     import keras
 
-    from tfktopic.evaluation import evaluate_perplexity
-    from tfktopic.models import LSTMLanguageModel
+    from tfktopic import runs
 
-    keras.utils.set_random_seed(args.seed)
-    model = LSTMLanguageModel(len(lm_vocab), embedding_dim=args.neurons, hidden_dim=args.neurons,
-                              cell=args.cell, document_level=args.level == "document")
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate))
-    model(next(iter(dataset("valid", "preceding", False))))  # build, to count parameters
-    print(f"\nbaseline: plain {args.cell.upper()} {args.neurons} units, "
-          f"{model.count_params():,} parameters")
+    model = runs.build_model(settings, data, seed=args.seed)
     stopping = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min", patience=patience,
                                              restore_best_weights=True)
     start = time.perf_counter()
-    model.fit(dataset("train", "all_other", True), epochs=epochs, verbose=2,
-              validation_data=dataset("valid", "preceding", False), callbacks=[stopping])
-    out = {"cell": args.cell, "neurons": args.neurons, "train_seconds":
-           round(time.perf_counter() - start, 1), "perplexity": {}}
-    for split in ("valid", "test"):
-        value = evaluate_perplexity(model, dataset(split, "preceding", False)).perplexity
-        out["perplexity"][split] = value
-        print(f"  baseline {split:<6} {value:9.2f}")
-    return out
+    runs.fit_model(model, data, settings, callbacks=[stopping], verbose=2, seed=args.seed,
+                   datasets=datasets)
+    return model, round(time.perf_counter() - start, 1)
 
 
 def main(argv=None):
@@ -107,81 +95,76 @@ def main(argv=None):
     stopwords = args.stopwords or str(require(data_dir / "stopwords" / "mallet_en.txt",
                                               "Mallet stop list"))
 
-    import keras
-
-    from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read_ptb,
-                               sentence_examples)
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+    from tfktopic import runs
+    from tfktopic.data import document_sequences, read_ptb
+    from tfktopic.data.pipeline import document_dataset
     from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-    from tfktopic.models.topicrnn import PRESETS, TopicRNN
+    from tfktopic.models.topicrnn import PRESETS
 
-    preset = dict(PRESETS[f"ptb_{args.neurons}"])
-    epochs = args.epochs or (2 if args.quick else preset["epochs"])
-    batch_size = args.batch_size or preset["batch_size"]
-    learning_rate = args.learning_rate or (3e-3 if args.quick else preset["learning_rate"])
-    per_doc = preset["sentences_per_document"]
+    preset = PRESETS[f"ptb_{args.neurons}"]
+    settings = runs.preset_settings("topicrnn", f"ptb_{args.neurons}")
+    training = settings["training"]
+    training["epochs"] = args.epochs or (2 if args.quick else training["epochs"])
+    training["batch_size"] = args.batch_size or training["batch_size"]
+    training["learning_rate"] = args.learning_rate or (3e-3 if args.quick
+                                                       else training["learning_rate"])
+    settings["model"].update(cell=args.cell, variant=args.variant, seed=args.seed)
+    settings["data"]["stopwords"] = stopwords
+    epochs, batch_size = training["epochs"], training["batch_size"]
+    per_doc = settings["data"]["sentences_per_document"]
     corpora = {split: read_ptb(path, sentences_per_document=per_doc)
                for split, path in ptb.items()}
     if args.quick:
         corpora = {"train": corpora["train"].subset(range(200)),
                    "valid": corpora["valid"].subset(range(30)),
                    "test": corpora["test"].subset(range(30))}
-    lm_vocab = Vocabulary.build(corpora["train"], min_count=preset["min_count"])
-    topic_vocab = TopicVocabulary.build(corpora["train"], lm_vocab, stopwords=stopwords,
-                                        max_freq_fraction=preset["max_freq_fraction"])
+    data = runs.prepare_data(settings, corpora)
+    lm_vocab, topic_vocab = data.lm_vocab, data.topic_vocab
     print(f"PTB ({'quick slice' if args.quick else 'full'}): "
-          + ", ".join(f"{k} {len(v)} documents" for k, v in corpora.items()))
+          + ", ".join(f"{k} {len(v)} documents" for k, v in data.parts.items()))
     print(f"LM vocabulary {len(lm_vocab)} (incl. <pad>, <bos>); topic vocabulary "
           f"{len(topic_vocab)} content words; stop words/special/symbols for l_t: "
           f"{len(lm_vocab) - len(topic_vocab)} (paper: 9,551 content / 449 stop words); "
           f"removed: {topic_vocab.ignored}")
 
-    max_len, context_len = preset["max_len"], preset["context_len"]
+    def chunks(split, protocol, shuffle):
+        """--level document: TopicRNN on chunks of a document's sentences (state carried)."""
+        sequences = document_sequences(data.parts[split], lm_vocab, topic_vocab,
+                                       sentences_per_chunk=per_doc, max_len=data.data["max_len"],
+                                       context_len=data.data["context_len"], protocol=protocol)
+        return document_dataset(sequences, batch_size=max(1, batch_size // per_doc),
+                                shuffle=shuffle, seed=args.seed, document_targets=True)
 
-    def dataset(split, protocol, shuffle):
+    def perplexity(name, model, split, protocol):
         if args.level == "document":
-            sequences = document_sequences(corpora[split], lm_vocab, topic_vocab,
-                                           sentences_per_chunk=per_doc, max_len=max_len,
-                                           context_len=context_len, protocol=protocol)
-            return document_dataset(sequences, batch_size=max(1, batch_size // per_doc),
-                                    shuffle=shuffle, seed=args.seed, document_targets=True)
-        examples = sentence_examples(corpora[split], lm_vocab, topic_vocab, max_len=max_len,
-                                     context_len=context_len, protocol=protocol)
-        return sentence_dataset(examples, batch_size=batch_size, shuffle=shuffle, seed=args.seed,
-                                document_targets=True)
+            return evaluate_perplexity(model, chunks(split, protocol, False),
+                                       protocol=protocol).perplexity
+        return runs.score_perplexity(name, model, data.parts[split], lm_vocab, topic_vocab,
+                                     data.data, protocol, batch_size)[0].perplexity
 
-    keras.utils.set_random_seed(args.seed)
-    model = TopicRNN.from_preset(f"ptb_{args.neurons}", len(lm_vocab), topic_vocab.lm_to_topic,
-                                 cell=args.cell, variant=args.variant, seed=args.seed)
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate))
+    datasets = None
+    if args.level == "document":
+        datasets = (chunks("train", "all_other", True), chunks("valid", "preceding", False))
+    patience = preset["early_stopping_patience"]
+    model, train_seconds = fit(settings, data, args, patience, datasets)
     print(f"model: Topic{args.cell.upper()} {args.neurons} units, K={model.num_topics}, "
           f"variant {args.variant}, level {args.level}, {model.count_params():,} parameters; "
-          f"epochs {epochs}, batch {batch_size}, Adam {learning_rate}")
-    stopping = keras.callbacks.EarlyStopping(monitor="val_ppl", mode="min",
-                                             patience=preset["early_stopping_patience"],
-                                             restore_best_weights=True)
-    start = time.perf_counter()
-    model.fit(dataset("train", "all_other", True), epochs=epochs, verbose=2,
-              validation_data=dataset("valid", "preceding", False), callbacks=[stopping])
-    train_seconds = time.perf_counter() - start
+          f"epochs {epochs}, batch {batch_size}, Adam {training['learning_rate']}")
 
     results = {"neurons": args.neurons, "cell": args.cell, "variant": args.variant,
                "level": args.level, "num_topics": model.num_topics, "epochs": epochs,
-               "quick": args.quick, "train_seconds": round(train_seconds, 1),
+               "quick": args.quick, "train_seconds": train_seconds,
                "lm_vocab": len(lm_vocab), "topic_vocab": len(topic_vocab), "perplexity": {}}
     print("\nperplexity (theta = mean of q from the preceding sentences, l_t marginalised):")
     for split in ("train", "valid", "test"):
-        value = evaluate_perplexity(model, dataset(split, "preceding", False),
-                                    protocol="preceding").perplexity
+        value = perplexity("topicrnn", model, split, "preceding")
         results["perplexity"][split] = value
         print(f"  {split:<6} {value:9.2f}")
-    leaky = evaluate_perplexity(model, dataset("test", "all_other", False),
-                                protocol="all_other").perplexity
+    leaky = perplexity("topicrnn", model, "test", "all_other")
     results["perplexity"]["test_all_other"] = leaky
     print(f"  test   {leaky:9.2f}  (papers' 'all_other' protocol: the context includes later "
           "sentences -- not leak-free)")
-    test_examples = sentence_examples(corpora["test"], lm_vocab, topic_vocab, max_len=max_len)
-    results["perplexity"]["test_unigram"] = unigram_perplexity(lm_vocab, test_examples)
+    results["perplexity"]["test_unigram"] = unigram_perplexity(lm_vocab, data.examples["test"])
     print(f"  test   {results['perplexity']['test_unigram']:9.2f}  (unigram baseline)")
     print("\ntopics (top words of the rows of B):")
     topics = model.topics(top_n=8, vocabulary=topic_vocab)
@@ -189,10 +172,23 @@ def main(argv=None):
         print(f"  {k:>3}: {' '.join(words)}")
     results["topics"] = topics
     sentence = model.generate(num_sentences=1, max_len=25, topic=0, method="top_k", seed=args.seed)
-    print("\ngenerated (topic 0, top-k):", " ".join(lm_vocab.decode(sentence[0], strip_special=True)))
+    print("\ngenerated (topic 0, top-k):",
+          " ".join(lm_vocab.decode(sentence[0], strip_special=True)))
     if args.baseline:
-        results["baseline"] = train_baseline(args, lm_vocab, dataset, epochs, learning_rate,
-                                             preset["early_stopping_patience"])
+        # A plain RNN LM of the same cell and size on the same windows and budget
+        # (embedding size = hidden size, as TopicRNN's default).
+        name = "doc_lstm" if args.level == "document" else "lstm"
+        baseline = {"name": name, "data": data.data, "training": training,
+                    "model": {"embedding_dim": args.neurons, "hidden_dim": args.neurons,
+                              "cell": args.cell, "document_level": args.level == "document"}}
+        print(f"\nbaseline: plain {args.cell.upper()} {args.neurons} units")
+        lstm, seconds = fit(baseline, data.for_model("lstm"), args, patience, datasets)
+        results["baseline"] = {"cell": args.cell, "neurons": args.neurons,
+                               "train_seconds": seconds, "perplexity": {}}
+        for split in ("valid", "test"):
+            value = perplexity("lstm", lstm, split, "preceding")
+            results["baseline"]["perplexity"][split] = value
+            print(f"  baseline {split:<6} {value:9.2f}")
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(results, indent=1) + "\n")

@@ -7,7 +7,6 @@ import re
 import shutil
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -368,17 +367,17 @@ def test_user_errors_name_the_file_in_one_line(tcnlm_run, tmp_path, capsys, monk
         _one_error_line(capsys, ["train", "tcnlm", "--optimizer", "sgld", "--out", tmp_path / "x"])
     assert "--set: expected KEY=VALUE, got 'hidden_dim'" in _one_error_line(
         capsys, ["train", "tcnlm", "--set", "hidden_dim", "--out", tmp_path / "x"])
-    monkeypatch.setitem(sys.modules, "tfktopic.pretrained", None)
-    assert "pretrained:lee: pretrained models are not available" in _one_error_line(
-        capsys, ["generate", "pretrained:lee"])
+    assert "pretrained:: give a pretrained model name" in _one_error_line(
+        capsys, ["generate", "pretrained:"])
     assert not (tmp_path / "x").exists()  # nothing was written for any of these
 
 
 def test_pretrained_names_go_through_tfktopic_pretrained(tcnlm_run, monkeypatch):
     out, _, _ = tcnlm_run
-    module = types.ModuleType("tfktopic.pretrained")
-    module.resolve = lambda name: out if name == "lee-tcnlm" else out / "nope"
-    monkeypatch.setitem(sys.modules, "tfktopic.pretrained", module)
+    from tfktopic import pretrained
+
+    monkeypatch.setattr(pretrained, "resolve",
+                        lambda name: out if name == "lee-tcnlm" else out / "nope")
     argv = ["--topic", "2", "--num", "2", "--seed", "5"]
     code, text = _run_cli(["generate", "pretrained:lee-tcnlm", *argv])
     assert code == 0 and text == _run_cli(["generate", out, *argv])[1]

@@ -28,12 +28,12 @@ def test_index_lists_every_family_small_and_honest():
 
 @pytest.mark.parametrize("name", MODELS)
 def test_loads_and_reproduces_its_recorded_perplexity(name):
-    from tfktopic.runs import evaluate_run
+    from tfktopic.runs import evaluate_run, load_run
 
     entry = pretrained.info(name)
     check = entry["check"]
     corpus = shared_file(check["corpus"])
-    run = pretrained.load(name)
+    run = load_run(f"pretrained:{name}")
     assert run.name == entry["model"]
     report = evaluate_run(run, corpus=str(corpus), format=check["format"],
                           max_documents=check["max_documents"], num_generated=0, log=None)

@@ -1,5 +1,7 @@
 """Small pretrained models shipped with tfktopic (offline; no download).
 
+This module only resolves names to run directories (it imports nothing from
+`tfktopic.runs`); load one with ``tfktopic.runs.load_run("pretrained:NAME")``.
 Each model is a run directory (see `tfktopic.runs`) trained on a real corpus by the
 ``tfktopic train`` command recorded in its index entry, with its vocabularies and its
 measured test perplexity (leak-free protocol). `scripts/make_pretrained.py` produced
@@ -10,7 +12,10 @@ Example:
 >>> from tfktopic import pretrained
 >>> sorted(pretrained.available())                                  # doctest: +SKIP
 ['psgld-lstm-ptb', 'rgbn-apnews', 'tcnlm-apnews', 'topicrnn-ptb']
->>> run = pretrained.load("tcnlm-apnews")                           # doctest: +SKIP
+>>> pretrained.resolve("tcnlm-apnews")                              # doctest: +SKIP
+PosixPath('.../pretrained/tcnlm-apnews')
+>>> from tfktopic.runs import load_run
+>>> run = load_run("pretrained:tcnlm-apnews")                       # doctest: +SKIP
 >>> run.model.topics(top_n=5, vocabulary=run.topic_vocab)[:2]       # doctest: +SKIP
 
 On the command line: ``tfktopic generate pretrained:tcnlm-apnews --topic 3``.
@@ -22,7 +27,7 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["available", "directory", "info", "load", "resolve"]
+__all__ = ["available", "directory", "info", "resolve"]
 
 _SOURCE_TREE = pathlib.Path(__file__).resolve().parent.parent / "pretrained"
 
@@ -35,12 +40,9 @@ def directory():
         mapped from the repository's ``pretrained/`` by setup.py) or, in a source
         checkout, the repository's ``pretrained/`` folder.
     """
-    try:
-        installed = pathlib.Path(str(importlib.resources.files("tfktopic.pretrained_models")))
-        if (installed / "index.json").is_file():
-            return installed
-    except ModuleNotFoundError:
-        pass
+    installed = pathlib.Path(str(importlib.resources.files("tfktopic"))) / "pretrained_models"
+    if (installed / "index.json").is_file():
+        return installed
     return _SOURCE_TREE
 
 
@@ -86,17 +88,3 @@ def resolve(name):
                             "installation is incomplete)")
     return path
 
-
-def load(name):
-    """Load a pretrained model with its vocabularies.
-
-    Args:
-        name: a name listed by `available`.
-
-    Returns:
-        `tfktopic.runs.Run` (``model``, ``lm_vocab``, ``topic_vocab``, ``config``,
-        ``path``).
-    """
-    from tfktopic.runs import load_run
-
-    return load_run(resolve(name))

@@ -16,15 +16,27 @@ use a trained model again, offline:
   ``tfktopic train`` command again resumes after the last finished epoch (and
   does nothing more once all epochs are done).
 
-The data preparation of a run (reading, 80/10/10 split by document, the
-vocabularies, sentence windows or document chunks, tf.data pipelines) lives in
-one place (`read_corpus`, `split_corpus`, `build_vocabularies`,
-`make_examples`, `make_dataset`), used by both `train_run` and `evaluate_run`,
-so an evaluation recomputes exactly the run's test split from ``run.json``.
+This package is the only orchestration of tfktopic: the CLI, the scripts and
+the benchmarks all go through it.
+
+* `preset_settings` reads a preset (``name``, ``model``, ``data``,
+  ``training``); `apply_overrides` applies ``--set KEY=VALUE``.
+* `prepare_data` reads the corpus, splits it 80/10/10 by document (seeded),
+  resolves the data rules given for another corpus size (`resolve_data_rules`:
+  e.g. TCNLM's ``min_doc_freq`` of 100 for 50K documents is scaled to the
+  training split), builds the vocabularies on the training part, and cuts the
+  sentence windows or document chunks (training contexts ``all_other``,
+  validation and test ``preceding``) -> `RunData` (``.dataset(split, batch)``).
+* `build_model` (the one constructor glue, compiled with `build_optimizer`),
+  `fit_model`, `score_perplexity`; NPMI always against `npmi_reference`
+  (the run's training split).
+* `train_run` does all of it into a run directory (resumable);
+  `evaluate_run` recomputes the run's test split from ``run.json``.
 
 Modules: `settings` (model names, presets, ``--set`` overrides), `data` (data
-preparation), `directory` (`Run`, `resolve_run_dir`, `load_run`), `training`
-(`train_run`) and `reports` (topics, evaluation, generation, export).
+preparation and scoring), `directory` (`Run`, `resolve_run_dir`, `load_run`),
+`training` (`build_model`, `fit_model`, `train_run`), `reports` (topics,
+evaluation, generation, export) and `files` (JSON files, log lines).
 
 Example:
 
@@ -35,20 +47,30 @@ runs.train_run("tcnlm", "runs/lee-tcnlm", corpus="lee", preset="small")
 run = runs.load_run("runs/lee-tcnlm")
 runs.evaluate_run(run)["perplexity"]["perplexity"]
 runs.generate_text(run, topic=2, num=3)
+
+# The same pieces, step by step (what the scripts and benchmarks do):
+settings = runs.preset_settings("tcnlm", "small")
+data = runs.prepare_data(settings, "lee", seed=0)
+model = runs.build_model(settings, data, seed=0)
+runs.fit_model(model, data, settings)
+result, _ = runs.score_perplexity("tcnlm", model, data.parts["test"], data.lm_vocab,
+                                  data.topic_vocab, data.data)
 ```
 """
 
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.runs.data import (build_vocabularies, make_dataset, make_examples, read_corpus,
-                                resolve_format, score_perplexity, split_corpus)
-from tfktopic.runs.directory import Run, load_run, read_run_config, resolve_run_dir
+from tfktopic.runs.data import (NPMI_REFERENCE, RunData, build_vocabularies, make_dataset,
+                                make_examples, npmi_reference, prepare_data, read_corpus,
+                                resolve_data_rules, resolve_format, score_perplexity,
+                                split_corpus)
+from tfktopic.runs.directory import Run, load_model, load_run, read_run_config, resolve_run_dir
 from tfktopic.runs.reports import (document_bow, evaluate_run, export_run, generate_text,
-                                   run_topics, topics_report)
+                                   run_splits, run_topics, topics_report)
 from tfktopic.runs.settings import (CHUNKED_MODELS, DATA_DEFAULTS, GENERATING_MODELS,
                                     GENERATION, HIERARCHICAL_MODELS, MODELS, OPTIMIZERS,
                                     PRESET_FAMILY, SPLIT, TOPIC_MODELS, TRAINING_DEFAULTS,
                                     apply_overrides, preset_settings)
-from tfktopic.runs.training import train_run
+from tfktopic.runs.training import build_model, build_optimizer, fit_model, train_run
 
 __all__ = [
     "MODELS",
@@ -56,17 +78,27 @@ __all__ = [
     "TOPIC_MODELS",
     "HIERARCHICAL_MODELS",
     "Run",
+    "RunData",
     "resolve_run_dir",
     "load_run",
+    "load_model",
     "preset_settings",
+    "prepare_data",
+    "resolve_data_rules",
     "read_corpus",
     "split_corpus",
     "build_vocabularies",
     "make_examples",
     "make_dataset",
+    "build_model",
+    "build_optimizer",
+    "fit_model",
+    "npmi_reference",
+    "NPMI_REFERENCE",
     "unigram_perplexity",
     "train_run",
     "evaluate_run",
+    "run_splits",
     "run_topics",
     "document_bow",
     "generate_text",

@@ -1,11 +1,33 @@
-"""A run's data preparation: reading, split, vocabularies, examples, pipelines and scoring."""
+"""A run's data: reading, split, data rules, vocabularies, examples, pipelines and scoring.
 
+`prepare_data` is the one data path of the package: ``tfktopic train``, the
+scripts and the benchmarks all call it, so a benchmark number is computed on
+exactly the data a user gets from ``tfktopic train`` with the same settings.
+The pieces it composes (`read_corpus`, `split_corpus`, `resolve_data_rules`,
+`build_vocabularies`, `make_examples`, `make_dataset`, `score_perplexity`)
+are public for `evaluate_run`, which recomputes a run's test split from
+``run.json``.
+"""
+
+import dataclasses
 import pathlib
+
+import numpy as np
 
 from tfktopic.errors import TfktopicError
 from tfktopic.runs.settings import CHUNKED_MODELS, SPLIT
 
-# -------------------------------------------------------------------- data preparation
+__all__ = ["RunData", "prepare_data", "resolve_format", "read_corpus", "split_corpus",
+           "resolve_data_rules", "build_vocabularies", "make_examples", "make_dataset",
+           "score_perplexity", "npmi_reference", "NPMI_REFERENCE", "NPMI_WINDOW",
+           "perplexity_message", "protocol_label", "normalize_protocol"]
+
+#: The one NPMI reference-corpus rule of the package (see `npmi_reference`).
+NPMI_REFERENCE = "the training split (window 20)"
+NPMI_WINDOW = 20
+
+
+# -------------------------------------------------------------------- reading and split
 def resolve_format(corpus, format=None):
     """The corpus format: `format`, or inferred ("lee", ``*.jsonl.gz``, ``ptb.*``).
 
@@ -25,31 +47,43 @@ def resolve_format(corpus, format=None):
                          f"{'|'.join(FORMATS)}") from None
 
 
-def read_corpus(source, format, data, max_documents=None):
+def read_corpus(source, format, data, max_documents=None, subset_seed=None):
     """Read a run's corpus with its data settings.
 
     Args:
         source: "lee" or a path.
         format: one of `tfktopic.data.FORMATS`.
         data: the run's data settings (``sentences_per_document`` for PTB).
-        max_documents: keep only the first N documents (IMDB: read only N).
+        max_documents: keep only N documents: the first N, or with
+            `subset_seed` a seeded random N (kept in file order). IMDB with
+            the first N reads only N.
+        subset_seed: seed of the random subset (`None`: the first N).
 
     Returns:
         A `Corpus`.
     """
     from tfktopic.data import load_corpus
 
+    if max_documents is not None and int(max_documents) < 1:
+        raise ValueError(f"--max-documents must be >= 1, got {max_documents}")
     kwargs = {}
     if format == "ptb":
         kwargs["sentences_per_document"] = int(data.get("sentences_per_document", 10))
-    if format == "imdb" and max_documents:
+    if format == "imdb" and max_documents and subset_seed is None:
         kwargs["limit"] = int(max_documents)
     corpus = load_corpus(source, format=format, **kwargs)
-    if max_documents:
-        if int(max_documents) < 1:
-            raise ValueError(f"--max-documents must be >= 1, got {max_documents}")
-        corpus = corpus.subset(range(min(int(max_documents), len(corpus))))
-    return corpus
+    return subset_documents(corpus, max_documents, subset_seed)
+
+
+def subset_documents(corpus, max_documents=None, subset_seed=None):
+    """The first `max_documents` documents, or a seeded random subset in file order."""
+    if not max_documents or int(max_documents) >= len(corpus):
+        return corpus
+    n = int(max_documents)
+    if subset_seed is None:
+        return corpus.subset(range(n))
+    order = np.random.default_rng(int(subset_seed)).permutation(len(corpus))
+    return corpus.subset(sorted(order[:n].tolist()))
 
 
 def split_corpus(corpus, seed):
@@ -66,6 +100,46 @@ def split_corpus(corpus, seed):
             "split empty (80/10/10 by document); use a corpus (or --max-documents) of at "
             "least 10 documents")
     return parts
+
+
+# ------------------------------------------------------------------------- data rules
+def resolve_data_rules(data, num_train_documents):
+    """Resolve the data rules given for another corpus size (the one place they are resolved).
+
+    A document-frequency threshold of the topic vocabulary given with its
+    reference corpus size (``min_doc_freq`` with ``min_doc_freq_reference_docs``;
+    TCNLM §4: "words in fewer than 100 documents" of 50K APNEWS training
+    documents) keeps its *share* of the training documents:
+    ``max(1, round(min_doc_freq * N_train / reference_docs))`` when the
+    training split is smaller than the reference (never scaled up). An
+    explicit ``--set min_doc_freq=N`` is absolute (`apply_overrides` drops the
+    reference).
+
+    Args:
+        data: data settings (not changed).
+        num_train_documents: documents of the training split.
+
+    Returns:
+        (resolved data settings, list of note strings). The resolved settings
+        hold the value used in ``min_doc_freq`` and, when a rule applied,
+        ``min_doc_freq_rule`` = {given, reference_docs, train_documents}; the
+        reference key is removed, so resolving again changes nothing.
+    """
+    data = dict(data)
+    notes = []
+    reference = data.pop("min_doc_freq_reference_docs", None)
+    if reference:
+        given = int(data["min_doc_freq"])
+        value = given
+        if num_train_documents < int(reference):
+            value = max(1, round(given * num_train_documents / int(reference)))
+        data["min_doc_freq"] = value
+        data["min_doc_freq_rule"] = {"given": given, "reference_docs": int(reference),
+                                     "train_documents": int(num_train_documents)}
+        if value != given:
+            notes.append(f"topic-vocabulary min_doc_freq {given} (given for {reference} "
+                         f"training documents) scaled to {value} for {num_train_documents}")
+    return data, notes
 
 
 def build_vocabularies(train, data):
@@ -89,6 +163,7 @@ def build_vocabularies(train, data):
     return lm_vocab, topic_vocab
 
 
+# ----------------------------------------------------------------- examples, pipelines
 def _windows_per_document(corpus, max_len):
     """Sentence windows of each document (as `sentence_windows` cuts them)."""
     return [sum(-(-(len(sentence) + 1) // max_len) for sentence in document)
@@ -126,13 +201,14 @@ def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="pre
                              context_len=context_len, protocol=protocol)
 
 
-def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0):
+def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0, drop_remainder=False):
     """The tf.data pipeline of `examples` for a model.
 
     Sentence models get ``sentence_dataset`` batches of `batch_size` windows
     (TopicRNN with ``doc_targets``); rGBN / GBN ``document_dataset`` batches of
     `batch_size` chunks (the papers' B documents); the document-level LSTM
     batches of about `batch_size` windows (``batch_size // J`` chunks, at least 1).
+    `drop_remainder` gives fixed-shape batches (timing).
     """
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
@@ -141,12 +217,184 @@ def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0):
             # batch_size counts sentence windows, as for the sentence-level LSTM.
             batch_size = max(1, int(batch_size) // examples.tokens.shape[1])
         return document_dataset(examples, batch_size=int(batch_size), shuffle=shuffle,
-                                seed=seed)
+                                seed=seed, drop_remainder=drop_remainder)
     return sentence_dataset(examples, batch_size=int(batch_size), shuffle=shuffle, seed=seed,
+                            drop_remainder=drop_remainder,
                             document_targets=model_name == "topicrnn")
 
 
-def _protocol_label(model_name, protocol):
+# -------------------------------------------------------------------------- RunData
+@dataclasses.dataclass
+class RunData:
+    """The prepared data of a run (`prepare_data`).
+
+    Attributes:
+        model_name: the model the examples are cut for (one of `MODELS`).
+        corpus: the corpus read (after ``max_documents``; a corpus that came
+            split: its training part).
+        parts: dict ``train`` / ``valid`` / ``test`` of `Corpus` (80/10/10 by document).
+        lm_vocab, topic_vocab: the vocabularies, built on ``parts["train"]``.
+        data: the resolved data settings (`resolve_data_rules`), as recorded in run.json.
+        examples: dict of the splits' examples: training contexts ``all_other``
+            (the papers'), validation and test ``preceding`` (leak-free).
+        notes: lines about resolved data rules (printed by `train_run`).
+
+    Example:
+    >>> from tfktopic import runs
+    >>> settings = runs.preset_settings("tcnlm", "small")
+    >>> data = runs.prepare_data(settings, "lee")                       # doctest: +SKIP
+    >>> batch = next(iter(data.dataset("train", 64)))                   # doctest: +SKIP
+    """
+
+    model_name: str
+    corpus: object
+    parts: dict
+    lm_vocab: object
+    topic_vocab: object
+    data: dict
+    examples: dict
+    notes: list = dataclasses.field(default_factory=list)
+
+    @property
+    def unit(self):
+        """"chunks" (document-chunked models) or "windows"."""
+        return "chunks" if self.model_name in CHUNKED_MODELS else "windows"
+
+    def dataset(self, split, batch_size, shuffle=None, seed=0, drop_remainder=False):
+        """The tf.data pipeline of a split (`make_dataset`; shuffled for "train" by default)."""
+        if shuffle is None:
+            shuffle = split == "train"
+        return make_dataset(self.model_name, self.examples[split], batch_size, shuffle=shuffle,
+                            seed=seed, drop_remainder=drop_remainder)
+
+    def for_model(self, model_name):
+        """The same split, vocabularies and data settings, with the examples of another model.
+
+        E.g. the sentence windows of an LSTM baseline beside an rGBN-RNN's
+        document chunks.
+        """
+        if model_name == self.model_name:
+            return self
+        if (model_name in CHUNKED_MODELS) == (self.model_name in CHUNKED_MODELS):
+            # Same kind of examples (windows, or chunks of J windows): shared.
+            return dataclasses.replace(self, model_name=model_name)
+        examples = {name: make_examples(model_name, self.parts[name], self.lm_vocab,
+                                        self.topic_vocab, self.data,
+                                        protocol="all_other" if name == "train" else "preceding")
+                    for name in self.parts}
+        return dataclasses.replace(self, model_name=model_name, examples=examples)
+
+    def with_protocol(self, protocol):
+        """The same data with the validation and test examples under another protocol.
+
+        Args:
+            protocol: "preceding" (leak-free, the default of `prepare_data`) or
+                "all_other" (the papers': the context lets future text in).
+        """
+        protocol = normalize_protocol(protocol)
+        examples = dict(self.examples)
+        for name in ("valid", "test"):
+            examples[name] = make_examples(self.model_name, self.parts[name], self.lm_vocab,
+                                           self.topic_vocab, self.data, protocol=protocol)
+        return dataclasses.replace(self, examples=examples)
+
+    def npmi_reference(self, words, window_size=NPMI_WINDOW):
+        """`ReferenceCounts` of `words` in this run's training split (`npmi_reference`)."""
+        return npmi_reference(self.parts["train"], words, window_size)
+
+    def describe(self):
+        """A JSON-ready summary: documents per split, vocabulary sizes, example counts."""
+        return {"corpus": str(self.corpus.source or ""),
+                "documents": {k: len(v) for k, v in self.parts.items()},
+                "split": f"by document {'/'.join(str(round(100 * f)) for f in SPLIT)}",
+                "lm_vocab": len(self.lm_vocab), "topic_vocab": len(self.topic_vocab),
+                f"train_{self.unit}": len(self.examples["train"]),
+                "train_targets": int(self.examples["train"].num_targets),
+                "test_targets": int(self.examples["test"].num_targets)}
+
+
+def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subset_seed=None,
+                 model_name=None):
+    """Read, split, resolve the data rules, build vocabularies and examples of a run.
+
+    The one data path of the package (CLI, scripts, benchmarks).
+
+    Args:
+        settings: `preset_settings` output (``name`` and ``data`` are used;
+            ``data["stopwords"]`` a stop-list path, "gensim" or "none").
+        corpus: "lee", a corpus path, a `Corpus`, or a dict ``train`` /
+            ``valid`` / ``test`` of `Corpus` for a corpus that comes split
+            (e.g. PTB's three files; then no 80/10/10 split is made and
+            `max_documents` applies to each part).
+        format: corpus format (inferred for lee, ``*.jsonl.gz``, ``ptb.*``).
+        max_documents: use only N documents (the first N, or a seeded random
+            N with `subset_seed`).
+        seed: seed of the 80/10/10 split by document.
+        subset_seed: seed of the random document subset (`None`: the first N).
+        model_name: the model whose examples to cut (default ``settings["name"]``).
+
+    Returns:
+        A `RunData`.
+
+    Raises:
+        ValueError / TfktopicError: unknown format, too few documents, ...
+    """
+    model_name = model_name or settings["name"]
+    data = settings["data"]
+    if isinstance(corpus, dict):
+        if sorted(corpus) != ["test", "train", "valid"]:
+            raise ValueError(f"a split corpus needs the parts train, valid and test, got "
+                             f"{', '.join(sorted(corpus))}")
+        parts = {name: subset_documents(corpus[name], max_documents, subset_seed)
+                 for name in ("train", "valid", "test")}
+        source = parts["train"]
+    else:
+        if isinstance(corpus, (str, pathlib.PurePath)):
+            source = read_corpus(corpus, resolve_format(corpus, format), data, max_documents,
+                                 subset_seed)
+        else:
+            source = subset_documents(corpus, max_documents, subset_seed)
+        parts = split_corpus(source, seed)
+    data, notes = resolve_data_rules(data, len(parts["train"]))
+    lm_vocab, topic_vocab = build_vocabularies(parts["train"], data)
+    examples = {name: make_examples(model_name, part, lm_vocab, topic_vocab, data,
+                                    protocol="all_other" if name == "train" else "preceding")
+                for name, part in parts.items()}
+    return RunData(model_name, source, parts, lm_vocab, topic_vocab, data, examples, notes)
+
+
+# ------------------------------------------------------------------------------ NPMI
+def npmi_reference(train, words, window_size=NPMI_WINDOW):
+    """The NPMI reference counts of the package: the run's **training split**.
+
+    The one reference-corpus rule for topic coherence, used by
+    ``tfktopic train`` / ``evaluate``, the scripts and the benchmarks. Lau et
+    al. (2014) count co-occurrences in an external corpus (Wikipedia) that is
+    independent of the evaluated models. We have no such corpus for every
+    dataset, so we take the text every model of a run was given and that no
+    score is taken on: the training split. It is the same for every model and
+    entry point (so coherence numbers are comparable), holds 80 % of the
+    documents (stabler counts than the 10 % test split), is available for every
+    corpus, and keeps the held-out documents for perplexity only. Values are
+    not comparable with the papers' Wikipedia-based tables.
+
+    Args:
+        train: the training `Corpus` (documents of sentences of tokens).
+        words: the words to count (the topics' words).
+        window_size: Lau et al.'s sliding window (20).
+
+    Returns:
+        `tfktopic.evaluation.ReferenceCounts`.
+    """
+    from tfktopic.evaluation import ReferenceCounts
+
+    documents = ([w for sentence in document for w in sentence] for document in train)
+    return ReferenceCounts(documents, sorted(set(words)), window_size=window_size)
+
+
+# --------------------------------------------------------------------------- scoring
+def protocol_label(model_name, protocol):
+    """The protocol label recorded with a perplexity (LSTMs: no topic context)."""
     if model_name == "lstm":
         return "sentence-level, no topic context"
     if model_name == "doc_lstm":
@@ -154,7 +402,8 @@ def _protocol_label(model_name, protocol):
     return protocol
 
 
-def _perplexity_message(model_name, result):
+def perplexity_message(model_name, result):
+    """The line printed with a test perplexity, naming its protocol."""
     if model_name == "lstm":
         how = "sentence-level, zero state per sentence window"
     elif model_name == "doc_lstm":
@@ -167,7 +416,8 @@ def _perplexity_message(model_name, result):
     return f"test perplexity ({how}): {result.perplexity:.2f} over {result.num_tokens} tokens"
 
 
-def _normalize_protocol(protocol):
+def normalize_protocol(protocol):
+    """"preceding" or "all_other" (accepts "all-other"); ValueError naming ``--protocol``."""
     protocol = str(protocol).replace("-", "_")
     if protocol not in ("preceding", "all_other"):
         raise ValueError(f"--protocol must be 'preceding' or 'all-other', got {protocol!r}")
@@ -175,16 +425,27 @@ def _normalize_protocol(protocol):
 
 
 def score_perplexity(model_name, model, part, lm_vocab, topic_vocab, data, protocol="preceding",
-                    batch_size=64):
+                     batch_size=64, whole_documents=None):
     """Perplexity of `model` on a corpus part (the one scoring used by train and evaluate).
+
+    Args:
+        model_name, model: the model (one of `MODELS`) and its Keras model.
+        part: the `Corpus` part to score.
+        lm_vocab, topic_vocab, data: the run's vocabularies and data settings.
+        protocol: "preceding" (leak-free) or "all_other" (the papers').
+        batch_size: evaluation batch size (does not change the value).
+        whole_documents: chunked models: one chunk per document (default: for
+            doc_lstm, which then carries its state over whole documents).
 
     Returns:
         (PerplexityResult, examples).
     """
     from tfktopic.evaluation import evaluate_perplexity
 
+    if whole_documents is None:
+        whole_documents = model_name == "doc_lstm"
     examples = make_examples(model_name, part, lm_vocab, topic_vocab, data, protocol=protocol,
-                             whole_documents=model_name == "doc_lstm")
+                             whole_documents=whole_documents)
     dataset = make_dataset(model_name, examples, batch_size, shuffle=False)
-    result = evaluate_perplexity(model, dataset, protocol=_protocol_label(model_name, protocol))
+    result = evaluate_perplexity(model, dataset, protocol=protocol_label(model_name, protocol))
     return result, examples

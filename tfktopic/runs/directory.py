@@ -1,12 +1,12 @@
 """The run directory: `Run`, resolving ``pretrained:NAME`` and loading a run."""
 
 import dataclasses
-import importlib
 import os
 import pathlib
 
+from tfktopic import pretrained
 from tfktopic.errors import TfktopicError
-from tfktopic.runs._io import _read_json
+from tfktopic.runs.files import read_json
 from tfktopic.runs.settings import MODELS
 
 # ----------------------------------------------------------------------------- run dirs
@@ -58,13 +58,6 @@ def resolve_run_dir(arg):
         name = text.split(":", 1)[1].strip()
         if not name:
             raise TfktopicError(f"{text}: give a pretrained model name, e.g. pretrained:NAME")
-        try:
-            pretrained = importlib.import_module("tfktopic.pretrained")
-        except ModuleNotFoundError as error:
-            if error.name != "tfktopic.pretrained":
-                raise
-            raise TfktopicError(f"{text}: pretrained models are not available in this "
-                                "installation (no tfktopic.pretrained module)") from None
         path = pathlib.Path(pretrained.resolve(name))
     else:
         path = pathlib.Path(text)
@@ -79,7 +72,7 @@ def resolve_run_dir(arg):
 def read_run_config(directory):
     """Parse and check ``DIR/run.json``; `TfktopicError` naming the file."""
     path = pathlib.Path(directory) / "run.json"
-    config = _read_json(path, "tfktopic run settings")
+    config = read_json(path, "tfktopic run settings")
     missing = [k for k in ("model", "data", "seed", "corpus") if k not in config]
     if missing:
         raise TfktopicError(f"{path}: not a tfktopic run file (missing {', '.join(missing)})")
@@ -88,7 +81,8 @@ def read_run_config(directory):
     return config
 
 
-def _load_model(path):
+def load_model(path):
+    """Load a ``.keras`` model file of a run (not compiled); `TfktopicError` naming the file."""
     import keras
 
     import tfktopic  # noqa: F401  (registers every model class for deserialisation)
@@ -134,7 +128,7 @@ def load_run(directory):
     config = read_run_config(path)
     lm_vocab = Vocabulary.load(path / "lm_vocab.json")
     topic_vocab = TopicVocabulary.load(path / "topic_vocab.json", lm_vocab)
-    model = _load_model(path / "model.keras")
+    model = load_model(path / "model.keras")
     vocab_size = getattr(model, "vocab_size", None)
     if vocab_size is not None and vocab_size != len(lm_vocab):
         raise TfktopicError(f"{path / 'lm_vocab.json'}: {len(lm_vocab)} words, but the model in "

@@ -1,15 +1,15 @@
 """Using a run: topics, evaluation, generation and SavedModel export."""
 
-import importlib
 import pathlib
 
 import numpy as np
 
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.runs._io import _jsonable, _say, _write_json
-from tfktopic.runs.data import (read_corpus, resolve_format, score_perplexity, split_corpus,
-                                _normalize_protocol, _perplexity_message)
+from tfktopic.runs.data import (NPMI_REFERENCE, normalize_protocol, npmi_reference,
+                                perplexity_message, read_corpus, resolve_format,
+                                score_perplexity, split_corpus)
+from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
 
 # ---------------------------------------------------------------------- topics / evaluate
@@ -36,14 +36,15 @@ def run_topics(run, top_n=10):
     return run.model.topics(top_n, run.topic_vocab)
 
 
-def _print_topics(run, top_n, log):
+def print_topics(run, top_n, log):
+    """Print the top words of a run's topics (per layer); returns the first layer's."""
     topics = run_topics(run, top_n)
     layers = topics if run.name in HIERARCHICAL_MODELS else [topics]
     for l, layer in enumerate(layers):
         title = (f"layer {l + 1} topics" if run.name in HIERARCHICAL_MODELS else "topics")
-        _say(log, f"\n{title} (top {top_n} words):")
+        say(log, f"\n{title} (top {top_n} words):")
         for k, words in enumerate(layer):
-            _say(log, f"  topic {k:>2}: {' '.join(words)}")
+            say(log, f"  topic {k:>2}: {' '.join(words)}")
     return layers[0]
 
 
@@ -62,7 +63,7 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None, l
         raise ValueError("--svg needs Graphviz's `dot` program, which is not on PATH; install "
                          "Graphviz or write --dot OUT.dot and render it elsewhere")
     _require(run, TOPIC_MODELS, "topics")
-    _print_topics(run, top_n, log)
+    print_topics(run, top_n, log)
     if run.name in HIERARCHICAL_MODELS:
         from tfktopic.models.rgbn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
 
@@ -72,16 +73,23 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None, l
             dot = hierarchy_to_dot(payload)
             if dot_path:
                 pathlib.Path(dot_path).write_text(dot, encoding="utf-8")
-                _say(log, f"wrote {dot_path}")
+                say(log, f"wrote {dot_path}")
             if svg_path:
                 hierarchy_to_svg(dot, svg_path)
-                _say(log, f"wrote {svg_path}")
+                say(log, f"wrote {svg_path}")
     else:
         payload = {"model": run.name, "top_n": int(top_n), "topics": run_topics(run, top_n)}
     if json_path:
-        _write_json(json_path, _jsonable(payload))
-        _say(log, f"wrote {json_path}")
+        write_json(json_path, jsonable(payload))
+        say(log, f"wrote {json_path}")
     return payload
+
+
+def run_splits(config):
+    """The 80/10/10 split of a run's own corpus, recomputed from its ``run.json``."""
+    source = read_corpus(config["corpus"], config.get("format"), config["data"],
+                         config.get("max_documents"))
+    return split_corpus(source, config["seed"])
 
 
 def _evaluation_corpus(run, corpus, format, max_documents):
@@ -91,9 +99,7 @@ def _evaluation_corpus(run, corpus, format, max_documents):
         if max_documents is not None:
             raise ValueError("--max-documents applies with --corpus (the run's own test split "
                              "uses the run's documents)")
-        source = read_corpus(config["corpus"], config.get("format"), config["data"],
-                             config.get("max_documents"))
-        test = split_corpus(source, config["seed"])["test"]
+        test = run_splits(config)["test"]
         return test, f"{config['corpus']} (the run's test split, {len(test)} documents)"
     if format is None:
         try:
@@ -124,13 +130,14 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
 
     Returns:
         dict: ``perplexity`` (`PerplexityResult.as_dict`), ``unigram_ppl``,
-        topic models ``npmi`` (top-10 words, reference = the evaluated
-        corpus), generating models ``bleu`` (test-BLEU-3/4 against the corpus
+        topic models ``npmi`` (top-10 words; reference: the run's training
+        split, `tfktopic.runs.data.npmi_reference`), generating models
+        ``bleu`` (test-BLEU-3/4 against the corpus
         sentences and self-BLEU-3/4).
     """
-    from tfktopic.evaluation import ReferenceCounts, bleu_report, npmi_coherence
+    from tfktopic.evaluation import bleu_report, npmi_coherence
 
-    protocol = _normalize_protocol(protocol)
+    protocol = normalize_protocol(protocol)
     part, description = _evaluation_corpus(run, corpus, format, max_documents)
     data = run.config["data"]
     batch = int(run.config.get("training", {}).get("batch_size", 64))
@@ -139,23 +146,31 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
     unigram = unigram_perplexity(run.lm_vocab, examples)
     report = {"run": str(run.path), "model": run.name, "corpus": description,
               "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram}
-    _say(log, f"run {run.path}: {run.name} (preset {run.config.get('preset')})")
-    _say(log, f"corpus: {description}")
-    _say(log, _perplexity_message(run.name, result).replace("test perplexity", "perplexity"))
-    _say(log, f"unigram model on the same tokens: {unigram:.2f}")
+    say(log, f"run {run.path}: {run.name} (preset {run.config.get('preset')})")
+    say(log, f"corpus: {description}")
+    say(log, perplexity_message(run.name, result).replace("test perplexity", "perplexity"))
+    say(log, f"unigram model on the same tokens: {unigram:.2f}")
     if run.name in TOPIC_MODELS:
         topics = run_topics(run, 10)
         topics = topics[0] if run.name in HIERARCHICAL_MODELS else topics
-        counts = ReferenceCounts(([w for sentence in doc for w in sentence] for doc in part),
-                                 sorted({w for t in topics for w in t}))
+        try:
+            train = run_splits(run.config)["train"]
+        except (TfktopicError, OSError) as error:  # e.g. a pretrained run without its corpus
+            reason = str(error).splitlines()[0]
+            report["npmi"] = {"skipped": f"the run's training corpus is not readable here: "
+                                         f"{reason}", "reference": NPMI_REFERENCE}
+            say(log, f"NPMI skipped: its reference ({NPMI_REFERENCE}) is not readable here: "
+                     f"{reason}")
+            train = None
+    if run.name in TOPIC_MODELS and train is not None:
+        counts = npmi_reference(train, [w for t in topics for w in t])
         size = min(len(t) for t in topics)
         coherence = npmi_coherence(topics, counts=counts, cardinalities=(size,))
         report["npmi"] = {"mean": coherence.mean, "top_n": size,
-                          "per_topic": coherence.per_topic,
-                          "reference": "the evaluated corpus (window 20)",
+                          "per_topic": coherence.per_topic, "reference": NPMI_REFERENCE,
                           "missing_words": coherence.missing_words}
-        _say(log, f"NPMI coherence of the top-{size} topic words (reference: the evaluated "
-                  f"corpus): {coherence.mean:.4f}")
+        say(log, f"NPMI coherence of the top-{size} topic words (reference: "
+                 f"{NPMI_REFERENCE}): {coherence.mean:.4f}")
     if run.name in GENERATING_MODELS and int(num_generated) > 0:
         lm = run.lm_vocab
         references = [lm.decode(lm.encode(s)) for s in part.sentences()]
@@ -168,13 +183,13 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
             bleu.update({"empty_generated_dropped": empty,
                          "generation": {**GENERATION, "seed": seed, "conditioning": "prior"}})
             report["bleu"] = bleu
-            _say(log, f"BLEU of {len(hypotheses)} generated sentences against the corpus "
-                      f"sentences: test-BLEU-3 {bleu['test_bleu_3']:.4f}, test-BLEU-4 "
-                      f"{bleu['test_bleu_4']:.4f}; self-BLEU-3 {bleu['self_bleu_3']:.4f}, "
-                      f"self-BLEU-4 {bleu['self_bleu_4']:.4f}")
+            say(log, f"BLEU of {len(hypotheses)} generated sentences against the corpus "
+                     f"sentences: test-BLEU-3 {bleu['test_bleu_3']:.4f}, test-BLEU-4 "
+                     f"{bleu['test_bleu_4']:.4f}; self-BLEU-3 {bleu['self_bleu_3']:.4f}, "
+                     f"self-BLEU-4 {bleu['self_bleu_4']:.4f}")
         else:
-            _say(log, f"BLEU skipped: {empty} of {num_generated} generated sentences were empty")
-    return _jsonable(report)
+            say(log, f"BLEU skipped: {empty} of {num_generated} generated sentences were empty")
+    return jsonable(report)
 
 
 # ---------------------------------------------------------------------------- generation
@@ -297,13 +312,8 @@ def export_run(run, saved_model):
     Returns:
         The SavedModel path.
     """
-    try:
-        export = importlib.import_module("tfktopic.export")
-    except ModuleNotFoundError as error:
-        if error.name != "tfktopic.export":
-            raise
-        raise TfktopicError("export is not available in this installation (no tfktopic.export "
-                            "module)") from None
-    export.export_saved_model(run.model, saved_model, lm_vocab=run.lm_vocab,
+    from tfktopic.export import export_saved_model
+
+    export_saved_model(run.model, saved_model, lm_vocab=run.lm_vocab,
                               topic_vocab=run.topic_vocab)
     return pathlib.Path(saved_model)

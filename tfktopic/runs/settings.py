@@ -29,7 +29,10 @@ _TRAINING_KEYS = ("optimizer", "learning_rate", "batch_size", "epochs", "clipnor
                   "clipvalue", "decay_steps", "decay_rate", "lda_passes", "temperature")
 # Flat preset keys that are neither data, training nor model settings.
 _IGNORED_KEYS = ("dataset", "early_stopping_patience", "classifier_units", "classifier_epochs",
-                 "min_doc_freq_reference_docs", "train_protocol")
+                 "train_protocol")
+#: Data keys a preset may add to `DATA_DEFAULTS`: the corpus size a threshold was
+#: given for (resolved by `tfktopic.runs.data.resolve_data_rules`).
+DATA_RULE_KEYS = ("min_doc_freq_reference_docs",)
 # Generation settings of `train`'s samples and `evaluate`'s BLEU.
 GENERATION = {"method": "top_k", "top_k": 10, "temperature": 1.0}
 
@@ -43,9 +46,10 @@ def preset_settings(model_name, preset="small"):
         preset: a preset name of the model's family (`tfktopic.presets.available`).
 
     Returns:
-        dict with ``model`` (constructor arguments), ``data`` (vocabulary and
-        window settings, `DATA_DEFAULTS` filled in) and ``training`` (optimizer,
-        learning rate, batch size, epochs, ...; `TRAINING_DEFAULTS` filled in).
+        dict with ``name`` (`model_name`), ``model`` (constructor arguments),
+        ``data`` (vocabulary and window settings, `DATA_DEFAULTS` filled in)
+        and ``training`` (optimizer, learning rate, batch size, epochs, ...;
+        `TRAINING_DEFAULTS` filled in).
 
     Raises:
         ValueError: unknown model or preset (message starts with ``--preset``).
@@ -79,7 +83,8 @@ def preset_settings(model_name, preset="small"):
                 (data if key in DATA_DEFAULTS else training)[key] = entry[key]
     else:
         flat = {k: v for k, v in entry.items() if k not in _IGNORED_KEYS}
-        data.update({k: flat.pop(k) for k in list(flat) if k in DATA_DEFAULTS})
+        data.update({k: flat.pop(k) for k in list(flat)
+                     if k in DATA_DEFAULTS or k in DATA_RULE_KEYS})
         training.update({k: flat.pop(k) for k in list(flat) if k in _TRAINING_KEYS})
         model = flat
         if family == "lda_lstm":
@@ -91,7 +96,7 @@ def preset_settings(model_name, preset="small"):
                      "dropout": model.get("dropout", 0.0)}
             if model_name == "doc_lstm":
                 model["document_level"] = True
-    return {"model": model, "data": data, "training": training}
+    return {"name": model_name, "model": model, "data": data, "training": training}
 
 
 def _parse_value(text):
@@ -107,7 +112,9 @@ def apply_overrides(settings, overrides):
     A key already in a part replaces it there; a new data or training key
     (`DATA_DEFAULTS`, training keys) goes to that part; anything else is a
     model constructor argument. Values are JSON (``32``, ``[64, 32]``,
-    ``true``, ``null``) or plain strings.
+    ``true``, ``null``) or plain strings. An explicit ``min_doc_freq`` is
+    absolute: it drops the preset's reference corpus size (unless
+    ``min_doc_freq_reference_docs`` is given too), so it is not rescaled.
 
     Args:
         settings: dict from `preset_settings`.
@@ -116,15 +123,18 @@ def apply_overrides(settings, overrides):
     Returns:
         `settings`.
     """
-    items = overrides.items() if isinstance(overrides, dict) else [
-        _split_override(text) for text in overrides or ()]
+    items = list(overrides.items()) if isinstance(overrides, dict) else [
+        parse_override(text) for text in overrides or ()]
+    keys = {key for key, _ in items}
+    if "min_doc_freq" in keys and "min_doc_freq_reference_docs" not in keys:
+        settings["data"].pop("min_doc_freq_reference_docs", None)
     for key, value in items:
         for part in ("model", "data", "training"):
             if key in settings[part]:
                 settings[part][key] = value
                 break
         else:
-            if key in DATA_DEFAULTS:
+            if key in DATA_DEFAULTS or key in DATA_RULE_KEYS:
                 settings["data"][key] = value
             elif key in _TRAINING_KEYS:
                 settings["training"][key] = value
@@ -133,7 +143,8 @@ def apply_overrides(settings, overrides):
     return settings
 
 
-def _split_override(text):
+def parse_override(text):
+    """``"KEY=VALUE"`` -> (key, JSON-parsed value); ValueError naming ``--set``."""
     key, sep, value = str(text).partition("=")
     if not sep or not key.strip():
         raise ValueError(f"--set: expected KEY=VALUE, got {text!r}")

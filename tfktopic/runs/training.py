@@ -1,4 +1,4 @@
-"""`train_run`: train a model into a run directory (resumable)."""
+"""Building and training a run's model: `build_model`, `fit_model`, `train_run` (resumable)."""
 
 import json
 import math
@@ -6,16 +6,14 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.runs._io import _jsonable, _say, _write_json
-from tfktopic.runs.data import (build_vocabularies, make_dataset, make_examples, read_corpus,
-                                resolve_format, score_perplexity, split_corpus,
-                                _perplexity_message)
-from tfktopic.runs.directory import Run, read_run_config, _load_model
-from tfktopic.runs.reports import generate_text, _print_topics
-from tfktopic.runs.settings import (CHUNKED_MODELS, GENERATING_MODELS, GENERATION,
-                                    HIERARCHICAL_MODELS, OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT,
-                                    TOPIC_MODELS, apply_overrides, preset_settings,
-                                    _split_override)
+from tfktopic.runs.data import (perplexity_message, prepare_data, resolve_format,
+                                score_perplexity)
+from tfktopic.runs.directory import Run, load_model, read_run_config
+from tfktopic.runs.files import jsonable, say, write_json
+from tfktopic.runs.reports import generate_text, print_topics
+from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
+                                    OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, TOPIC_MODELS,
+                                    apply_overrides, preset_settings, parse_override)
 
 # ----------------------------------------------------------------------------- training
 def _check_stopwords(data, preset):
@@ -58,51 +56,28 @@ def _embedding_matrix(path, lm_vocab, settings, explicit_dim, seed, log):
                          "embedding size follows the vectors) or use vectors of that size")
     previous = settings["model"].get("embedding_dim")
     settings["model"]["embedding_dim"] = dim
-    _say(log, f"word2vec {path}: {coverage}; embedding size {dim}"
+    say(log, f"word2vec {path}: {coverage}; embedding size {dim}"
               + (f" (instead of the preset's {previous})" if previous not in (None, dim) else ""))
     return matrix, str(coverage)
 
 
-def _build_model(name, settings, lm_vocab, topic_vocab, num_train_chunks, embeddings, seed,
-                 train_corpus=None):
-    """A new model of `name` with the run's settings (call inside the strategy scope)."""
-    model_cfg = dict(settings["model"])
-    try:
-        if name in ("lstm", "doc_lstm"):
-            from tfktopic.models import LSTMLanguageModel
+# ------------------------------------------------------------------- model and optimizer
+def build_optimizer(settings, num_train_tokens, seed=0):
+    """The optimizer of a run's training settings.
 
-            return LSTMLanguageModel(len(lm_vocab), embeddings=embeddings, **model_cfg)
-        if name == "lda_lstm":
-            from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+    Args:
+        settings: `preset_settings` output (``name``, ``training``: ``optimizer``
+            "adam" / "sgld" / "psgld", ``learning_rate``, ``clipnorm``, ...).
+        num_train_tokens: training targets (SG-MCMC's dataset size N).
+        seed: SG-MCMC noise seed.
 
-            lda = fit_lda(train_corpus, topic_vocab, num_topics=model_cfg.get("num_topics", 50),
-                          passes=settings["training"].get("lda_passes", 5), seed=seed,
-                          iterations=model_cfg.get("lda_iterations", 50))
-            return LDALSTMLanguageModel(len(lm_vocab), len(topic_vocab), lda=lda,
-                                        embeddings=embeddings, **model_cfg)
-        if name == "topicrnn":
-            from tfktopic.models.topicrnn import TopicRNN
-
-            return TopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, embeddings=embeddings,
-                            **model_cfg)
-        if name == "tcnlm":
-            from tfktopic.models.tcnlm import TCNLM
-
-            return TCNLM(len(lm_vocab), len(topic_vocab), embeddings=embeddings, **model_cfg)
-        from tfktopic.models.rgbn import RGBNRNN
-
-        num_layers = model_cfg.pop("num_layers", 3)
-        model_cfg.setdefault("seed", seed)
-        return RGBNRNN.from_preset(model_cfg, len(lm_vocab), len(topic_vocab),
-                                   num_documents=num_train_chunks, num_layers=num_layers,
-                                   embeddings=embeddings)
-    except TypeError as error:
-        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
-
-
-def _optimizer(name, training, num_train_tokens, seed):
+    Returns:
+        A Keras optimizer: Adam (rGBN / GBN: `make_optimizer`, with the
+        preset's decay and clipping) or `tfktopic.bayes.setups.optimizer`.
+    """
     import keras
 
+    training = settings["training"]
     kind = training["optimizer"]
     if kind in ("sgld", "psgld"):  # lstm / doc_lstm only (checked by train_run)
         from tfktopic.bayes.setups import optimizer
@@ -111,17 +86,139 @@ def _optimizer(name, training, num_train_tokens, seed):
                          clipnorm=training.get("clipnorm"), seed=seed)
     if kind != "adam":
         raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {kind!r}")
-    if name in HIERARCHICAL_MODELS:
+    if settings["name"] in HIERARCHICAL_MODELS:
         from tfktopic.models.rgbn import make_optimizer
 
         return make_optimizer(training)
     return keras.optimizers.Adam(training["learning_rate"], clipnorm=training.get("clipnorm"))
 
 
+def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates=True,
+                compile=True):
+    """A new model of a run's settings on its prepared data (the one constructor glue).
+
+    Call it inside the distribution strategy's scope. The random seed is set
+    (`keras.utils.set_random_seed(seed)`) before the weights are created.
+
+    Args:
+        settings: `preset_settings` output (``name``, ``model`` constructor
+            arguments, ``training``).
+        data: the run's `RunData` (vocabulary sizes, training chunks, the
+            training corpus of LDA+LSTM's LDA).
+        seed: initialisation seed (rGBN / GBN: also the MCMC seed).
+        embeddings: optional [V, E] initial word embeddings.
+        lda: lda_lstm: an already fitted gensim `LdaModel` (default: fit
+            one on the training split with the settings' topics and passes).
+        topic_updates: rGBN / GBN: ``False`` leaves out the TLASGR-MCMC update
+            of Phi and Pi in `train_step` (the speed benchmark's "without
+            MCMC" variant, for the MCMC's share of a step).
+        compile: compile with `build_optimizer`.
+
+    Returns:
+        The Keras model.
+
+    Raises:
+        ValueError: a ``--set`` key that is not an argument of the model.
+    """
+    import keras
+
+    name = settings["name"]
+    model_cfg = dict(settings["model"])
+    keras.utils.set_random_seed(int(seed))
+    vocab, topic_vocab = len(data.lm_vocab), data.topic_vocab
+    try:
+        if name in ("lstm", "doc_lstm"):
+            from tfktopic.models import LSTMLanguageModel
+
+            model = LSTMLanguageModel(vocab, embeddings=embeddings, **model_cfg)
+        elif name == "lda_lstm":
+            from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+
+            if lda is None:
+                lda = fit_lda(data.parts["train"], topic_vocab,
+                              num_topics=model_cfg.get("num_topics", 50),
+                              passes=settings["training"].get("lda_passes", 5), seed=seed,
+                              iterations=model_cfg.get("lda_iterations", 50))
+            model = LDALSTMLanguageModel(vocab, len(topic_vocab), lda=lda,
+                                         embeddings=embeddings, **model_cfg)
+        elif name == "topicrnn":
+            from tfktopic.models.topicrnn import TopicRNN
+
+            model = TopicRNN(vocab, topic_vocab.lm_to_topic, embeddings=embeddings, **model_cfg)
+        elif name == "tcnlm":
+            from tfktopic.models.tcnlm import TCNLM
+
+            model = TCNLM(vocab, len(topic_vocab), embeddings=embeddings, **model_cfg)
+        else:
+            from tfktopic.models.rgbn import RGBNRNN
+
+            num_layers = model_cfg.pop("num_layers", 3)
+            model_cfg.setdefault("seed", seed)
+            model = RGBNRNN.from_preset(model_cfg, vocab, len(topic_vocab),
+                                        num_documents=len(data.examples["train"]),
+                                        num_layers=num_layers, embeddings=embeddings)
+    except TypeError as error:
+        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
+    except ValueError as error:  # Keras' check of the keyword arguments of a Model
+        if not str(error).startswith("Unrecognized keyword arguments"):
+            raise
+        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
+    if not topic_updates:
+        if name not in HIERARCHICAL_MODELS:
+            raise ValueError(f"topic_updates=False applies to rgbn_rnn and gbn_rnn, not {name}")
+        _skip_topic_updates(model)
+    if compile:
+        model.compile(optimizer=build_optimizer(settings, data.examples["train"].num_targets,
+                                                seed))
+    return model
+
+
+def _skip_topic_updates(model):
+    """rGBN / GBN without the TLASGR-MCMC update (timing only).
+
+    The model has no constructor flag for it yet, so the topic layer's
+    `update` is replaced on this instance by a no-op; keep this the only
+    place that does it (replace it by the model's flag once there is one).
+    """
+    model.topic_model.update = lambda bow, thetas: {}
+
+
+def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation=True,
+              distribute=None, datasets=None):
+    """Train a built model on a run's data: the training split, validated every epoch.
+
+    Args:
+        model: from `build_model`.
+        data: the run's `RunData`.
+        settings: ``training`` gives ``batch_size`` and ``epochs``.
+        callbacks: Keras callbacks (checkpoints, early stopping, ...).
+        verbose: `fit` verbosity.
+        seed: shuffling seed of the training batches.
+        validation: validate on the validation split every epoch (``val_ppl``).
+        distribute: wraps each dataset (e.g. `tfktopic.distribute.distribute_dataset`).
+        datasets: (train, valid) pipelines made earlier (default: made here
+            with `RunData.dataset`). A tf.data shuffle seed depends on the
+            global seed at the time the pipeline is made, so `train_run` makes
+            them before `build_model` seeds, as it always did.
+
+    Returns:
+        The Keras `History`.
+    """
+    batch = int(settings["training"]["batch_size"])
+    wrap = distribute or (lambda dataset: dataset)
+    if datasets is None:
+        datasets = (data.dataset("train", batch, shuffle=True, seed=seed),
+                    data.dataset("valid", batch, shuffle=False) if validation else None)
+    train = wrap(datasets[0])
+    valid = wrap(datasets[1]) if validation else None
+    return model.fit(train, validation_data=valid, epochs=int(settings["training"]["epochs"]),
+                     callbacks=list(callbacks), verbose=verbose)
+
+
 def _signature(config):
     keys = ("model", "preset", "corpus", "format", "max_documents", "seed", "data",
             "model_config", "embeddings_path")
-    return _jsonable({k: config.get(k) for k in keys})
+    return jsonable({k: config.get(k) for k in keys})
 
 
 def _progress_callback(path, config):
@@ -140,7 +237,7 @@ def _progress_callback(path, config):
             if val is not None and math.isfinite(val) and (
                     progress["best_val_ppl"] is None or val < progress["best_val_ppl"]):
                 progress["best_val_ppl"] = val
-            _write_json(path, config)
+            write_json(path, config)
 
     return _Progress()
 
@@ -192,7 +289,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
 
     settings = preset_settings(model_name, preset)
     override_items = (list(overrides.items()) if isinstance(overrides, dict)
-                      else [_split_override(o) for o in overrides or ()])
+                      else [parse_override(o) for o in overrides or ()])
     apply_overrides(settings, dict(override_items))
     explicit_dim = dict(override_items).get("embedding_dim")
     training, data = settings["training"], settings["data"]
@@ -237,24 +334,21 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     if run_json.exists():
         previous = read_run_config(out)
 
-    source = read_corpus(corpus, format, data, max_documents)
-    parts = split_corpus(source, seed)
-    lm_vocab, topic_vocab = build_vocabularies(parts["train"], data)
-    examples = {
-        name: make_examples(model_name, part, lm_vocab, topic_vocab, data,
-                            protocol="all_other" if name == "train" else "preceding")
-        for name, part in parts.items()}
-    unit = "chunks" if model_name in CHUNKED_MODELS else "windows"
-    _say(log, f"{source.source or corpus}: {len(parts['train'])} / {len(parts['valid'])} / "
-              f"{len(parts['test'])} documents (train / valid / test), LM vocabulary "
-              f"{len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, "
-              f"{len(examples['train'])} training {unit}")
+    rundata = prepare_data(settings, corpus, format, max_documents, seed)
+    for note in rundata.notes:
+        say(log, f"note: {note}")
+    parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
+    data = settings["data"] = config["data"] = rundata.data  # the resolved data rules
+    say(log, f"{rundata.corpus.source or corpus}: {len(parts['train'])} / {len(parts['valid'])} / "
+             f"{len(parts['test'])} documents (train / valid / test), LM vocabulary "
+             f"{len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, "
+             f"{len(rundata.examples['train'])} training {rundata.unit}")
     matrix = None
     if embeddings is not None:
         matrix, coverage = _embedding_matrix(embeddings, lm_vocab, settings, explicit_dim, seed,
                                              log)
         config["embeddings_coverage"] = coverage
-    config["model_config"] = _jsonable(settings["model"])
+    config["model_config"] = jsonable(settings["model"])
     if previous is not None and _signature(previous) != _signature(config):
         changed = [k for k, v in _signature(config).items() if _signature(previous).get(k) != v]
         raise TfktopicError(f"{run_json}: --out holds another run (different "
@@ -275,18 +369,14 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     else:
         config["progress"] = fresh
     config["status"] = "training"
-    _write_json(run_json, config)
+    write_json(run_json, config)
 
     batch = int(training["batch_size"])
-    datasets = {name: make_dataset(model_name, ex, batch, shuffle=name == "train", seed=seed)
-                for name, ex in examples.items() if name != "test"}
-    keras.utils.set_random_seed(int(seed))
+    datasets = (rundata.dataset("train", batch, shuffle=True, seed=seed),
+                rundata.dataset("valid", batch, shuffle=False))
     with distribution.scope():
-        model = _build_model(model_name, settings, lm_vocab, topic_vocab, len(examples["train"]),
-                             matrix, int(seed), train_corpus=parts["train"])
-        model.compile(optimizer=_optimizer(model_name, training, examples["train"].num_targets,
-                                           int(seed)))
-        model(next(iter(datasets["valid"])))  # build, so BackupAndRestore can restore weights
+        model = build_model(settings, rundata, int(seed), embeddings=matrix)
+        model(next(iter(datasets[1])))  # build, so BackupAndRestore can restore weights
     best = config["progress"].get("best_val_ppl") if resumed else None
     callbacks = [
         keras.callbacks.BackupAndRestore(str(backup), delete_checkpoint=False),
@@ -298,43 +388,42 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     ]
     total = int(training["epochs"])
     if resumed >= total:
-        _say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
-                  "checkpoint")
+        say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
+                 "checkpoint")
     else:
         if resumed:
-            _say(log, f"resuming from {backup} after epoch {resumed} of {total}")
-        _say(log, f"training {model_name} (preset {preset}) for {total} epochs; checkpoints "
-                  f"in {out}")
-    model.fit(distribute_dataset(datasets["train"]),
-              validation_data=distribute_dataset(datasets["valid"]), epochs=total,
-              callbacks=callbacks, verbose=verbose)
+            say(log, f"resuming from {backup} after epoch {resumed} of {total}")
+        say(log, f"training {model_name} (preset {preset}) for {total} epochs; checkpoints "
+                 f"in {out}")
+    fit_model(model, rundata, settings, callbacks, verbose, int(seed),
+              distribute=distribute_dataset, datasets=datasets)
     if (out / "model.keras").exists():
-        model = _load_model(out / "model.keras")
+        model = load_model(out / "model.keras")
     if not all(math.isfinite(h.get("loss", 0.0)) for h in config["progress"]["history"]):
-        _say(log, "training stopped: the loss became NaN (TerminateOnNaN); the best checkpoint "
-                  "before it is scored")
+        say(log, "training stopped: the loss became NaN (TerminateOnNaN); the best checkpoint "
+                 "before it is scored")
 
     result, test_examples = score_perplexity(model_name, model, parts["test"], lm_vocab,
                                             topic_vocab, data, "preceding", batch)
     unigram = unigram_perplexity(lm_vocab, test_examples)
-    _say(log, "\n" + _perplexity_message(model_name, result))
-    _say(log, f"unigram model on the same tokens: {unigram:.2f}")
+    say(log, "\n" + perplexity_message(model_name, result))
+    say(log, f"unigram model on the same tokens: {unigram:.2f}")
     summary = {"model": model_name, "preset": preset, "corpus": config["corpus"],
                "test": result.as_dict(), "unigram_ppl": unigram}
     run = Run(model, lm_vocab, topic_vocab, config, out)
     if model_name in TOPIC_MODELS:
-        summary["topics"] = _print_topics(run, 10, log)
+        summary["topics"] = print_topics(run, 10, log)
     if model_name in GENERATING_MODELS:
-        _say(log, "\ngenerated sentences (top-k sampling, conditioned on one topic):")
+        say(log, "\ngenerated sentences (top-k sampling, conditioned on one topic):")
         summary["generated"] = {}
         topics = summary["topics"]
         for k in range(min(3, len(topics))):
             text = generate_text(run, num=1, max_len=25, topic=k, seed=int(seed) + k,
                                  **GENERATION)[0]
             summary["generated"][k] = text
-            _say(log, f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
-    _write_json(out / "results.json", _jsonable(summary))
+            say(log, f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
+    write_json(out / "results.json", jsonable(summary))
     config["status"] = "finished"
-    _write_json(run_json, config)
-    _say(log, f"\nmodel, vocabularies and results.json written to {out}")
+    write_json(run_json, config)
+    say(log, f"\nmodel, vocabularies and results.json written to {out}")
     return summary

@@ -1,4 +1,4 @@
-"""JSON files and log lines of a run directory (helpers)."""
+"""JSON files and log lines of a run directory (shared by the `tfktopic.runs` modules)."""
 
 import json
 import os
@@ -6,21 +6,23 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 
-# ----------------------------------------------------------------------------- helpers
-def _jsonable(value):
+__all__ = ["jsonable", "write_json", "read_json", "say"]
+
+
+def jsonable(value):
     """Tuples -> lists, numpy scalars -> Python, recursively (JSON round trip)."""
     return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item")
                                  else list(v) if isinstance(v, (tuple, set)) else str(v)))
 
 
-def _write_json(path, payload):
+def write_json(path, payload):
     path = pathlib.Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def _read_json(path, what):
+def read_json(path, what):
     path = pathlib.Path(path)
     if not path.exists():
         raise TfktopicError(f"{path}: no such file ({what})")
@@ -34,6 +36,6 @@ def _read_json(path, what):
     return payload
 
 
-def _say(log, message=""):
+def say(log, message=""):
     if log is not None:
         log(message)

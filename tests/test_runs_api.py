@@ -1,0 +1,167 @@
+"""`tfktopic.runs` as the one run path: prepare_data, data rules, NPMI reference, build_model."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic import runs
+from tfktopic.data import load_corpus
+
+
+@pytest.fixture(scope="module")
+def lee():
+    return load_corpus("lee")
+
+
+def _tiny_tcnlm():
+    settings = runs.preset_settings("tcnlm", "small")
+    settings["model"].update(hidden_dim=32, factor_dim=32, embedding_dim=16)
+    return settings
+
+
+def test_prepare_data_is_the_split_vocabularies_and_examples_of_the_pieces(lee):
+    settings = _tiny_tcnlm()
+    data = runs.prepare_data(settings, "lee", seed=3)
+    parts = runs.split_corpus(lee, 3)
+    assert {k: [d for d in v] for k, v in data.parts.items()} == \
+        {k: [d for d in v] for k, v in parts.items()}
+    lm_vocab, topic_vocab = runs.build_vocabularies(parts["train"], settings["data"])
+    assert data.lm_vocab.tokens == lm_vocab.tokens and data.topic_vocab.words == topic_vocab.words
+    train = runs.make_examples("tcnlm", parts["train"], lm_vocab, topic_vocab, settings["data"],
+                               protocol="all_other")
+    test = runs.make_examples("tcnlm", parts["test"], lm_vocab, topic_vocab, settings["data"])
+    np.testing.assert_array_equal(data.examples["train"].targets, train.targets)
+    np.testing.assert_array_equal(data.examples["test"].targets, test.targets)
+    batch = next(iter(data.dataset("train", 8)))
+    assert tuple(batch["tokens"].shape) == (8, settings["data"]["max_len"])
+    # A Corpus object gives the same data as its name.
+    again = runs.prepare_data(settings, lee, seed=3)
+    assert again.topic_vocab.words == data.topic_vocab.words
+
+
+def test_a_threshold_given_for_a_reference_size_is_scaled_once(lee):
+    paper = runs.preset_settings("tcnlm", "paper")
+    assert paper["data"]["min_doc_freq"] == 100
+    assert paper["data"]["min_doc_freq_reference_docs"] == 50000
+    resolved, notes = runs.resolve_data_rules(paper["data"], 240)
+    assert resolved["min_doc_freq"] == 1  # 100 * 240 / 50,000 rounds to 0: at least 1
+    assert resolved["min_doc_freq_rule"] == {"given": 100, "reference_docs": 50000,
+                                             "train_documents": 240}
+    assert "scaled to 1 for 240" in notes[0]
+    assert runs.resolve_data_rules(resolved, 240) == (resolved, [])  # idempotent
+    # Never scaled up for a corpus larger than the reference.
+    assert runs.resolve_data_rules(paper["data"], 60000)[0]["min_doc_freq"] == 100
+
+    settings = _tiny_tcnlm()
+    runs.apply_overrides(settings, {"min_doc_freq": 20, "min_doc_freq_reference_docs": 480})
+    data = runs.prepare_data(settings, "lee")
+    assert data.data["min_doc_freq"] == 10 and "min_doc_freq_reference_docs" not in data.data
+    direct = runs.build_vocabularies(data.parts["train"], {**settings["data"], "min_doc_freq": 10})
+    assert data.topic_vocab.words == direct[1].words
+
+    # An explicit --set min_doc_freq is absolute: the preset's reference is dropped.
+    explicit = runs.apply_overrides(runs.preset_settings("tcnlm", "paper"), ["min_doc_freq=5"])
+    assert "min_doc_freq_reference_docs" not in explicit["data"]
+    assert runs.resolve_data_rules(explicit["data"], 240)[0]["min_doc_freq"] == 5
+
+
+def test_train_run_records_the_resolved_rule_in_run_json(tmp_path):
+    out = tmp_path / "run"
+    runs.train_run("tcnlm", out, max_documents=40, epochs=1, batch_size=512, verbose=0,
+                   log=None, overrides={"hidden_dim": 32, "factor_dim": 32, "embedding_dim": 16,
+                                        "min_doc_freq": 8, "min_doc_freq_reference_docs": 64})
+    config = json.loads((out / "run.json").read_text())
+    assert config["data"]["min_doc_freq"] == 4  # 8 * 32 training documents / 64
+    assert config["data"]["min_doc_freq_rule"]["train_documents"] == 32
+    run = runs.load_run(out)
+    train = runs.run_splits(config)["train"]
+    expected = runs.build_vocabularies(train, config["data"])[1]
+    assert run.topic_vocab.words == expected.words
+
+    # evaluate: NPMI of the top-10 words against the run's training split, whatever is scored.
+    from tfktopic.evaluation import npmi_coherence
+
+    report = runs.evaluate_run(run, corpus="lee", max_documents=12, num_generated=0, log=None)
+    topics = runs.run_topics(run, 10)
+    direct = npmi_coherence(topics, counts=runs.npmi_reference(train, sum(topics, [])),
+                            cardinalities=(10,))
+    assert report["npmi"]["mean"] == pytest.approx(direct.mean)
+    assert report["npmi"]["reference"] == runs.NPMI_REFERENCE
+    # Without its training corpus the NPMI is skipped with the reason, not silently.
+    run.config["corpus"] = str(tmp_path / "gone.txt")
+    run.config["format"] = "tdlm"
+    report = runs.evaluate_run(run, corpus="lee", max_documents=12, num_generated=0, log=None)
+    assert "gone.txt" in report["npmi"]["skipped"] and "mean" not in report["npmi"]
+    assert report["perplexity"]["num_tokens"] > 0
+
+
+def test_a_corpus_that_comes_split_keeps_its_parts(lee):
+    corpora = {"train": lee.subset(range(0, 30)), "valid": lee.subset(range(30, 35)),
+               "test": lee.subset(range(35, 40))}
+    data = runs.prepare_data(_tiny_tcnlm(), corpora)
+    assert [len(data.parts[k]) for k in ("train", "valid", "test")] == [30, 5, 5]
+    assert list(data.parts["test"]) == list(corpora["test"])
+    with pytest.raises(ValueError, match="train, valid and test"):
+        runs.prepare_data(_tiny_tcnlm(), {"train": lee, "test": lee})
+
+
+def test_random_document_subset_is_seeded_and_in_file_order(lee):
+    settings = _tiny_tcnlm()
+    first = runs.prepare_data(settings, "lee", max_documents=50)
+    assert list(first.corpus) == list(lee.subset(range(50)))
+    sample = runs.prepare_data(settings, "lee", max_documents=50, subset_seed=0)
+    order = sorted(np.random.default_rng(0).permutation(len(lee))[:50].tolist())
+    assert list(sample.corpus) == list(lee.subset(order))
+
+
+def test_for_model_gives_the_examples_prepare_data_gives_that_model():
+    settings = runs.preset_settings("rgbn_rnn", "small")
+    chunks = runs.prepare_data(settings, "lee", max_documents=40)
+    assert chunks.unit == "chunks" and chunks.examples["train"].tokens.ndim == 3
+    windows = chunks.for_model("lstm")
+    direct = runs.prepare_data({**settings, "name": "lstm"}, "lee", max_documents=40)
+    np.testing.assert_array_equal(windows.examples["test"].targets,
+                                  direct.examples["test"].targets)
+    assert windows.lm_vocab is chunks.lm_vocab and windows.unit == "windows"
+    leaky = windows.with_protocol("all_other")
+    assert leaky.examples["train"] is windows.examples["train"]
+
+
+def test_npmi_reference_is_the_training_split(lee):
+    data = runs.prepare_data(_tiny_tcnlm(), "lee", max_documents=60)
+    train_words = {w for doc in data.parts["train"] for s in doc for w in s}
+    test_only = sorted({w for doc in data.parts["test"] for s in doc for w in s} - train_words)
+    assert test_only, "the test split should hold a word the training split lacks"
+    counts = data.npmi_reference(test_only[:3] + ["the"])
+    tokens = sum(len(s) for doc in data.parts["train"] for s in doc)
+    assert counts.num_documents == len(data.parts["train"]) and counts.num_tokens == tokens
+    assert counts.window_size == 20 and runs.NPMI_REFERENCE.startswith("the training split")
+
+
+def test_build_model_without_topic_updates_leaves_phi_unchanged():
+    settings = runs.preset_settings("gbn_rnn", "small")
+    settings["model"].update(num_layers=1, hidden_sizes=[8], topic_sizes=[4], embedding_dim=8)
+    data = runs.prepare_data(settings, "lee", max_documents=20)
+    batch = {k: tf.constant(v) for k, v in next(iter(data.dataset("train", 2))).items()}
+    phis = {}
+    for updates in (True, False):
+        model = runs.build_model(settings, data, seed=0, topic_updates=updates)
+        model(batch)
+        before = np.asarray(model.phis[0]).copy()
+        logs = model.train_step(batch)
+        assert np.isfinite(float(logs["loss"]))
+        phis[updates] = np.allclose(np.asarray(model.phis[0]), before)
+    assert phis == {True: False, False: True}
+    with pytest.raises(ValueError, match="topic_updates=False applies to rgbn_rnn and gbn_rnn"):
+        runs.build_model(_tiny_tcnlm(), runs.prepare_data(_tiny_tcnlm(), "lee", max_documents=20),
+                         topic_updates=False)
+
+
+def test_build_model_names_a_bad_setting():
+    settings = _tiny_tcnlm()
+    data = runs.prepare_data(settings, "lee", max_documents=20)
+    settings["model"]["no_such_argument"] = 1
+    with pytest.raises(ValueError, match="--set: a setting is not an argument of tcnlm"):
+        runs.build_model(settings, data)
