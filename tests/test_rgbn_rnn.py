@@ -17,8 +17,9 @@ from tfktopic.data.pipeline import document_dataset
 from tfktopic.evaluation import evaluate_perplexity
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
+from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
-                                  make_optimizer, topic_hierarchy)
+                                  make_optimizer, prior_chain, topic_hierarchy, topic_thetas)
 
 J = 4  # sentences per chunk in the tests (the paper uses 8)
 
@@ -404,6 +405,59 @@ def test_keras_round_trip_restores_networks_phi_pi_and_mcmc_state(trained, tmp_p
     assert int(restored.topic_model.iterations) == trained["steps"]
     for a, b in zip(restored.topic_model.weights, trained["mcmc_state"]):
         np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def _column_stochastic(rng, rows, cols):
+    x = rng.uniform(0.2, 1.0, size=(rows, cols))
+    return (x / x.sum(0)).astype("float32")
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_prior_chain_follows_the_gamma_chain_of_eqs_1_2(recurrent):
+    # E[theta^L_1] = 1, E[theta^l_j | .] = Phi^{l+1} theta^{l+1}_j + Pi^l theta^l_{j-1}
+    # (no Pi term at j = 1 or without recurrence), Gam(tau0 e, rate tau0):
+    # the chain means follow the linear recursion of the means.
+    rng = np.random.default_rng(0)
+    topics = TLASGRTopics(7, (4, 3), num_documents=10, recurrent=recurrent, seed=0, tau0=2.0)
+    for var in topics.phi + topics.pi:
+        var.assign(_column_stochastic(rng, *var.shape))
+    phi = [np.asarray(v, np.float64) for v in topics.phi]
+    pi = [np.asarray(v, np.float64) for v in topics.pi]
+    num = 40000
+    chain = prior_chain(topics, num, 2, np.random.default_rng(1))
+    assert len(chain) == 2 and [t.shape for t in chain[0]] == [(num, 4), (num, 3)]
+    means = [[np.ones(3)], []]
+    means[1].append(pi[1] @ means[0][0] if recurrent else np.ones(3))    # top, sentence 2
+    means[0].insert(0, phi[1] @ means[0][0])                              # layer 1, sentence 1
+    bottom = phi[1] @ means[1][0] + (pi[0] @ means[0][0] if recurrent else 0.0)
+    means[1].insert(0, bottom)                                            # layer 1, sentence 2
+    for j in range(2):
+        for l in range(2):
+            draws = chain[j][l]
+            se = draws.std(0) / np.sqrt(num)
+            assert np.all(np.abs(draws.mean(0) - means[j][l]) < 5 * se), (j, l)
+    # Gam(tau0 e, tau0) at the top of sentence 1: variance 1 / tau0.
+    np.testing.assert_allclose(chain[0][1].var(0), 0.5, rtol=0.05)
+    # A given previous sentence enters through Pi (rGBN) or not at all (GBN).
+    previous = [np.full((num, 4), 3.0), np.full((num, 3), 2.0)]
+    top = prior_chain(topics, num, 1, np.random.default_rng(2), previous)[0][1]
+    expected = pi[1] @ previous[1][0] if recurrent else np.ones(3)
+    assert np.all(np.abs(top.mean(0) - expected) < 5 * top.std(0) / np.sqrt(num))
+
+
+def test_topic_thetas_follow_phi_down_and_up():
+    rng = np.random.default_rng(3)
+    phis = [_column_stochastic(rng, 9, 4), _column_stochastic(rng, 4, 3)]
+    top = topic_thetas(phis, 2, topic_layer=1)          # a top-layer topic: its children
+    np.testing.assert_array_equal(top[1], np.eye(3)[2])
+    np.testing.assert_allclose(top[0], phis[1][:, 2], rtol=1e-6)
+    bottom = topic_thetas(phis, 1, topic_layer=0)       # a bottom topic: its parents' loadings
+    np.testing.assert_allclose(bottom[1], phis[1][1], rtol=1e-6)
+    mixed = topic_thetas(phis, {0: [1, 0, 0, 1], 1: 0})  # every layer fixed: taken as given
+    np.testing.assert_array_equal(mixed[0], [1, 0, 0, 1])
+    np.testing.assert_array_equal(mixed[1], [1, 0, 0])
+    with pytest.raises(ValueError, match="topic weights at layer 0 must be 4"):
+        topic_thetas(phis, [1.0, 2.0], topic_layer=0)
 
 
 def test_bad_arguments():
