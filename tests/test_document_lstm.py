@@ -1,4 +1,4 @@
-"""The streamed document LSTM: carried state, resets, learning, saving."""
+"""The streamed document LSTM and TopicRNN: carried state, resets, learning, saving."""
 
 import keras
 import numpy as np
@@ -10,11 +10,13 @@ from tfktopic.data.streams import (
     document_stream_dataset,
     document_streams,
     stream_batches,
+    stream_examples,
     steps_per_epoch,
 )
 from tfktopic.evaluation import evaluate_perplexity
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.document_lstm import DocumentLSTMLanguageModel, score_stream_perplexity
+from tfktopic.models.document_topicrnn import DocumentTopicRNN
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def _call(model, batch):
 
 def _log_probs(model, batch):
     """log p(target) [B, T] of one batch (eval state), from logits or log-probs."""
-    out = np.asarray(_call(model, batch), np.float64)
+    out = np.asarray(_call(model, batch), np.float64)  # logits, or log-probs (unchanged)
     out = out - np.log(np.exp(out - out.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
         - out.max(-1, keepdims=True)
     return np.take_along_axis(out, batch["targets"][..., None].astype(np.int64), -1)[..., 0]
@@ -178,3 +180,89 @@ def test_bad_arguments():
         DocumentLSTMLanguageModel(10, max_streams=0)
     with pytest.raises(ValueError, match="dropout"):
         DocumentLSTMLanguageModel(10, dropout=1.0)
+
+
+# ------------------------------------------------------------ streamed TopicRNN
+def _topicrnn(lm, topic, **kwargs):
+    keras.utils.set_random_seed(0)
+    return DocumentTopicRNN(len(lm), topic.lm_to_topic, num_topics=4, hidden_dim=24,
+                            embedding_dim=16, encoder_units=(16,), **kwargs)
+
+
+def test_topicrnn_scores_the_sentence_level_targets(lee):
+    _, _, test, lm, topic = lee
+    model = _topicrnn(lm, topic, max_streams=8)
+    result, streams = score_stream_perplexity(model, test, lm, topic, batch_size=8)
+    sentence = sentence_examples(test, lm, topic)
+    assert result.num_tokens == sentence.num_targets == streams.num_targets
+    per_doc = score_documents(model, streams, batch_size=8, context="preceding")
+    np.testing.assert_allclose(-sum(v.sum() for v in per_doc.values()), result.nll_sum, rtol=1e-5)
+    assert "preceding" in result.protocol
+
+
+def test_topicrnn_carries_state_and_uses_only_the_preceding_text(lee):
+    _, _, test, lm, topic = lee
+    streams = document_streams(test, lm, topic)
+    d = _longest(streams)
+    stream = streams.streams[d]
+    model = _topicrnn(lm, topic, num_layers=2)
+    windowed = score_documents(model, streams, order=[d], context="preceding")[d]
+    # One pass of the LSTM over the whole document, then each window's output
+    # layer with theta of the topic words before it: the same scores.
+    whole = {"tokens": stream[None, :-1], "reset": np.ones(1, np.float32)}
+    hidden = model.hidden_states(whole)
+    expected = []
+    for start in range(0, len(stream) - 1, 30):
+        n = min(30, len(stream) - 1 - start)
+        bow = np.bincount(topic.topic_ids(stream[1:start + 1]), minlength=len(topic))
+        _, mean, _ = model.infer_topics(bow[None].astype(np.float32))
+        log_probs = np.asarray(model.gate(hidden[:, start:start + n], mean)["log_probs"])[0]
+        expected.extend(log_probs[np.arange(n), stream[start + 1:start + n + 1]].tolist())
+    np.testing.assert_allclose(windowed, expected, atol=3e-5)
+    # From a zero state at every window the scores differ.
+    cold = score_documents(model, streams, order=[d], context="preceding",
+                           zero_every_window=True)[d]
+    assert np.abs(cold[30:] - windowed[30:]).max() > 1e-3
+    # The context matters (theta is not ignored)...
+    whole_doc = score_documents(model, streams, order=[d], context="whole_document")[d]
+    assert np.abs(whole_doc - windowed).max() > 1e-4
+    # ...and never sees the future: replacing the document's last sentence
+    # leaves the score of every earlier target unchanged ("preceding"), while
+    # the "all_other" context would let it change earlier windows.
+    changed_doc = list(test[d][:-1]) + [test[(d + 1) % len(test)][0]]
+    changed = document_streams([test[d], changed_doc], lm, topic)
+    a, b = changed.streams
+    k = int(np.argmax(a[:min(len(a), len(b))] != b[:min(len(a), len(b))]))
+    assert 30 < k
+    scores = {context: [score_documents(model, changed, order=[i], context=context)[i][:k - 1]
+                        for i in (0, 1)] for context in ("preceding", "all_other")}
+    np.testing.assert_allclose(*scores["preceding"], atol=1e-6)
+    assert np.abs(scores["all_other"][0] - scores["all_other"][1]).max() > 1e-5
+
+
+def test_topicrnn_resets_at_document_boundaries(lee):
+    _, _, test, lm, topic = lee
+    streams = document_streams(test, lm, topic)
+    model = _topicrnn(lm, topic)
+    alone = score_documents(model, streams, order=[0], context="preceding")[0]
+    after = score_documents(model, streams, order=[1, 0], context="preceding")[0]
+    np.testing.assert_allclose(after, alone, atol=2e-5)
+
+
+def test_topicrnn_learns_and_round_trips(lee, tmp_path):
+    train, valid, _, lm, topic = lee
+    model = _topicrnn(lm, topic, max_streams=16)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    train_ds, steps, _ = stream_examples(train, lm, topic, batch_size=16, shuffle=True,
+                                         context="all_other")
+    history = model.fit(train_ds, epochs=2, steps_per_epoch=steps, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    result, _ = score_stream_perplexity(model, valid, lm, topic)
+    assert result.perplexity < unigram_perplexity(lm, sentence_examples(valid, lm, topic))
+    path = tmp_path / "doc_topicrnn.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    again, _ = score_stream_perplexity(loaded, valid, lm, topic)
+    assert again.nll_sum == pytest.approx(result.nll_sum, rel=1e-6)
+    assert loaded.topics(3).tolist() == model.topics(3).tolist()

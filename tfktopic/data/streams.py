@@ -77,6 +77,7 @@ __all__ = [
     "num_batches",
     "steps_per_epoch",
     "document_stream_dataset",
+    "stream_examples",
 ]
 
 CONTEXTS = ("preceding", "all_other", "whole_document")
@@ -373,3 +374,42 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(
             num_batches(streams, B, T)))
     return dataset.prefetch(2)
+
+
+def stream_examples(corpus, lm_vocab, topic_vocab=None, bptt=30, batch_size=64, shuffle=False,
+                    seed=0, initial_epoch=0, context=None, context_len=None):
+    """A corpus part as a streamed dataset: the one call a run needs.
+
+    Args:
+        corpus: a `Corpus` (part).
+        lm_vocab, topic_vocab: the run's vocabularies (`topic_vocab` only with
+            a `context`).
+        bptt: targets per window (30).
+        batch_size: B parallel document streams (the model's `max_streams`
+            must be at least B).
+        shuffle, seed, initial_epoch: training stream (see
+            `document_stream_dataset`); False: one evaluation pass.
+        context, context_len: topic contexts (`None` for the LSTM; the
+            streamed TopicRNN trains on "all_other" (or Zheng et al.'s
+            "whole_document") and is evaluated on "preceding").
+
+    Returns:
+        (dataset, steps, streams): steps is `steps_per_epoch` for training
+        (pass it to ``fit(steps_per_epoch=...)``) or the batches of the pass.
+
+    Example:
+    >>> train_ds, steps, _ = stream_examples(parts["train"], lm_vocab, batch_size=64,
+    ...                                      shuffle=True, seed=0)   # doctest: +SKIP
+    >>> valid_ds, _, _ = stream_examples(parts["valid"], lm_vocab, batch_size=64)  # doctest: +SKIP
+    >>> model.fit(train_ds, epochs=20, steps_per_epoch=steps,
+    ...           validation_data=valid_ds)                          # doctest: +SKIP
+    """
+    if context is not None and topic_vocab is None:
+        raise ValueError(f"context={context!r} needs a topic_vocab")
+    streams = document_streams(corpus, lm_vocab, topic_vocab if context is not None else None)
+    dataset = document_stream_dataset(streams, batch_size, bptt, shuffle=shuffle, seed=seed,
+                                      initial_epoch=initial_epoch, context=context,
+                                      context_len=context_len)
+    steps = (steps_per_epoch(streams, batch_size, bptt) if shuffle
+             else num_batches(streams, batch_size, bptt))
+    return dataset, steps, streams

@@ -23,10 +23,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+from tfktopic.data.streams import stream_examples
+from tfktopic.evaluation.perplexity import Perplexity, evaluate_perplexity, masked_token_nll
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 
-__all__ = ["DocumentLSTMLanguageModel", "stream_inputs"]
+__all__ = ["DocumentLSTMLanguageModel", "stream_inputs", "score_stream_perplexity"]
 
 
 def stream_inputs(inputs):
@@ -144,3 +145,45 @@ class DocumentLSTMLanguageModel(keras.Model):
                 "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim,
                 "num_layers": self.num_layers, "dropout": self.dropout,
                 "max_streams": self.max_streams}
+
+
+def score_stream_perplexity(model, corpus, lm_vocab, topic_vocab=None, bptt=30, batch_size=None,
+                            context_len=None):
+    """Streamed document-level perplexity of a corpus part (validation and test alike).
+
+    One pass in the fixed evaluation order; every target of every document
+    scored once, the state carried within a document and zeroed at its start;
+    a model with topics (``context_bow`` input, i.e. `DocumentTopicRNN`) gets
+    the leak-free ``"preceding"`` contexts.
+
+    Args:
+        model: a `DocumentLSTMLanguageModel` or `DocumentTopicRNN`.
+        corpus: a `Corpus` (part).
+        lm_vocab, topic_vocab: the run's vocabularies (`topic_vocab` for a
+            topic model).
+        bptt: targets per window (30, as in training).
+        batch_size: parallel streams (default and maximum: ``model.max_streams``;
+            smaller batches waste fewer idle slots behind a very long document).
+        context_len: topic words kept per context (`None`: all).
+
+    Returns:
+        (PerplexityResult, DocumentStreams).
+
+    Example:
+    >>> result, _ = score_stream_perplexity(model, parts["test"], lm_vocab)  # doctest: +SKIP
+    >>> result.perplexity                                                  # doctest: +SKIP
+    """
+    batch_size = int(model.max_streams if batch_size is None else batch_size)
+    if not 1 <= batch_size <= model.max_streams:
+        raise ValueError(f"batch_size must be in [1, max_streams={model.max_streams}], "
+                         f"got {batch_size}")
+    topical = hasattr(model, "encoder")
+    if topical and topic_vocab is None:
+        raise ValueError("a topic model needs topic_vocab for its contexts")
+    from_logits = not topical  # DocumentTopicRNN returns log-probabilities
+    dataset, _, streams = stream_examples(
+        corpus, lm_vocab, topic_vocab, bptt=bptt, batch_size=batch_size,
+        context="preceding" if topical else None, context_len=context_len)
+    label = ("document-level streamed: state carried over each document, windows of "
+             f"{bptt}" + ("; topic context from the preceding text only" if topical else ""))
+    return evaluate_perplexity(model, dataset, from_logits=from_logits, protocol=label), streams
