@@ -16,10 +16,12 @@ stop at the window boundary (a variable read is a constant). There are two
 independent state sets: one for ``training=True`` calls and one for
 ``training=False`` calls, so a validation pass between training epochs does
 not disturb the training streams. A batch may have fewer rows than
-`max_streams` (rows ``[:B]`` are used).
+`max_streams` (rows ``[:B]`` are used). Distribution strategies with several
+replicas are not supported (the streams' states are not split across them).
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 __all__ = ["CarriedStateLSTM"]
@@ -68,6 +70,12 @@ class CarriedStateLSTM(keras.layers.Layer):
         self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers)]
 
     def build(self, input_shape):
+        strategy = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+        if strategy is not None and strategy.num_replicas_in_sync > 1:
+            raise ValueError("CarriedStateLSTM: the carried stream states are not split across "
+                             f"replicas; train without a distribution strategy "
+                             f"(got {type(strategy).__name__} with "
+                             f"{strategy.num_replicas_in_sync} replicas)")
         shape = tuple(input_shape)
         for lstm in self.lstms:
             lstm.build(shape)
