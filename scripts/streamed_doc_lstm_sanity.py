@@ -15,9 +15,9 @@ number of epochs, each scored on the same test targets:
   baseline): one stream per document, truncated BPTT of 30, the state carried
   within a document and reset at its start, in training and evaluation.
 
-It also reports the training throughput (predicted tokens per second, after
-the first epoch's tracing) of the sentence LSTM and the streamed LSTM, both
-measured in this process.
+It also reports the training throughput (predicted tokens per second) of the
+three models, measured in this process after scoring: `--speed-rounds` more
+epochs of each, interleaved, median per model.
 """
 
 import argparse
@@ -65,6 +65,8 @@ def main(argv=None):
     parser.add_argument("--bptt", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--models", default="lstm,doc_lstm,streamed")
+    parser.add_argument("--speed-rounds", type=int, default=3,
+                        help="after scoring: timed training epochs per model, interleaved")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
@@ -80,6 +82,7 @@ def main(argv=None):
               "unigram_test_ppl": unigram_perplexity(lm_vocab, test_sentences), "models": {}}
     print(json.dumps({k: v for k, v in record.items() if k != "models"}))
     sizes = dict(embedding_dim=args.embedding_dim, hidden_dim=args.hidden_dim)
+    trained = {}
     for name in args.models.split(","):
         keras.utils.set_random_seed(args.seed)
         timer = EpochTimer()
@@ -114,6 +117,25 @@ def main(argv=None):
             "train_targets_per_second": train_targets / seconds,
             "padded_steps_per_second": padded / seconds}
         print(name, json.dumps(record["models"][name]))
+        trained[name] = (model, train_ds, steps, train_targets)
+    # Throughput on a shared machine: one more epoch of each model in turn,
+    # `--speed-rounds` times (interleaved, so load changes hit all models),
+    # then the median predicted tokens per second of each.
+    for _ in range(args.speed_rounds):
+        for name, (model, train_ds, steps, train_targets) in trained.items():
+            start = time.perf_counter()
+            model.fit(train_ds, epochs=1, steps_per_epoch=steps, verbose=0)
+            rate = train_targets / (time.perf_counter() - start)
+            record["models"][name].setdefault("speed_rounds", []).append(rate)
+    for name in trained:
+        rounds = sorted(record["models"][name].get("speed_rounds", []))
+        if rounds:
+            record["models"][name]["median_train_targets_per_second"] = rounds[len(rounds) // 2]
+    if "lstm" in trained and "streamed" in trained and args.speed_rounds:
+        record["streamed_over_lstm_speed"] = (
+            record["models"]["streamed"]["median_train_targets_per_second"]
+            / record["models"]["lstm"]["median_train_targets_per_second"])
+        print("streamed / sentence LSTM training tokens/s:", record["streamed_over_lstm_speed"])
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
     return record
