@@ -329,10 +329,11 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         streams: `DocumentStreams`.
         batch_size: B parallel document streams.
         bptt: targets per window (30).
-        shuffle: training: an endless stream over the orders perm(seed, e),
-            e = initial_epoch, initial_epoch + 1, ...; use it with
-            ``model.fit(..., steps_per_epoch=steps_per_epoch(streams, B, bptt))``.
-            Evaluation (False): one pass in `evaluation_order`.
+        shuffle: training: an endless stream over the document orders
+            perm(seed, 0), perm(seed, 1), ... one after the other; epoch e is
+            its batches [e S, (e + 1) S) with S = `steps_per_epoch`; use it
+            with ``model.fit(..., steps_per_epoch=S)``. Evaluation (False):
+            one pass in `evaluation_order`.
         seed: the shuffle seed.
         initial_epoch: training: the epoch the stream starts at; the stream
             restarts exactly where epoch `initial_epoch` began (the earlier
