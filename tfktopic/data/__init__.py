@@ -20,4 +20,10 @@ from tfktopic.data.corpora import (
     read_tdlm,
     read_text,
 )
+from tfktopic.data.streams import (
+    DocumentStreams,
+    document_stream_dataset,
+    document_streams,
+    stream_examples,
+)
 from tfktopic.data.vocab import TopicVocabulary, Vocabulary, load_stopwords

@@ -5,3 +5,5 @@ from tfktopic.models.lda_lstm import LDALSTMLanguageModel, LDATopicInference, fi
 from tfktopic.models.rgbn import RGBNRNN, hierarchy_to_dot, topic_hierarchy
 from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier
 from tfktopic.models.tcnlm import TCNLM
+from tfktopic.models.document_lstm import DocumentLSTMLanguageModel, score_stream_perplexity
+from tfktopic.models.document_topicrnn import DocumentTopicRNN

@@ -1,0 +1,247 @@
+"""The streamed document-level TopicRNN (Dieng et al. 2017 on Zheng et al.'s streams).
+
+The topic component measured on top of the strong baseline, as Zheng, Vafa &
+Blei (TMLR 2023; ``carolinazheng/revisiting-tglms``, ``models/trnn.py``) do:
+the streamed document LSTM of `tfktopic.models.document_lstm` (one token
+stream per document, truncated BPTT of 30 targets, the LSTM state carried
+across a document's windows and zeroed at its first) with TopicRNN's output
+layer (Dieng, Wang, Gao & Paisley, ICLR 2017, §3):
+
+    theta ~ N(0, I_K);  q(theta | X_c) = N(mu, diag sigma^2)  (GaussianTopicEncoder)
+    l_t ~ Bernoulli(sigmoid(Gamma^T h_t))                     (StopwordGate)
+    p(y_t | h_t, theta, l_t) ∝ exp(V h_t + (1 - l_t) B^T theta)
+
+with X_c the window's ``context_bow`` from `tfktopic.data.streams`:
+
+* evaluation: ``context="preceding"`` -- the topic words of the document's
+  text before the window (its earlier windows' targets), never the window or
+  anything after it; theta = mean of q and l_t marginalised, so ``call``
+  returns normalised log-probabilities. Zheng et al. evaluate with the
+  same kind of context (``cum_bows``: the earlier windows' *input* tokens, one
+  token less than here);
+* training: Zheng et al. use the whole document's bag of words (``all_bows``,
+  which contains the predicted words); the project's sentence-level models
+  train on ``"all_other"`` (every other window), the recommended training
+  context of `tfktopic.data.streams.stream_examples` for this model; ``"whole_document"``
+  reproduces Zheng et al.
+
+The ELBO per token (as `tfktopic.models.topicrnn.TopicRNN`, with the KL of
+q charged once per document: a window with n of its document's N targets
+carries (n / N) KL, N = the batch's ``doc_targets``):
+
+    [sum_t (NLL_t + BCE_t) + sum_windows (n_w / N_w) KL_w] / #targets
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+from keras import ops
+
+from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
+from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
+from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
+from tfktopic.models.document_lstm import stream_inputs
+
+__all__ = ["DocumentTopicRNN"]
+
+tfd = tfp.distributions
+
+
+@keras.saving.register_keras_serializable(package="tfktopic")
+class DocumentTopicRNN(keras.Model):
+    """TopicLSTM over parallel document streams with a carried LSTM state.
+
+    Args:
+        vocab_size: C, the LM vocabulary size.
+        lm_to_topic: `TopicVocabulary.lm_to_topic` (-1 for stop words).
+        num_topics: K.
+        hidden_dim: LSTM units per layer.
+        embedding_dim: word embedding size (`None`: `hidden_dim`).
+        num_layers: stacked LSTM layers.
+        encoder_units: ReLU layers of the inference network.
+        variant: "paper" or "disjoint" (see `StopwordGate`; Zheng et al.'s is
+            "disjoint").
+        dropout: dropout on the embeddings, between layers and before the
+            output.
+        bow_normalization: scaling of X_c before the inference network.
+        max_streams: the most parallel streams of a batch.
+        seed: seed of the reparameterisation noise.
+        embeddings: optional ``[vocab_size, embedding_dim]`` initial matrix.
+
+    Example:
+    >>> streams = document_streams(train, lm_vocab, topic_vocab)          # doctest: +SKIP
+    >>> model = DocumentTopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, num_topics=50,
+    ...                          hidden_dim=128, max_streams=32)          # doctest: +SKIP
+    >>> model.compile(optimizer="adam")                                   # doctest: +SKIP
+    >>> model.fit(document_stream_dataset(streams, 32, shuffle=True, context="all_other"),
+    ...           epochs=5, steps_per_epoch=steps_per_epoch(streams, 32))  # doctest: +SKIP
+    """
+
+    def __init__(self, vocab_size, lm_to_topic, num_topics=50, hidden_dim=200, embedding_dim=None,
+                 num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
+                 bow_normalization="total", max_streams=64, seed=None, embeddings=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("vocab_size", vocab_size), ("num_topics", num_topics),
+                            ("hidden_dim", hidden_dim)):
+            if int(value) < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        if bow_normalization not in BOW_NORMALIZATIONS:
+            raise ValueError(f"bow_normalization must be one of {BOW_NORMALIZATIONS}, "
+                             f"got {bow_normalization!r}")
+        self.vocab_size = int(vocab_size)
+        self.lm_to_topic = check_lm_to_topic(lm_to_topic, self.vocab_size)
+        self.num_topics = int(num_topics)
+        self.hidden_dim = int(hidden_dim)
+        self.embedding_dim = self.hidden_dim if embedding_dim is None else int(embedding_dim)
+        self.num_layers = int(num_layers)
+        self.encoder_units = tuple(int(u) for u in encoder_units)
+        self.variant = variant
+        self.dropout = float(dropout)
+        self.bow_normalization = bow_normalization
+        self.max_streams = int(max_streams)
+        self.seed = seed
+        self.num_content = int((self.lm_to_topic >= 0).sum())
+        self.embedding = keras.layers.Embedding(
+            self.vocab_size, self.embedding_dim,
+            weights=None if embeddings is None else [np.asarray(embeddings, np.float32)],
+            name="embedding")
+        self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=seed)
+        self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
+                                    dropout=self.dropout, name="carried_lstm")
+        self.encoder = GaussianTopicEncoder(self.num_topics, self.encoder_units,
+                                            normalization=bow_normalization, seed=seed,
+                                            name="encoder")
+        self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
+                                 variant=variant, name="stopword_gate")
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.perplexity = Perplexity(name="ppl")
+        self.token_nll_tracker = keras.metrics.Mean(name="token_nll")
+        self.stop_nll_tracker = keras.metrics.Mean(name="stop_nll")
+        self.kl_tracker = keras.metrics.Mean(name="kl")
+        self.build()
+
+    def build(self, input_shape=None):
+        """Create every weight (shapes follow from the constructor arguments)."""
+        if self.built:
+            return
+        self.embedding.build((None, None))
+        self.rnn.build((None, None, self.embedding_dim))
+        self.encoder.build((None, self.num_content))
+        self.gate.build((None, None, self.hidden_dim), (None, self.num_topics))
+        self.built = True
+
+    # ----------------------------------------------------------------- forward
+    def hidden_states(self, inputs, training=False):
+        """Top-layer LSTM states h_t [B, T, H] of one window (state carried, reset per row)."""
+        tokens, reset = stream_inputs(inputs)
+        x = self.embedding_dropout(self.embedding(tokens), training=training)
+        return self.rnn(x, reset, training=training)
+
+    def infer_topics(self, context_bow, training=False):
+        """q(theta | X_c): (theta, mean, log_std); theta sampled when training."""
+        context_bow = ops.convert_to_tensor(context_bow, "float32")
+        width = context_bow.shape[-1]
+        if width is not None and width != self.num_content:
+            raise ValueError(f"context_bow has {width} columns but the topic vocabulary of "
+                             f"lm_to_topic has {self.num_content} words")
+        return self.encoder(context_bow, training=training)
+
+    def call(self, inputs, training=False):
+        """Marginal log-probabilities log p(y_t | y_<t, theta) [B, T, C] (§3, l_t marginalised)."""
+        hidden = self.hidden_states(inputs, training=training)
+        theta, _, _ = self.infer_topics(inputs["context_bow"], training=training)
+        return self.gate(hidden, theta)["log_probs"]
+
+    # --------------------------------------------------------------- objective
+    def objective(self, data, training=False):
+        """The ELBO's terms over a batch of windows, as sums (nats).
+
+        Returns:
+            dict of float32 scalars ``token_nll``, ``stop_nll``, ``kl`` (sum of
+            (n_w / N_w) KL_w), ``num_tokens`` and, when not training,
+            ``marginal_nll`` (l_t marginalised, theta = mean of q).
+        """
+        targets, mask = data["targets"], ops.cast(data["mask"], "float32")
+        hidden = self.hidden_states(data, training=training)
+        theta, mean, log_std = self.infer_topics(data["context_bow"], training=training)
+        stop = self.gate.stop_indicator(targets)
+        outputs = self.gate(hidden, theta, stop_indicator=stop, marginal=not training)
+        token_nll, num_tokens = masked_token_nll(targets, outputs["logits"], mask)
+        stop_log_prob = tfd.Bernoulli(logits=outputs["stop_logits"], dtype="float32").log_prob(stop)
+        stop_nll = -ops.sum(stop_log_prob * mask)
+        kl = ops.cast(self.encoder.kl(mean, log_std), "float32")
+        share = ops.sum(mask, axis=-1) / ops.maximum(ops.cast(data["doc_targets"], "float32"), 1.0)
+        terms = {"token_nll": token_nll, "stop_nll": stop_nll, "kl": ops.sum(share * kl),
+                 "num_tokens": num_tokens}
+        if not training:
+            terms["marginal_nll"], _ = masked_token_nll(targets, outputs["log_probs"], mask,
+                                                        from_logits=False)
+        return terms
+
+    @staticmethod
+    def per_token_loss(terms):
+        """The negative ELBO per predicted token: (token_nll + stop_nll + kl) / num_tokens."""
+        return (terms["token_nll"] + terms["stop_nll"] + terms["kl"]) / ops.maximum(
+            terms["num_tokens"], 1.0)
+
+    def _report(self, terms, loss, nll_sum):
+        count = terms["num_tokens"]
+        per_token = lambda value: value / ops.maximum(count, 1.0)
+        self.loss_tracker.update_state(loss, sample_weight=count)
+        self.perplexity.update_from_sums(nll_sum, count)
+        self.token_nll_tracker.update_state(per_token(terms["token_nll"]), sample_weight=count)
+        self.stop_nll_tracker.update_state(per_token(terms["stop_nll"]), sample_weight=count)
+        self.kl_tracker.update_state(per_token(terms["kl"]), sample_weight=count)
+        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+                "ppl": self.perplexity.result(), "token_nll": self.token_nll_tracker.result(),
+                "stop_nll": self.stop_nll_tracker.result(), "kl": self.kl_tracker.result()}
+
+    def train_step(self, data):
+        """One step on the negative ELBO per token (``ppl`` of the joint -log p(y, l))."""
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            terms = self.objective(data, training=True)
+            loss = self.per_token_loss(terms)
+            scaled = self.optimizer.scale_loss(loss)
+        gradients = tape.gradient(scaled, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        return self._report(terms, loss, terms["token_nll"] + terms["stop_nll"])
+
+    def test_step(self, data):
+        """Evaluation (theta = mean of q): ``nll`` / ``ppl`` of the marginal over l_t."""
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        terms = self.objective(data, training=False)
+        return self._report(terms, self.per_token_loss(terms), terms["marginal_nll"])
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.perplexity, self.token_nll_tracker,
+                self.stop_nll_tracker, self.kl_tracker]
+
+    def reset_states(self):
+        """Zero the carried LSTM states (training and evaluation)."""
+        self.rnn.reset_states()
+
+    def topics(self, top_n=10, vocabulary=None):
+        """Top content words of each row of B: int array [K, top_n], or words."""
+        if not 1 <= int(top_n) <= self.num_content:
+            raise ValueError(f"top_n must be in [1, {self.num_content}], got {top_n}")
+        ids = np.argsort(-np.asarray(self.gate.topic_word), axis=1, kind="stable")[:, :top_n]
+        if vocabulary is None:
+            return ids
+        words = list(vocabulary.words if hasattr(vocabulary, "words") else vocabulary)
+        return [[words[i] for i in row] for row in ids]
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "lm_to_topic": self.lm_to_topic.tolist(), "num_topics": self.num_topics,
+                "hidden_dim": self.hidden_dim, "embedding_dim": self.embedding_dim,
+                "num_layers": self.num_layers, "encoder_units": list(self.encoder_units),
+                "variant": self.variant, "dropout": self.dropout,
+                "bow_normalization": self.bow_normalization, "max_streams": self.max_streams,
+                "seed": self.seed}
