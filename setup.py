@@ -39,10 +39,12 @@ setup(
         "tf-keras>=2.21,<2.22",
         "gensim>=4.3.3,<5",
         "numpy>=1.26,<3",
+        # Topic pictures (tfktopic.pictures: SVG / PNG without Graphviz).
+        "matplotlib>=3.8",
     ],
     extras_require={
         "test": ["pytest>=8", "nltk>=3.9"],
-        "bench": ["matplotlib>=3.8"],
+        "bench": [],
     },
     entry_points={"console_scripts": ["tfktopic=tfktopic.cli:main"]},
     classifiers=[

@@ -172,7 +172,7 @@ def _hidden_sizes(mode, layers, speed=False):
     if width is None and "hidden_sizes" in cfg:
         return cfg["hidden_sizes"][layers]
     if width is None:  # full quality: the paper's sizes
-        from tfktopic.models.rgbn_rnn import PAPER_HIDDEN_SIZES
+        from tfktopic.models.rgbn import PAPER_HIDDEN_SIZES
 
         return PAPER_HIDDEN_SIZES[layers]
     return (width,) * layers
@@ -182,7 +182,7 @@ def _hidden_sizes(mode, layers, speed=False):
 def _rgbn(name, layers, mode, data, speed=False, mcmc=True, seed=0):
     import keras
 
-    from tfktopic.models.rgbn_rnn import PRESETS, RGBNRNN, make_optimizer
+    from tfktopic.models.rgbn import PRESETS, RGBNRNN, make_optimizer
 
     cfg = SETTINGS[mode]
     keras.utils.set_random_seed(seed)

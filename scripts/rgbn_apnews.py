@@ -96,8 +96,8 @@ def main(argv=None):
     from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
     from tfktopic.data.pipeline import document_dataset
     from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-    from tfktopic.models.rgbn_rnn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
-                                          make_optimizer, topic_hierarchy)
+    from tfktopic.models.rgbn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
+                                      make_optimizer, topic_hierarchy)
 
     start = time.perf_counter()
     preset = dict(PRESETS[args.preset])

@@ -308,3 +308,17 @@ def test_cardinalities_longer_than_the_topics_are_skipped():
     only_five = coherence_lib.npmi_coherence(topics, docs, window_size=3, cardinalities=(5,))
     assert result.mean == only_five.mean
     assert set(result.to_dict()) >= {"mean", "median", "per_topic", "per_cardinality"}
+
+
+def test_topic_diversity_counts_unique_top_words_by_brute_force():
+    from tfktopic.evaluation import topic_diversity
+
+    rng = np.random.default_rng(0)
+    topics = [list(rng.choice(60, size=30, replace=False)) for _ in range(7)]
+    expected = len(set().union(*[set(t[:25]) for t in topics])) / (25 * 7)
+    assert topic_diversity(topics) == pytest.approx(expected)
+    # Only the top n count: words ranked below n do not add diversity.
+    assert topic_diversity([["a", "b", "x"], ["a", "b", "y"]], top_n=2) == 0.5
+    assert topic_diversity([["a", "b"]] * 4, top_n=2) == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match="topic 1 has 1 words"):
+        topic_diversity([["a", "b"], ["c"]], top_n=2)

@@ -56,7 +56,7 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     from tfktopic.models.lda_lstm import LDALSTMLanguageModel
     from tfktopic.models.topicrnn import TopicRNN
     from tfktopic.models.tcnlm import TCNLM
-    from tfktopic.models.rgbn_rnn import RGBNRNN
+    from tfktopic.models.rgbn import RGBNRNN
 
     V, VC, T, J, B, STEPS = 40, 15, 6, 3, 8, 3
     rng = np.random.default_rng(0)

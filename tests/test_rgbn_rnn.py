@@ -17,9 +17,8 @@ from tfktopic.data.pipeline import document_dataset
 from tfktopic.evaluation import evaluate_perplexity
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
-from tfktopic.models import rgbn_rnn
-from tfktopic.models.rgbn_rnn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
-                                      make_optimizer, topic_hierarchy)
+from tfktopic.models.rgbn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
+                                  make_optimizer, topic_hierarchy)
 
 J = 4  # sentences per chunk in the tests (the paper uses 8)
 

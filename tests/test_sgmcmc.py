@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from tfktopic.bayes import PSGLD, SGLD
-from tfktopic.bayes.sgmcmc import stateless_standard_normal
+from tfktopic.bayes.counter_random import stateless_standard_normal
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 

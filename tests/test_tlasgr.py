@@ -1,4 +1,5 @@
-"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr).
+"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr, .augmentation,
+.counter_random).
 
 Topic recovery uses documents generated from a known (r)GBN and runs the
 sampler with the generator's **true theta** given (theta is the encoder's job
@@ -6,6 +7,7 @@ in the model; with theta fixed the topic labels are identified, so the
 Hungarian matching must come out as the identity).
 """
 
+import ast
 import json
 import os
 import pathlib
@@ -18,16 +20,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.bayes.sgmcmc import stateless_standard_normal
-from tfktopic.bayes.tlasgr import (
-    REALMIN,
-    TLASGRTopics,
-    binomial,
-    counter_uniform,
-    crt,
-    multinomial_split,
-    random_key,
-)
+from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
+from tfktopic.bayes.counter_random import counter_uniform, random_key, stateless_standard_normal
+from tfktopic.bayes.tlasgr import REALMIN, TLASGRTopics
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -561,3 +556,80 @@ def test_mirrored_strategy_matches_single_device(tmp_path):
     assert result["moved"] > 1e-3, result                # the update did something
     assert result["gap"] == 0.0, result                  # replicas stay identical
     assert result["diff"] < 1e-6, result                 # == single device, same batch
+
+
+# --------------------------------------------------------------------------
+# 7. Module structure: the import arrows of tfktopic.bayes and models.rgbn
+# --------------------------------------------------------------------------
+def _package_imports(package):
+    """{module: set of modules of `package` it imports} from the source ASTs.
+
+    ``from package import name`` counts as an import of the package's
+    ``__init__`` (``package`` itself), unless `name` is one of its modules.
+    """
+    folder = REPO_ROOT.joinpath(*package.split("."))
+    modules = {f"{package}.{p.stem}" if p.stem != "__init__" else package: p
+               for p in folder.glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in modules else node.module)
+        graph[name] = {t for t in targets if t in modules and t != name}
+        graph[name].update(t for t in targets if not t.startswith(package)
+                           and t.startswith("tfktopic"))
+    return modules, graph
+
+
+def _cycle(graph, nodes):
+    """A list of modules forming an import circle among `nodes`, or None."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(graph.get(node, ())):
+            if target not in nodes:
+                continue
+            if state.get(target) == "open":
+                return path[path.index(target):] + [target]
+            if target not in state:
+                found = visit(target, path + [target])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(nodes):
+        if node not in state:
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("package", ["tfktopic.bayes", "tfktopic.models.rgbn"])
+def test_no_import_circle_within_the_package(package):
+    modules, graph = _package_imports(package)
+    # The package's __init__ re-exports its modules; a module importing the
+    # __init__ back would close a circle, so it is part of the graph.
+    assert _cycle(graph, set(modules)) is None, _cycle(graph, set(modules))
+
+
+def test_bayes_import_arrows_run_one_way():
+    modules, graph = _package_imports("tfktopic.bayes")
+    inner = lambda m: {t for t in graph[m] if t.startswith("tfktopic.")}
+    # The one counter-based RNG imports nothing of the package.
+    assert inner("tfktopic.bayes.counter_random") == set()
+    assert inner("tfktopic.bayes.augmentation") == {"tfktopic.bayes.counter_random"}
+    assert inner("tfktopic.bayes.tlasgr") == {"tfktopic.bayes.augmentation",
+                                              "tfktopic.bayes.counter_random"}
+    assert "tfktopic.bayes.counter_random" in inner("tfktopic.bayes.sgmcmc")
+    # tfktopic.bayes is below the models: nothing in it imports tfktopic.models.
+    for module in modules:
+        assert not any(t.startswith("tfktopic.models") for t in graph[module]), module
+

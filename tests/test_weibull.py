@@ -5,12 +5,14 @@ Gamma(alpha, rate beta). Monte Carlo and TFP's distributions are the
 independent references.
 """
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
-from scipy import stats
+from scipy import special, stats
 
 from tfktopic.layers.weibull import WeibullSampler, weibull_gamma_kl, weibull_mean
 
@@ -61,6 +63,99 @@ def test_kl_floors_keep_degenerate_priors_finite():
     kl = weibull_gamma_kl(tf.constant([1.0, 1.0]), tf.constant([1.0, 1e-30]),
                           tf.constant([0.0, 1.0]), 1.0)
     assert np.all(np.isfinite(kl.numpy()))
+
+
+# The model's ranges: k clipped to [0.1, 100] by the encoder, lam floored at
+# 2.2e-20 (here 1e-19, just above the floor, so that its gradient flows), prior
+# shapes alpha = tau0 * e floored at 1e-10 and up to tens, tau0 = beta ~ 1.
+MODEL_KS = (0.1, 0.3, 1.0, 5.0, 100.0)
+MODEL_LAMS = (1e-19, 1e-8, 1e-3, 1.0, 50.0)
+MODEL_ALPHAS = (1e-10, 1e-3, 0.5, 1.0, 20.0)
+
+
+def _expanded_closed_form(k, lam, alpha, beta):
+    """KL(Weibull || Gamma) as minus the Weibull entropy minus E_q[log prior]
+    (reference rgbn_rnn.md §1.3, the formula of the released ``KL_GamWei``;
+    the package's previous implementation), with the same input floors."""
+    gamma = np.euler_gamma
+    k, lam = tf.maximum(k, 2.2e-20), tf.maximum(lam, 2.2e-20)
+    alpha, beta = tf.maximum(alpha, 1e-10), tf.maximum(beta, 2.2e-20)
+    log_lam = tf.math.log(lam)
+    neg_entropy = -gamma * (1.0 - 1.0 / k) - log_lam + tf.math.log(k) - 1.0
+    expected_log_prior = (alpha * tf.math.log(beta) - tf.math.lgamma(alpha)
+                          + (alpha - 1.0) * (log_lam - gamma / k)
+                          - beta * lam * tf.exp(tf.math.lgamma(1.0 + 1.0 / k)))
+    return neg_entropy - expected_log_prior
+
+
+def _values_and_gradients(fn, params, dtype):
+    variables = [tf.Variable(c.astype(dtype)) for c in params.T[:3]]
+    with tf.GradientTape() as tape:
+        values = fn(*variables, tf.constant(params[:, 3].astype(dtype)))
+        total = tf.reduce_sum(values)
+    return values.numpy(), [g.numpy() for g in tape.gradient(total, variables)]
+
+
+def test_kl_matches_the_expanded_closed_form_at_model_ranges_values_and_gradients():
+    grid = np.array([p + (beta,) for p in itertools.product(MODEL_KS, MODEL_LAMS, MODEL_ALPHAS)
+                     for beta in (1.0, 2.5)], np.float64)
+    reference, reference_grads = _values_and_gradients(_expanded_closed_form, grid, np.float64)
+    scale = np.maximum(np.abs(reference), 1.0)
+    assert np.all(np.isfinite(reference)) and reference.max() > 1e6  # k = 0.1: Gamma(11) lam
+    values, grads = _values_and_gradients(weibull_gamma_kl, grid, np.float64)
+    np.testing.assert_array_less(np.abs(values - reference) / scale, 1e-12)
+    for grad, expected in zip(grads, reference_grads):   # d/dk, d/dlam, d/dalpha
+        # d/dlam ~ alpha / lam reaches 1e20: relative to max(|g|, 1).
+        np.testing.assert_array_less(np.abs(grad - expected) / np.maximum(np.abs(expected), 1.0),
+                                     1e-6)
+    # float32 (the model's dtype) stays within a few ulps of the float64 value.
+    values32, grads32 = _values_and_gradients(weibull_gamma_kl, grid, np.float32)
+    np.testing.assert_array_less(np.abs(values32 - reference) / scale, 5e-6)
+    for grad, expected in zip(grads32, reference_grads):
+        assert np.all(np.isfinite(grad))
+        np.testing.assert_array_less(np.abs(grad - expected) / np.maximum(np.abs(expected), 1.0),
+                                     5e-5)
+
+
+def test_kl_matches_monte_carlo_at_small_shapes_and_scales_near_the_floor():
+    # (k, lam, alpha, beta): small k with scales near the floor (theta ~ 0),
+    # sparse priors; per-sample log-ratio and its pathwise gradients
+    # d/d(k, lam, alpha) of log q(x) - log p(x) at x = lam (-log u)^(1/k).
+    params = np.array([
+        [0.1, 1e-19, 1e-10, 1.0],
+        [0.1, 1e-10, 0.05, 1.0],
+        [0.3, 1e-6, 1e-3, 1.0],
+        [0.5, 1e-3, 0.5, 1.0],
+        # Not k = 1 or alpha = 1: TFP's log_probs hold (k - 1) and (alpha - 1)
+        # in an xlogy, whose gradient TF sets to 0 where that factor is 0.
+        [1.2, 0.1, 1.5, 2.0],
+        [3.0, 2.0, 5.0, 1.0],
+        [100.0, 0.5, 20.0, 1.0],
+    ], np.float64)
+    num = 100_000
+    u = np.random.default_rng(12).uniform(size=(num, len(params)))
+    tiled = [tf.Variable(np.tile(c, (num, 1))) for c in params.T[:3]]  # one copy per sample
+    k, lam, alpha = tiled
+    beta = tf.constant(params[:, 3])
+    with tf.GradientTape() as tape:
+        x = lam * tf.pow(-tf.math.log(tf.constant(u)), 1.0 / k)
+        log_ratio = (tfd.Weibull(k, lam).log_prob(x)
+                     - tfd.Gamma(concentration=alpha, rate=beta).log_prob(x))
+        total = tf.reduce_sum(log_ratio)
+    per_sample = [g.numpy() for g in tape.gradient(total, tiled)]      # each [num, P]
+    closed, closed_grads = _values_and_gradients(weibull_gamma_kl, params, np.float64)
+    # The d/dlam samples hold beta (-log u)^(1/k), whose tail at k = 0.1 is so
+    # heavy (moments Gamma(1 + p/k)) that the sample standard deviation
+    # underestimates the true one by ~20x at this size: its exact standard
+    # error (Exponential moments, not the KL) is added to that tolerance.
+    ks, betas = params[:, 0], params[:, 3]
+    tail_se = betas * np.sqrt(special.gamma(1 + 2 / ks) - special.gamma(1 + 1 / ks) ** 2)
+    tail_se = {"dlam": tail_se / np.sqrt(num)}
+    for name, samples, expected in [("kl", log_ratio.numpy(), closed)] + list(
+            zip(("dk", "dlam", "dalpha"), per_sample, closed_grads)):
+        mean, se = samples.mean(0), samples.std(0) / np.sqrt(num)
+        tolerance = 5 * (se + tail_se.get(name, 0.0)) + 1e-9 * np.abs(expected)
+        assert np.all(np.abs(mean - expected) < tolerance), (name, mean, expected, se)
 
 
 def test_sample_mean_matches_weibull_mean_and_distribution():

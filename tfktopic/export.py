@@ -20,7 +20,7 @@ from keras import ops
 from tfktopic.errors import VocabularyError
 from tfktopic.evaluation.perplexity import log_probabilities, masked_token_log_probs
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.rgbn_rnn import RGBNRNN
+from tfktopic.models.rgbn import RGBNRNN
 
 __all__ = ["export_saved_model", "SIGNATURES"]
 

@@ -38,8 +38,9 @@ import types
 import typing
 
 from tfktopic.bayes import setups as sgmcmc_setups
-from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, rgbn_rnn, tcnlm,
-                             tcnlm_presets, topicrnn, topicrnn_presets)
+from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, tcnlm, tcnlm_presets,
+                             topicrnn, topicrnn_presets)
+from tfktopic.models.rgbn import presets as rgbn_presets
 
 __all__ = ["Preset", "RELATIVE_DATA_KEYS", "preset", "names", "available", "get"]
 
@@ -129,15 +130,15 @@ class Preset:
 
 
 def _rgbn_entries(recurrent):
-    """rGBN-RNN (`recurrent`) / GBN-RNN presets (flat, split by `rgbn_rnn.TRAINING_KEYS`)
+    """rGBN-RNN (`recurrent`) / GBN-RNN presets (flat, split by `rgbn_presets.TRAINING_KEYS`)
     in the schema."""
     data_keys = ("min_count", "max_len", "context_len", "sentences_per_chunk", "min_doc_freq",
                  "stopwords", "max_freq_fraction", "max_size")
     entries = {}
-    for name, flat in rgbn_rnn.PRESETS.items():
+    for name, flat in rgbn_presets.PRESETS.items():
         entry = {"model": {}, "data": {}, "training": {}}
         for key, value in flat.items():
-            part = "model" if key not in rgbn_rnn.TRAINING_KEYS else (
+            part = "model" if key not in rgbn_presets.TRAINING_KEYS else (
                 "data" if key in data_keys else "training")
             entry[part][key] = value
         entry["model"]["recurrent"] = recurrent
@@ -191,7 +192,7 @@ def preset(model_name, name):
 _LEGACY = {
     "tcnlm": tcnlm.PRESETS,
     "topicrnn": topicrnn.PRESETS,
-    "rgbn_rnn": rgbn_rnn.PRESETS,
+    "rgbn_rnn": rgbn_presets.PRESETS,
     "lda_lstm": lda_lstm.PRESETS,
     "sgmcmc_ptb": sgmcmc_setups.PTB_PRESETS,
     "sgmcmc_char": sgmcmc_setups.CHAR_PRESETS,

@@ -53,7 +53,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-__all__ = ["SGLD", "PSGLD", "stateless_standard_normal"]
+from tfktopic.bayes.counter_random import stateless_standard_normal
+
+__all__ = ["SGLD", "PSGLD"]
 
 
 def _is_real(value):
@@ -88,45 +90,6 @@ def _check_number(name, value, minimum, strict=False, integer=False):
         raise ValueError(
             f"`{name}` must be {kind} {relation} {minimum}; received {name}={value!r}")
     return value
-
-
-def stateless_standard_normal(shape, seed, stream, dtype="float32"):
-    """Standard normal noise that is a pure function of (seed, stream).
-
-    Draws Philox-4x32 random bits with key `seed` and 128-bit counter
-    (0, `stream`), turns each pair of 23-bit uniforms into two normals by
-    Box-Muller (cos and sin), and casts to `dtype`. Unlike `tf.random.stateless_normal`,
-    this gives the same values with and without XLA (TF's XLA kernels derive
-    the key/counter from a runtime seed, and convert bits to normals,
-    differently from the CPU/GPU kernels); only the last-ulp rounding of
-    log/cos may differ. Distinct `stream` values give non-overlapping Philox
-    streams.
-
-    Args:
-        shape: 1-D int tensor, the output shape.
-        seed: Python int (the key).
-        stream: int64 scalar tensor (e.g. step · n_vars + variable index).
-        dtype: output dtype.
-
-    Returns:
-        A `shape` tensor of N(0, 1) draws (|ξ| ≤ 5.77: the uniforms are ≥ 2⁻²⁴).
-    """
-    key = tf.reshape(tf.bitcast(tf.constant(seed, tf.int64), tf.uint64), [1])
-    counter = tf.stack(
-        [tf.constant(0, tf.uint64), tf.bitcast(tf.cast(stream, tf.int64), tf.uint64)])
-    shape = tf.cast(shape, tf.int32)
-    size = tf.reduce_prod(shape)
-    pairs = (size + 1) // 2
-    bits = tf.raw_ops.StatelessRandomUniformFullIntV2(
-        shape=tf.stack([2, pairs]), key=key, counter=counter, alg=1,
-        dtype=tf.uint32)  # alg 1 = Philox
-    # (k + 1/2)·2⁻²³ with k the top 23 bits: exactly representable, in (0, 1).
-    uniform = (tf.cast(tf.bitwise.right_shift(bits, 9), tf.float32) + 0.5) * (2.0**-23)
-    # Both Box-Muller outputs (cos and sin) are used: half the bits and logs.
-    radius = tf.sqrt(-2.0 * tf.math.log(uniform[0]))
-    angle = (2.0 * np.pi) * uniform[1]
-    normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 0)[:size]
-    return tf.cast(tf.reshape(normal, shape), dtype)
 
 
 def _first_square(gradient):

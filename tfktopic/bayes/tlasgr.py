@@ -8,11 +8,11 @@ implementation reference `rgbn_rnn.md` §4 (what the released code computes).
 After each gradient step on the networks, the sampler
 
 1. **augments** the bag-of-words counts of the mini-batch with latent counts
-   given the encoder's theta samples (reference §4.2):
-   * `multinomial_split`: every count of word (row) v in sentence j of
-     document n picks a topic k with probability ∝ Phi[v, k] theta[n, j, k];
-   * `crt`: Chinese-restaurant-table counts l ~ CRT(m, r), i.e.
-     l = sum_{i<m} Bernoulli(r / (r + i));
+   given the encoder's theta samples (reference §4.2), with the samplers of
+   `tfktopic.bayes.augmentation`:
+   * `multinomial_split` of the word counts over the layer-1 topics;
+   * `crt` tables of each layer's latent counts (concentration tau0 × the prior
+     shape), which become the counts of the layer above;
    * `binomial`: the tables of a lower layer are split between the temporal
      part (prior shape Pi theta_{j-1}) and the hierarchical part
      (Phi^{l+1} theta^{l+1}_j) with probability ∝ the two shape parts;
@@ -24,14 +24,14 @@ After each gradient step on the networks, the sampler
    `riemannian_simplex_step`), the counts scaled by the corpus/mini-batch ratio,
    and projects back onto the simplex.
 
-**Random numbers.** The augmentation draws come from a counter-based generator
-(`random_key`, `counter_uniform`): each draw is a hash of (seed, MCMC step,
-stream, *global* position of the count in the mini-batch, occurrence index).
+**Random numbers** (`tfktopic.bayes.counter_random`). The augmentation draws
+are keyed by `random_key(seed, MCMC step, stream)` and, inside a sampler, by
+the *global* position of the count in the mini-batch and its occurrence index.
 The augmented counts are therefore a pure function of the global batch,
 whatever its split across replicas, and an interrupted run resumed from a
 checkpoint (the step counter is a weight) redraws exactly the same values. The
 Langevin noise of the update is keyed on (seed, step, matrix index)
-(`tfktopic.bayes.sgmcmc.stateless_standard_normal`). Under a
+(`stateless_standard_normal`). Under a
 `tf.distribute` strategy the augmented counts are summed across replicas, and
 every replica then applies the same deterministic-given-(counts, step) update:
 Phi and Pi stay identical on all replicas and equal to the single-device result
@@ -49,33 +49,15 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from tfktopic.bayes.sgmcmc import stateless_standard_normal
+from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
+from tfktopic.bayes.counter_random import random_key, stateless_standard_normal
 
-__all__ = [
-    "TLASGRTopics",
-    "random_key",
-    "counter_uniform",
-    "crt",
-    "binomial",
-    "multinomial_split",
-    "riemannian_simplex_step",
-]
+__all__ = ["TLASGRTopics", "riemannian_simplex_step"]
 
 #: Initialisations of Pi: the released code's identity, or uniform columns.
 PI_INITS = ("identity", "uniform")
 #: The reference code's ``realmin`` (floor of preconditioners and normalisers).
 REALMIN = 2.2e-20
-# splitmix64 (Steele, Lea & Flood, OOPSLA 2014) with the finaliser constants of
-# Stafford's "Mix13", as in Vigna's reference splitmix64.
-_GOLDEN = 0x9E3779B97F4A7C15
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
-# A count entry may hold at most 2**24 tokens/customers (the occurrence index
-# takes the low 24 bits of the draw counter).
-_OCCURRENCE_BITS = 24
-# Weight added to every multinomial weight so that an all-zero row (theta
-# underflow, reference §8.6) gives a uniform draw instead of "all on topic 0".
-_TINY_WEIGHT = 1e-30
 
 # All functions here are plain TF ops with explicit tf.while_loop control flow:
 # autograph's source transformation would only cost tracing time.
@@ -83,229 +65,6 @@ _no_autograph = tf.autograph.experimental.do_not_convert
 
 # Augmentation streams (phase of the sampler), combined with layer and sentence.
 _MULTINOMIAL, _CRT, _SPLIT, _TEMPORAL = range(4)
-
-
-# -----------------------------------------------------------------------------
-# Counter-based random numbers
-# -----------------------------------------------------------------------------
-@_no_autograph
-def _u64(value):
-    value = tf.convert_to_tensor(value)
-    if value.dtype == tf.uint64:
-        return value
-    return tf.bitcast(tf.cast(value, tf.int64), tf.uint64)
-
-
-@_no_autograph
-def _mix64(z):
-    """The splitmix64 output function: a bijective 64-bit avalanche mix."""
-    z = tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(30, tf.uint64)))
-    z = z * tf.constant(_MIX1, tf.uint64)
-    z = tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(27, tf.uint64)))
-    z = z * tf.constant(_MIX2, tf.uint64)
-    return tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(31, tf.uint64)))
-
-
-@_no_autograph
-def random_key(seed, step=0, stream=0):
-    """A 64-bit key of the counter-based generator for (seed, step, stream).
-
-    Args:
-        seed: int (or int tensor) seed.
-        step: int or int64 tensor, e.g. the MCMC step counter.
-        stream: int or int tensor distinguishing independent uses.
-
-    Returns:
-        uint64 scalar tensor.
-    """
-    golden = tf.constant(_GOLDEN, tf.uint64)
-    z = _mix64(_u64(seed) * golden + golden)
-    z = _mix64(z + _u64(step) * golden)
-    return _mix64(z + _u64(stream) * golden)
-
-
-@_no_autograph
-def counter_uniform(key, counter):
-    """U(0, 1) draws that are a pure function of (key, counter), elementwise.
-
-    This is the splitmix64 generator evaluated at positions `counter` of the
-    stream that starts at `key`: distinct counters give (statistically)
-    independent draws.
-
-    Args:
-        key: uint64 scalar from `random_key` (or an int, hashed by `random_key`).
-        counter: int64 tensor of draw indices.
-
-    Returns:
-        float32 tensor of `counter`'s shape with values (i + 1/2) 2^-24 in (0, 1).
-    """
-    key = _as_key(key)
-    z = _mix64(key + _u64(counter) * tf.constant(_GOLDEN, tf.uint64))
-    top = tf.bitwise.right_shift(z, tf.constant(40, tf.uint64))
-    return (tf.cast(top, tf.float32) + 0.5) * (2.0 ** -24)
-
-
-@_no_autograph
-def _as_key(key):
-    if isinstance(key, (tf.Tensor, tf.Variable)) and key.dtype == tf.uint64:
-        return key
-    return random_key(key)
-
-
-@_no_autograph
-def _integer_counts(counts):
-    """Round non-negative counts to int64 (negative counts count as 0, ref. §8.7)."""
-    counts = tf.convert_to_tensor(counts)
-    if counts.dtype.is_integer:
-        return tf.maximum(tf.cast(counts, tf.int64), 0)
-    return tf.cast(tf.round(tf.maximum(counts, 0.0)), tf.int64)
-
-
-@_no_autograph
-def _expand(counts, key, offset):
-    """One uniform draw per unit of a count tensor.
-
-    Args:
-        counts: integer-valued tensor [N, ...] (N = documents of this replica).
-        key: generator key.
-        offset: global index of this replica's first document.
-
-    Returns:
-        (entries, unit_entry, occurrence, u): the flat indices of the non-zero
-        entries of `counts` [E] (int64, ascending), and for every unit the
-        position of its entry in `entries`, its index 0..count-1 within the
-        entry (both int64 [T]) and its uniform draw [T], keyed on the entry's
-        *global* flat index and the occurrence.
-    """
-    n = tf.reshape(_integer_counts(counts), [-1])
-    inner = tf.reduce_prod(tf.shape(counts, out_type=tf.int64)[1:])
-    entries = tf.where(n > 0)[:, 0]
-    repeats = tf.gather(n, entries)
-    # One ragged row 0..count-1 per non-zero entry: the occurrence indices come
-    # out flat and each unit's entry is the row whose end it precedes (rows are
-    # non-empty, so `splits` is strictly increasing). Two kernels instead of
-    # `tf.repeat` + `cumsum` + gathers (~60 graph nodes; this runs up to
-    # 3 (J - 1) L + L times per update, inside the sentence loop).
-    splits, occurrence = tf.raw_ops.RaggedRange(
-        starts=tf.zeros_like(repeats), limits=repeats, deltas=tf.ones_like(repeats))
-    unit_entry = tf.searchsorted(splits[1:], tf.range(tf.size(occurrence, out_type=tf.int64)),
-                                 side="right", out_type=tf.int64)
-    global_entry = tf.gather(entries, unit_entry) + tf.cast(offset, tf.int64) * inner
-    counter = global_entry * (2 ** _OCCURRENCE_BITS) + occurrence
-    return entries, unit_entry, occurrence, counter_uniform(key, counter)
-
-
-# -----------------------------------------------------------------------------
-# Augmentation samplers
-# -----------------------------------------------------------------------------
-@_no_autograph
-def crt(counts, concentration, key=0, offset=0):
-    """Chinese-restaurant-table counts l ~ CRT(m, r), elementwise.
-
-    l = sum_{i=0}^{m-1} b_i with b_i ~ Bernoulli(r / (r + i)) (Zhou & Carin
-    2015; the released ``Crt_Sample``, reference §4.1). The first customer
-    always opens a table, so l >= 1 whenever m >= 1 (also for r = 0), and
-    E[l] = sum_{i<m} r / (r + i). The Bernoulli grid is ragged: one draw per
-    customer of the non-zero entries (no dense [..., max m] grid).
-
-    Args:
-        counts: non-negative integer-valued tensor m [N, ...] (rounded; negative
-            entries count as 0).
-        concentration: float tensor r >= 0 broadcastable to `counts`.
-        key: generator key (`random_key`) or int seed.
-        offset: global index of the first row of `counts` along axis 0 (for
-            replica-independent draws, see the module docstring).
-
-    Returns:
-        float32 tensor of table counts, the shape of `counts`.
-    """
-    counts = tf.convert_to_tensor(counts)
-    concentration = tf.cast(concentration, tf.float32)
-    entries, unit_entry, customer, u = _expand(counts, key, offset)
-    entry = tf.gather(entries, unit_entry)
-    r = tf.gather(tf.reshape(tf.broadcast_to(concentration, tf.shape(counts)), [-1]), entry)
-    i = tf.cast(customer, tf.float32)
-    new_table = tf.where(customer == 0, True, u * (r + i) < r)
-    tables = tf.math.unsorted_segment_sum(tf.cast(new_table, tf.float32), entry,
-                                          tf.size(counts, out_type=tf.int64))
-    return tf.reshape(tables, tf.shape(counts))
-
-
-@_no_autograph
-def binomial(counts, probs, key=0, offset=0):
-    """Binomial(counts, probs) draws, elementwise, as sums of Bernoulli trials.
-
-    Args:
-        counts: non-negative integer-valued tensor [N, ...].
-        probs: float tensor in [0, 1] broadcastable to `counts`.
-        key: generator key or int seed.
-        offset: global index of the first row of `counts` (see `crt`).
-
-    Returns:
-        float32 tensor of successes, the shape of `counts`.
-    """
-    counts = tf.convert_to_tensor(counts)
-    probs = tf.cast(probs, tf.float32)
-    entries, unit_entry, _, u = _expand(counts, key, offset)
-    entry = tf.gather(entries, unit_entry)
-    p = tf.gather(tf.reshape(tf.broadcast_to(probs, tf.shape(counts)), [-1]), entry)
-    successes = tf.math.unsorted_segment_sum(tf.cast(u < p, tf.float32), entry,
-                                             tf.size(counts, out_type=tf.int64))
-    return tf.reshape(successes, tf.shape(counts))
-
-
-@_no_autograph
-def multinomial_split(counts, phi, theta, key=0, offset=0):
-    """Split counts over topics: each unit of X[n, j, v] picks topic k ∝ Phi[v, k] theta[n, j, k].
-
-    The PGBN/rGBN multinomial augmentation (the released ``Multi_Sample``,
-    reference §4.1-4.2 (a)): given the Poisson factorisation
-    X[n, j, :] ~ Pois(Phi theta[n, j]), the latent counts
-    x[n, j, v, k] ~ Mult(X[n, j, v], Phi[v, :] ⊙ theta[n, j, :] / sum). The
-    draw is an inverse-CDF lookup with one uniform per unit. Each theta row is
-    rescaled by its maximum (the split is scale-invariant) and a 1e-30 weight
-    is added, so an all-zero row draws uniformly (reference §8.6).
-
-    Args:
-        counts: non-negative integer-valued [N, J, R] (R rows of Phi: the
-            vocabulary for layer 1, the K_{l-1} topics below for layer l, or
-            the K_l "to" topics when splitting temporal tables through Pi).
-        phi: [R, K] non-negative (columns on the simplex).
-        theta: [N, J, K] non-negative topic weights.
-        key: generator key or int seed.
-        offset: global index of the first document (see `crt`).
-
-    Returns:
-        (phi_counts, topic_counts): float32 [R, K] = sum_{n,j} x[n, j, :, :]
-        and float32 [N, J, K] = sum_v x[n, j, v, :].
-    """
-    counts = tf.convert_to_tensor(counts)
-    phi = tf.cast(phi, tf.float32)
-    theta = tf.cast(theta, tf.float32)
-    shape = tf.shape(counts, out_type=tf.int64)
-    num_rows = shape[2]
-    num_topics = tf.shape(phi, out_type=tf.int64)[1]
-    entries, unit_to_entry, _, u = _expand(counts, key, offset)
-    # Cumulative weights once per non-zero entry, then looked up per unit.
-    rows = entries % num_rows
-    docs = entries // num_rows  # n * J + j
-    theta = tf.reshape(theta, [-1, num_topics])
-    theta = theta / tf.maximum(tf.reduce_max(theta, axis=1, keepdims=True), 1e-37)
-    weights = tf.gather(phi, rows) * tf.gather(theta, docs) + _TINY_WEIGHT
-    cumulative = tf.gather(tf.cumsum(weights, axis=1), unit_to_entry)
-    target = u[:, None] * cumulative[:, -1:]
-    # #{k : cumulative[k] < target} by binary search (`cumulative` is
-    # non-decreasing): the same index as a dense compare-and-count over K.
-    topic = tf.minimum(tf.searchsorted(cumulative, target, side="left", out_type=tf.int64)[:, 0],
-                       num_topics - 1)
-    ones = tf.ones_like(u)
-    phi_counts = tf.math.unsorted_segment_sum(
-        ones, tf.gather(rows, unit_to_entry) * num_topics + topic, num_rows * num_topics)
-    topic_counts = tf.math.unsorted_segment_sum(
-        ones, tf.gather(docs, unit_to_entry) * num_topics + topic,
-        shape[0] * shape[1] * num_topics)
-    return (tf.reshape(phi_counts, tf.stack([num_rows, num_topics])),
-            tf.reshape(topic_counts, tf.stack([shape[0], shape[1], num_topics])))
 
 
 # -----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from tfktopic.evaluation.coherence import (
     ReferenceCounts,
     npmi_coherence,
     npmi_from_counts,
+    topic_diversity,
 )
 from tfktopic.evaluation.perplexity import (
     Perplexity,

@@ -42,6 +42,7 @@ __all__ = [
     "ReferenceCounts",
     "npmi_coherence",
     "npmi_from_counts",
+    "topic_diversity",
 ]
 
 #: Window size of `topic_interpretability` (hard-coded there), used by TDLM and TCNLM.
@@ -391,3 +392,40 @@ def npmi_coherence(
         window_size=counts.window_size,
         missing_words=[w for w in words if counts.count(w) == 0],
     )
+
+
+def topic_diversity(topics, top_n=25):
+    """Topic diversity of Dieng, Ruiz & Blei (2020), *Topic Modeling in Embedding Spaces*.
+
+    TD = |unique words among the top-n words of all topics| / (n * K): 1 for
+    topics that share no top word, 1/K for K copies of one topic. It is
+    reported beside NPMI because coherence alone rewards K near-duplicate
+    coherent topics.
+
+    Args:
+        topics: K topics, each a sequence of words (or ids) ranked by weight,
+            at least `top_n` long.
+        top_n: words per topic (25 in Dieng et al.).
+
+    Returns:
+        float in [1/K, 1].
+
+    Raises:
+        ValueError: no topics, `top_n` < 1, or a topic shorter than `top_n`.
+
+    Example:
+    >>> topic_diversity([["a", "b"], ["a", "c"]], top_n=2)
+    0.75
+    """
+    top_n = int(top_n)
+    if top_n < 1:
+        raise ValueError(f"top_n must be >= 1, got {top_n}")
+    topics = [list(topic) for topic in topics]
+    if not topics:
+        raise ValueError("topic_diversity: no topics")
+    short = [k for k, topic in enumerate(topics) if len(topic) < top_n]
+    if short:
+        raise ValueError(f"topic_diversity: topic {short[0]} has {len(topics[short[0]])} words, "
+                         f"fewer than top_n={top_n}")
+    unique = {word for topic in topics for word in topic[:top_n]}
+    return len(unique) / (top_n * len(topics))

@@ -13,20 +13,21 @@ This module holds the three formulas, each written once:
 * `weibull_gamma_kl(k, lam, alpha, beta)` = KL(Weibull(k, lam) || Gamma(alpha, beta))
   with **beta a rate** (p(x) ∝ x^(alpha-1) exp(-beta x)), the parameterisation
   of the paper's ELBO (eq. 7, "Gam(., tau0)" with tau0 a rate) and of the
-  released code's ``KL_GamWei`` (reference rgbn_rnn.md §1.3, checked by Monte
-  Carlo there and against TFP's registered KL in tests/test_weibull.py);
+  released code's ``KL_GamWei`` (reference rgbn_rnn.md §1.3): TFP's registered
+  KL with the numeric floors applied to its inputs;
 * `WeibullSampler`, the reparameterised sampling layer.
 """
 
 import keras
 import numpy as np
 import tensorflow as tf
+import tensorflow_probability as tfp
 from keras import ops
 
-__all__ = ["WeibullSampler", "weibull_mean", "weibull_gamma_kl", "EULER_GAMMA"]
+__all__ = ["WeibullSampler", "weibull_mean", "weibull_gamma_kl"]
 
-#: Euler–Mascheroni constant (the released code truncates it to 0.5772).
-EULER_GAMMA = 0.5772156649015329
+tfd = tfp.distributions
+
 #: The reference code's floor inside logarithms (``real_min``).
 LOG_FLOOR = 2.2e-20
 #: Floor on the gamma shape before lnGamma (reference rgbn_rnn.md §8.6).
@@ -56,18 +57,21 @@ def weibull_mean(k, lam):
 def weibull_gamma_kl(k, lam, alpha, beta=1.0):
     """KL(Weibull(k, lam) || Gamma(alpha, rate beta)), closed form, elementwise.
 
-    With gamma = Euler's constant (the KL term of the ELBO, Guo et al. 2020,
-    eq. 7; as in WHAI, Zhang et al. 2018; reference rgbn_rnn.md §1.3, whose
-    code returns -KL):
+    The KL term of the ELBO (Guo et al. 2020, eq. 7; as in WHAI, Zhang et al.
+    2018; reference rgbn_rnn.md §1.3, whose code returns -KL). With
+    gamma = Euler's constant it is
 
-        KL = - gamma (1 - 1/k) - log(lam / k) - 1           (minus Weibull entropy)
-             - alpha log beta + lnGamma(alpha)
-             - (alpha - 1) (log lam - gamma / k)            (E_q[log theta])
-             + beta lam Gamma(1 + 1/k)                      (E_q[theta])
+        KL = log k - alpha log(lam beta) + lnGamma(alpha)
+             + gamma (alpha / k - 1) + lam beta Gamma(1 + 1/k) - 1,
 
-    Logarithms of k, lam and beta are floored at 2.2e-20 (as the reference
-    code) and alpha at 1e-10 before lnGamma (reference §8.6: tiny prior shapes
-    such as Pi theta_{j-1} would otherwise give huge lnGamma values).
+    computed by TFP's registered ``kl_divergence(Weibull, Gamma)``. The numeric
+    floors are applied to its inputs: k, lam and beta at 2.2e-20 (the reference
+    code's floor inside logarithms) and alpha at 1e-10 (reference §8.6: tiny
+    prior shapes such as Pi theta_{j-1} would otherwise give huge lnGamma
+    values). Below a floor the gradient with respect to that input is zero.
+    tests/test_weibull.py checks the values and gradients against the
+    expanded closed form (minus the Weibull entropy, minus E_q[log prior]) and
+    against Monte Carlo at the model's parameter ranges.
 
     Args:
         k: Weibull shape (> 0), e.g. [B, J, 1] (one per sentence) or [B, J, K].
@@ -76,20 +80,19 @@ def weibull_gamma_kl(k, lam, alpha, beta=1.0):
         beta: gamma **rate** of the prior (> 0); the models use tau0 = 1.
 
     Returns:
-        float tensor of the broadcast shape: the KL per topic (sum it over
-        topics / sentences yourself).
+        float tensor of the broadcast shape (the dtype of `k`): the KL per
+        topic (sum it over topics / sentences yourself).
     """
     k = ops.convert_to_tensor(k)
-    lam = ops.cast(ops.convert_to_tensor(lam), k.dtype)
-    alpha = ops.maximum(ops.cast(ops.convert_to_tensor(alpha), k.dtype), MIN_GAMMA_SHAPE)
-    beta = ops.cast(ops.convert_to_tensor(beta), k.dtype)
-    log_lam = _safe_log(lam)
-    inv_k = 1.0 / ops.maximum(k, LOG_FLOOR)
-    neg_entropy = -EULER_GAMMA * (1.0 - inv_k) - (log_lam - _safe_log(k)) - 1.0
-    expected_log_prior = (alpha * _safe_log(beta) - tf.math.lgamma(alpha)
-                          + (alpha - 1.0) * (log_lam - EULER_GAMMA * inv_k)
-                          - beta * weibull_mean(k, lam))
-    return neg_entropy - expected_log_prior
+    dtype = k.dtype
+
+    def floored(value, floor):
+        return ops.maximum(ops.cast(ops.convert_to_tensor(value), dtype), floor)
+
+    posterior = tfd.Weibull(concentration=floored(k, LOG_FLOOR), scale=floored(lam, LOG_FLOOR))
+    prior = tfd.Gamma(concentration=floored(alpha, MIN_GAMMA_SHAPE),
+                      rate=floored(beta, LOG_FLOOR))
+    return tfd.kl_divergence(posterior, prior)
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")

@@ -2,6 +2,6 @@
 
 from tfktopic.models.lstm_lm import LSTMLanguageModel, ResetStates
 from tfktopic.models.lda_lstm import LDALSTMLanguageModel, LDATopicInference, fit_lda
-from tfktopic.models.rgbn_rnn import RGBNRNN, hierarchy_to_dot, topic_hierarchy
+from tfktopic.models.rgbn import RGBNRNN, hierarchy_to_dot, topic_hierarchy
 from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier
 from tfktopic.models.tcnlm import TCNLM

@@ -64,7 +64,7 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None, l
     _require(run, TOPIC_MODELS, "topics")
     _print_topics(run, top_n, log)
     if run.name in HIERARCHICAL_MODELS:
-        from tfktopic.models.rgbn_rnn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
+        from tfktopic.models.rgbn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
 
         payload = topic_hierarchy(run.model, run.topic_vocab, top_n=min(int(top_n),
                                                                        len(run.topic_vocab)))

@@ -70,7 +70,7 @@ def preset_settings(model_name, preset="small"):
         data.update({k: v for k, v in entry["data"].items() if k not in _IGNORED_KEYS})
         training.update(entry["training"])
     elif family == "rgbn_rnn":
-        from tfktopic.models.rgbn_rnn import TRAINING_KEYS
+        from tfktopic.models.rgbn.presets import TRAINING_KEYS
 
         model = {k: v for k, v in entry.items() if k not in TRAINING_KEYS}
         model["recurrent"] = model_name == "rgbn_rnn"

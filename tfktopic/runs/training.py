@@ -89,7 +89,7 @@ def _build_model(name, settings, lm_vocab, topic_vocab, num_train_chunks, embedd
             from tfktopic.models.tcnlm import TCNLM
 
             return TCNLM(len(lm_vocab), len(topic_vocab), embeddings=embeddings, **model_cfg)
-        from tfktopic.models.rgbn_rnn import RGBNRNN
+        from tfktopic.models.rgbn import RGBNRNN
 
         num_layers = model_cfg.pop("num_layers", 3)
         model_cfg.setdefault("seed", seed)
@@ -112,7 +112,7 @@ def _optimizer(name, training, num_train_tokens, seed):
     if kind != "adam":
         raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {kind!r}")
     if name in HIERARCHICAL_MODELS:
-        from tfktopic.models.rgbn_rnn import make_optimizer
+        from tfktopic.models.rgbn import make_optimizer
 
         return make_optimizer(training)
     return keras.optimizers.Adam(training["learning_rate"], clipnorm=training.get("clipnorm"))

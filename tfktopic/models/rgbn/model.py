@@ -3,15 +3,12 @@
 A recurrent gamma belief network (rGBN) over the J sentences of a document
 chunk guides a stacked LSTM language model:
 
-* **Topic model** (reference rgbn_rnn.md §1.1): global Phi^l (word/topic loadings) and
-  Pi^l (topic transitions) with columns on the simplex, and per sentence
-
-      theta^L_j ~ Gam(tau0 Pi^L theta^L_{j-1}, tau0),                  (theta^L_1 ~ Gam(tau0, tau0))
-      theta^l_j ~ Gam(tau0 (Phi^{l+1} theta^{l+1}_j + Pi^l theta^l_{j-1}), tau0),
-      d_j ~ Pois(Phi^1 theta^1_j).
-
-  GBN-RNN (``recurrent=False``) drops every Pi term. Phi and Pi are sampled by
-  TLASGR-MCMC (`tfktopic.bayes.tlasgr.TLASGRTopics`) inside `train_step`.
+* **Topic model** (eqs. 1-2; reference rgbn_rnn.md §1.1): global Phi^l
+  (word/topic loadings) and Pi^l (topic transitions) with columns on the
+  simplex, and per sentence a gamma chain theta^l_j over layers and sentences
+  (`tfktopic.models.rgbn.prior`). GBN-RNN (``recurrent=False``) drops every Pi
+  term. Phi and Pi are sampled by TLASGR-MCMC
+  (`tfktopic.bayes.tlasgr.TLASGRTopics`) inside `train_step`.
 * **Inference** (eq. 9): `RecurrentWeibullEncoder`, q(theta^l_j) Weibull.
 * **Language model** (eq. 4; reference §3): `TopicGatedLSTMStack` -- per layer a
   fused LSTM whose outputs are coupled with theta^l_j / max_k theta^l_{jk} by
@@ -42,13 +39,10 @@ future text in; label such numbers.
 """
 
 import math
-import shutil
-import subprocess
 
 import keras
 import numpy as np
 import tensorflow as tf
-import tensorflow_probability as tfp
 from keras import ops
 
 from tfktopic.bayes.tlasgr import TLASGRTopics
@@ -56,146 +50,13 @@ from tfktopic.distribute import global_logs, replica_mean, replica_share
 from tfktopic.evaluation.perplexity import Perplexity, PerplexityResult, masked_token_nll
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
-from tfktopic.layers.weibull import weibull_gamma_kl
-from tfktopic.models.decoding import GENERATION_METHODS, next_tokens
+from tfktopic.models.rgbn.generation import check_decoding, decode, normalize_theta
+from tfktopic.models.rgbn.hierarchy import vocabulary_words
+from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PER_LAYER_KEYS,
+                                          PRESETS, TRAINING_KEYS)
+from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_thetas
 
-__all__ = [
-    "PRESETS",
-    "PAPER_HIDDEN_SIZES",
-    "PAPER_TOPIC_SIZES",
-    "RGBNRNN",
-    "rgbn_elbo_terms",
-    "normalize_theta",
-    "make_optimizer",
-    "topic_hierarchy",
-    "hierarchy_to_dot",
-    "hierarchy_to_svg",
-]
-
-tfd = tfp.distributions
-
-REAL_MIN = 2.2e-20      # the released code's floor (`real_min`)
-SHAPE_FLOOR = 1e-10     # floor of the gamma prior shapes (reference §8.6)
-
-# The paper's LSTM and topic sizes for 1, 2 and 3 layers (reference rgbn_rnn.md §7).
-PAPER_HIDDEN_SIZES = {1: (600,), 2: (600, 512), 3: (600, 512, 256)}
-PAPER_TOPIC_SIZES = {1: (100,), 2: (100, 80), 3: (100, 80, 50)}
-
-
-# Constructor arguments vs training settings of a preset (plain dicts, DESIGN.md §3).
-TRAINING_KEYS = ("learning_rate", "decay_steps", "decay_rate", "clipnorm", "clipvalue",
-                 "batch_size", "sentences_per_chunk", "max_len", "context_len", "epochs",
-                 "min_count", "temperature")
-PER_LAYER_KEYS = ("hidden_sizes", "topic_sizes", "encoder_units", "kl_weights")
-
-PRESETS = {
-    # Guo et al. 2020 as written: eq. 7 with unit weights, the recurrent
-    # encoder of eq. 9, a vector Weibull shape, gate orientation of eq. 4,
-    # Adam 1e-3 with global-norm clipping 5, dropout 0.4, 5 epochs, B = J = 8,
-    # T = 30, 300 context words (reference rgbn_rnn.md §7, "paper" column).
-    "paper": {
-        "num_layers": 3, "hidden_sizes": (600, 512, 256), "topic_sizes": (100, 80, 50),
-        "embedding_dim": 300, "dropout": 0.4, "encoder_recurrent": True, "scalar_k": False,
-        "gate_orientation": "paper", "tm_weight": 1.0, "kl_weights": (1.0, 1.0, 1.0),
-        "tau0": 1.0,
-        "learning_rate": 1e-3, "decay_steps": None, "decay_rate": None, "clipnorm": 5.0,
-        "clipvalue": None, "batch_size": 8, "sentences_per_chunk": 8, "max_len": 30,
-        "context_len": 300, "epochs": 5, "min_count": 10, "temperature": 0.75,
-    },
-    # The released joint code (BoChenGroup model_layer3 + train.py; reference
-    # rgbn_rnn.md §1.3, §2.2, §3.3, §5.1, §7): loss 0.001 * tm_loss + lm_loss,
-    # KL weights 0.1/0.01/0.001, non-recurrent encoder, scalar k, the code's
-    # gate orientation with all biases 1, element-wise gradient clipping at 1,
-    # Adam 1e-3 * 0.98^(t/5000), 30 epochs (config.py). LSTM sizes 600-512-256
-    # as config_test.py (config.py's 600-600-600 only type-checks the flipped
-    # variant).
-    "reference_code": {
-        "num_layers": 3, "hidden_sizes": (600, 512, 256), "topic_sizes": (100, 80, 50),
-        "embedding_dim": 300, "dropout": 0.4, "encoder_recurrent": False, "scalar_k": True,
-        "gate_orientation": "code", "tm_weight": 0.001, "kl_weights": (0.1, 0.01, 0.001),
-        "tau0": 1.0,
-        "learning_rate": 1e-3, "decay_steps": 5000, "decay_rate": 0.98, "clipnorm": None,
-        "clipvalue": 1.0, "batch_size": 8, "sentences_per_chunk": 8, "max_len": 30,
-        "context_len": 300, "epochs": 30, "min_count": 10, "temperature": 0.75,
-    },
-    # Small, CPU-friendly sizes for smoke runs and tests (not from the paper).
-    "small": {
-        "num_layers": 2, "hidden_sizes": (64, 48), "topic_sizes": (20, 10),
-        "embedding_dim": 48, "dropout": 0.2, "encoder_recurrent": True, "scalar_k": False,
-        "gate_orientation": "paper", "tm_weight": 1.0, "kl_weights": (1.0, 1.0),
-        "tau0": 1.0,
-        "learning_rate": 3e-3, "decay_steps": None, "decay_rate": None, "clipnorm": 5.0,
-        "clipvalue": None, "batch_size": 8, "sentences_per_chunk": 8, "max_len": 30,
-        "context_len": 300, "epochs": 3, "min_count": 3, "temperature": 0.75,
-    },
-}
-
-
-def make_optimizer(preset):
-    """The Adam optimizer of a preset (learning-rate decay and clipping).
-
-    Args:
-        preset: a `PRESETS` entry (or any dict with ``learning_rate`` and
-            optionally ``decay_steps``/``decay_rate``, ``clipnorm``, ``clipvalue``).
-
-    Returns:
-        A `keras.optimizers.Adam`.
-    """
-    rate = float(preset.get("learning_rate", 1e-3))
-    if preset.get("decay_steps"):
-        # Continuous (non-staircase) decay, as the released code.
-        rate = keras.optimizers.schedules.ExponentialDecay(
-            rate, int(preset["decay_steps"]), float(preset["decay_rate"]))
-    return keras.optimizers.Adam(rate, clipnorm=preset.get("clipnorm"),
-                                 clipvalue=preset.get("clipvalue"))
-
-
-def normalize_theta(theta):
-    """theta / max_k theta, the LM's topic input (reference rgbn_rnn.md §2.4).
-
-    Args:
-        theta: float [..., K].
-
-    Returns:
-        float [..., K] with largest entry 1 (0 stays 0).
-    """
-    return theta / ops.maximum(ops.max(theta, axis=-1, keepdims=True), REAL_MIN)
-
-
-def rgbn_elbo_terms(bow, thetas, ks, lams, topic_model, sentence_mask=None):
-    """The topic-model terms of rGBN-RNN's ELBO (eq. 7), per document chunk.
-
-    The prior shapes e^l_j (reference rgbn_rnn.md §1.2) and the
-    Poisson rate Phi^1 theta^1_j come from `topic_model`
-    (`TLASGRTopics.gamma_shapes` / `poisson_rate`); Phi and Pi are constants
-    here (they are sampled, not optimised), gradients flow through theta.
-
-    Args:
-        bow: float [B, J, V_c], the context counts d_j.
-        thetas, ks, lams: lists over layers of float [B, J, K_l]: the Weibull
-            samples (reparameterised) and the Weibull parameters.
-        topic_model: the `TLASGRTopics` holding Phi, Pi and tau0.
-        sentence_mask: float [B, J], 1 for real sentences (padding windows
-            are left out of both terms); `None` keeps all.
-
-    Returns:
-        (log_likelihood, kls): float [B] Poisson log-likelihood
-        sum_j log Pois(d_j | Phi^1 theta^1_j) (with its log d! constant, unlike
-        the released code; the gradients are the same), and a list over
-        layers of float [B] sum_j KL(Weibull(k, lam) || Gam(tau0 e, tau0)).
-    """
-    if sentence_mask is None:
-        sentence_mask = ops.ones(ops.shape(thetas[0])[:2], thetas[0].dtype)
-    rate = ops.maximum(topic_model.poisson_rate(thetas[0]), REAL_MIN)
-    log_likelihood = ops.sum(tfd.Poisson(rate=rate).log_prob(ops.cast(bow, rate.dtype)), axis=-1)
-    log_likelihood = ops.sum(log_likelihood * sentence_mask, axis=1)
-    tau0 = topic_model.tau0
-    kls = []
-    for k, lam, shape in zip(ks, lams, topic_model.gamma_shapes(thetas)):
-        kl = ops.sum(weibull_gamma_kl(k, lam, tau0 * shape, tau0), axis=-1)
-        kls.append(ops.sum(kl * sentence_mask, axis=1))
-    return log_likelihood, kls
-
+__all__ = ["RGBNRNN"]
 
 @keras.saving.register_keras_serializable(package="tfktopic")
 class RGBNRNN(keras.Model):
@@ -589,79 +450,10 @@ class RGBNRNN(keras.Model):
         ids = np.argsort(-loadings, axis=0, kind="stable")[:int(top_n)].T
         if vocabulary is None:
             return ids
-        words = _words(vocabulary)
+        words = vocabulary_words(vocabulary)
         return [[words[i] for i in row] for row in ids]
 
     # ------------------------------------------------------------- generation
-    def _prior_chain(self, num, num_sentences, rng, previous=None):
-        """theta draws from the rGBN prior: top-down, then forward through Pi.
-
-        Sentence by sentence and layer by layer from the top, theta^l_j ~
-        Gam(tau0 e^l_j, tau0) with e^l_j from `TLASGRTopics.gamma_shapes`
-        (evaluated on the pair (theta_{j-1}, theta_j so far); the entries not
-        drawn yet do not enter layer l's shape).
-
-        Args:
-            num: parallel chains.
-            num_sentences: sentences per chain.
-            rng: numpy Generator.
-            previous: optional list over layers of [num, K_l], the theta of a
-                sentence to continue from (rGBN-RNN).
-
-        Returns:
-            A list over sentences of lists over layers of float64 [num, K_l].
-        """
-        tau0, chain = self.topic_model.tau0, []
-        for _ in range(num_sentences):
-            current = [np.zeros((num, k)) for k in self.topic_sizes]
-            for l in reversed(range(self.num_layers)):
-                if previous is not None and self.recurrent:
-                    pair = [np.stack([p, c], axis=1) for p, c in zip(previous, current)]
-                else:
-                    pair = [c[:, None] for c in current]
-                pair = [ops.convert_to_tensor(t, "float32") for t in pair]
-                shape = np.asarray(self.topic_model.gamma_shapes(pair)[l][:, -1], np.float64)
-                current[l] = rng.gamma(tau0 * np.maximum(shape, SHAPE_FLOOR), 1.0 / tau0)
-            chain.append(current)
-            previous = current
-        return chain
-
-    def _topic_thetas(self, topic, topic_layer):
-        """theta per layer [K_l] for a chosen topic or mix of topics.
-
-        Layers given in `topic` take those weights. Unfixed layers below the
-        highest fixed layer are filled top-down with the prior mean
-        theta^l = Phi^{l+1} theta^{l+1} (tau0 cancels); unfixed layers above it
-        bottom-up with theta^{l+1} = Phi^{l+1}^T theta^l (each parent weighted
-        by its loading on the chosen topics). The paper's code instead walks
-        one-hot down the argmax of Phi's columns (reference §6.2).
-        """
-        spec = topic if isinstance(topic, dict) else {topic_layer: topic}
-        fixed = {}
-        for layer, value in spec.items():
-            if not 0 <= int(layer) < self.num_layers:
-                raise ValueError(f"topic_layer must be in [0, {self.num_layers}), got {layer}")
-            K = self.topic_sizes[int(layer)]
-            if np.ndim(value) == 0:
-                if not 0 <= int(value) < K:
-                    raise ValueError(f"topic must be in [0, {K}) at layer {layer}, got {value}")
-                weights = np.zeros(K)
-                weights[int(value)] = 1.0
-            else:
-                weights = np.asarray(value, np.float64)
-                if weights.shape != (K,) or weights.min() < 0 or weights.sum() <= 0:
-                    raise ValueError(f"topic weights at layer {layer} must be {K} non-negative "
-                                     f"numbers, not all zero; got shape {weights.shape}")
-            fixed[int(layer)] = weights
-        phis = [np.asarray(p, np.float64) for p in self.phis]
-        thetas = [fixed.get(l) for l in range(self.num_layers)]
-        for l in range(max(fixed) - 1, -1, -1):
-            if thetas[l] is None:
-                thetas[l] = phis[l + 1] @ thetas[l + 1]
-        for l in range(max(fixed) + 1, self.num_layers):
-            thetas[l] = phis[l].T @ thetas[l - 1]
-        return thetas
-
     def _encode_contexts(self, context_bow, sample):
         bow = np.asarray(context_bow, np.float32)
         if bow.ndim == 1:
@@ -684,7 +476,7 @@ class RGBNRNN(keras.Model):
         * ``topic`` -- an int (one topic of layer `topic_layer`), a weight
           vector over that layer's topics (a combination), or a dict
           ``{layer: int | weights}`` mixing topics across layers; the other
-          layers follow Phi (see `_topic_thetas`);
+          layers follow Phi (see `tfktopic.models.rgbn.prior.topic_thetas`);
         * otherwise noise: theta^L ~ Gam(tau0, tau0), theta^l ~
           Gam(tau0 Phi^{l+1} theta^{l+1}, tau0) top-down, one draw per sentence.
 
@@ -709,17 +501,17 @@ class RGBNRNN(keras.Model):
             int32 [N, max_len] LM ids; each row ends at its ``<eos>`` (kept),
             followed by ``<pad>`` = 0.
         """
-        _check_decoding(num_sentences, max_len, method, temperature, top_k)
+        check_decoding(num_sentences, max_len, method, temperature, top_k)
         rng = np.random.default_rng(seed)
         if context_bow is not None:
             thetas = self._encode_contexts(context_bow, sample_theta)
             thetas = [np.repeat(t, int(num_sentences), axis=0) for t in thetas]
         elif topic is not None:
             thetas = [np.tile(t[None], (int(num_sentences), 1))
-                      for t in self._topic_thetas(topic, topic_layer)]
+                      for t in topic_thetas(self.phis, topic, topic_layer)]
         else:
-            thetas = self._prior_chain(int(num_sentences), 1, rng)[0]
-        return self._decode(thetas, max_len, method, temperature, top_k, rng)
+            thetas = prior_chain(self.topic_model, int(num_sentences), 1, rng)[0]
+        return decode(self, thetas, max_len, method, temperature, top_k, rng)
 
     def generate_paragraph(self, num_sentences=5, max_len=30, context_bow=None, method="greedy",
                            temperature=1.0, top_k=10, seed=None):
@@ -741,7 +533,7 @@ class RGBNRNN(keras.Model):
         Returns:
             int32 [num_sentences, max_len].
         """
-        _check_decoding(num_sentences, max_len, method, temperature, top_k)
+        check_decoding(num_sentences, max_len, method, temperature, top_k)
         rng = np.random.default_rng(seed)
         previous = None
         if context_bow is not None:
@@ -749,33 +541,9 @@ class RGBNRNN(keras.Model):
                 raise ValueError("context_bow: continuing a document needs the topic "
                                  "transitions of rGBN-RNN (recurrent=True)")
             previous = [t[-1:] for t in self._encode_contexts(context_bow, False)]
-        chain = self._prior_chain(1, int(num_sentences), rng, previous)
+        chain = prior_chain(self.topic_model, 1, int(num_sentences), rng, previous)
         thetas = [np.concatenate([step[l] for step in chain]) for l in range(self.num_layers)]
-        return self._decode(thetas, max_len, method, temperature, top_k, rng)
-
-    def _decode(self, thetas, max_len, method, temperature, top_k, rng):
-        """Step-by-step decoding with the stack's cells (shared weights)."""
-        cells = self.stack.cells()
-        num = thetas[0].shape[0]
-        normalized = [normalize_theta(ops.convert_to_tensor(t, "float32")) for t in thetas]
-        states = [cell.get_initial_state(num) for cell in cells]
-        token = np.full((num,), 1, np.int32)  # <bos>
-        output = np.zeros((num, int(max_len)), np.int32)
-        done = np.zeros(num, bool)
-        for t in range(int(max_len)):
-            x = self.embedding(ops.convert_to_tensor(token))
-            gated = []
-            for l, cell in enumerate(cells):
-                x, states[l] = cell(ops.concatenate([x, normalized[l]], axis=-1), states[l])
-                gated.append(x)
-            logits = np.asarray(self.softmax(ops.concatenate(gated, axis=-1)), np.float64)
-            token = next_tokens(logits, method, temperature, top_k, rng)
-            token[done] = 0
-            output[:, t] = token
-            done |= token == 2  # <eos>
-            if done.all():
-                break
-        return output
+        return decode(self, thetas, max_len, method, temperature, top_k, rng)
 
     # ---------------------------------------------------------------- config
     def get_config(self):
@@ -828,148 +596,3 @@ class RGBNRNN(keras.Model):
                 settings[key] = tuple(settings[key])[:num_layers]
         settings.update(overrides)
         return cls(vocab_size, topic_vocab_size, num_documents, **settings)
-
-
-def _check_decoding(num_sentences, max_len, method, temperature, top_k):
-    if int(num_sentences) < 1:
-        raise ValueError(f"num_sentences must be >= 1, got {num_sentences}")
-    if int(max_len) < 1:
-        raise ValueError(f"max_len must be >= 1, got {max_len}")
-    if method not in GENERATION_METHODS:
-        raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
-    if not float(temperature) > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
-    if int(top_k) < 1:
-        raise ValueError(f"top_k must be >= 1, got {top_k}")
-
-
-def _words(vocabulary):
-    return list(vocabulary.words) if hasattr(vocabulary, "words") else list(vocabulary)
-
-
-# ------------------------------------------------------------ topic hierarchy
-def topic_hierarchy(model, vocabulary=None, top_n=10, num_children=3, num_transitions=3,
-                    min_weight=0.0):
-    """The topic hierarchy of a trained rGBN-RNN (paper Fig. 5; reference §6.4).
-
-    Args:
-        model: an `RGBNRNN`.
-        vocabulary: a `TopicVocabulary` or list of topic words; `None` gives ids.
-        top_n: words per topic (top entries of Phi^1 ... Phi^l's column).
-        num_children: hierarchical edges kept per parent topic (largest
-            Phi^{l+1}[child, parent]).
-        num_transitions: temporal edges kept per "from" topic (largest
-            Pi^l[to, from]).
-        min_weight: drop edges lighter than this.
-
-    Returns:
-        A JSON-serialisable dict: ``num_layers``, ``recurrent``, ``layers`` (a
-        list, bottom first, of ``{"layer", "topics": [{"id", "words",
-        "weights"}]}``), ``hierarchical_edges`` (``{"parent_layer", "parent",
-        "child_layer", "child", "weight"}``) and ``temporal_edges``
-        (``{"layer", "from", "to", "weight"}``).
-    """
-    if int(top_n) < 1:
-        raise ValueError(f"top_n must be >= 1, got {top_n}")
-    if int(num_children) < 0 or int(num_transitions) < 0:
-        raise ValueError(f"num_children and num_transitions must be >= 0, got "
-                         f"{num_children}, {num_transitions}")
-    words = None if vocabulary is None else _words(vocabulary)
-    products = [np.asarray(p, np.float64) for p in model.topic_model.phi_products()]
-    layers = []
-    for l, loadings in enumerate(products):
-        order = np.argsort(-loadings, axis=0, kind="stable")[:int(top_n)]
-        topics = []
-        for k in range(loadings.shape[1]):
-            ids = order[:, k]
-            topics.append({"id": k,
-                           "words": [words[i] for i in ids] if words else [int(i) for i in ids],
-                           "weights": [round(float(loadings[i, k]), 6) for i in ids]})
-        layers.append({"layer": l, "topics": topics})
-    hierarchical = []
-    for l in range(1, model.num_layers):
-        phi = np.asarray(model.phis[l], np.float64)  # [K_{l-1}, K_l]: children x parents
-        for parent in range(phi.shape[1]):
-            for child in np.argsort(-phi[:, parent], kind="stable")[:int(num_children)]:
-                if phi[child, parent] >= min_weight:
-                    hierarchical.append({"parent_layer": l, "parent": int(parent),
-                                         "child_layer": l - 1, "child": int(child),
-                                         "weight": round(float(phi[child, parent]), 6)})
-    temporal = []
-    for l, pi in enumerate(model.pis):
-        pi = np.asarray(pi, np.float64)  # [to, from]
-        for source in range(pi.shape[1]):
-            for target in np.argsort(-pi[:, source], kind="stable")[:int(num_transitions)]:
-                if pi[target, source] >= min_weight:
-                    temporal.append({"layer": l, "from": int(source), "to": int(target),
-                                     "weight": round(float(pi[target, source]), 6)})
-    return {"num_layers": model.num_layers, "recurrent": model.recurrent, "layers": layers,
-            "hierarchical_edges": hierarchical, "temporal_edges": temporal}
-
-
-def _node(layer, topic):
-    return f"L{layer}_T{topic}"
-
-
-def hierarchy_to_dot(hierarchy, words_per_topic=5, temporal=True, name="rgbn_topics"):
-    """Graphviz DOT text of a `topic_hierarchy` dict.
-
-    One node per topic (labelled with its top words), one rank per layer (top
-    layer first), solid arrows parent -> child (Phi) and, with `temporal`,
-    dashed arrows from -> to (Pi) within a layer.
-
-    Args:
-        hierarchy: the dict of `topic_hierarchy`.
-        words_per_topic: words shown per node.
-        temporal: draw the Pi edges.
-        name: graph name.
-
-    Returns:
-        DOT source text.
-    """
-    def quote(text):
-        return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    lines = [f"digraph {quote(name)} {{", "  rankdir=TB;",
-             '  node [shape=box, style=rounded, fontsize=10];']
-    for layer in reversed(hierarchy["layers"]):
-        l = layer["layer"]
-        lines.append(f"  subgraph {quote('cluster_layer_' + str(l))} {{")
-        lines.append(f"    label={quote(f'layer {l + 1}')}; rank=same;")
-        for topic in layer["topics"]:
-            k = topic["id"]
-            words = " ".join(str(w) for w in topic["words"][:int(words_per_topic)])
-            label = quote(f"{l + 1}.{k}: {words}")
-            lines.append(f"    {_node(l, k)} [label={label}];")
-        lines.append("  }")
-    for edge in hierarchy["hierarchical_edges"]:
-        lines.append(f"  {_node(edge['parent_layer'], edge['parent'])} -> "
-                     f"{_node(edge['child_layer'], edge['child'])} "
-                     f"[penwidth={1 + 3 * edge['weight']:.2f}];")
-    if temporal:
-        for edge in hierarchy["temporal_edges"]:
-            lines.append(f"  {_node(edge['layer'], edge['from'])} -> "
-                         f"{_node(edge['layer'], edge['to'])} "
-                         f"[style=dashed, color=gray40, constraint=false];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def hierarchy_to_svg(dot_text, path):
-    """Render DOT text to an SVG file with Graphviz's ``dot``, if installed.
-
-    Args:
-        dot_text: from `hierarchy_to_dot`.
-        path: output ``.svg`` path.
-
-    Returns:
-        `path` when written, `None` when the ``dot`` binary is not on PATH.
-    """
-    dot = shutil.which("dot")
-    if dot is None:
-        return None
-    svg = subprocess.run([dot, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
-                         check=True).stdout
-    with open(path, "wb") as handle:
-        handle.write(svg)
-    return path

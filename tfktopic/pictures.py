@@ -1,0 +1,242 @@
+"""Topic pictures drawn with matplotlib: no Graphviz, no display, SVG or PNG by suffix.
+
+Two pictures:
+
+* `save_hierarchy` -- the rGBN-RNN topic hierarchy of
+  `tfktopic.models.rgbn.hierarchy.topic_hierarchy` (paper Fig. 5): one row
+  per layer (top layer at the top), one box per topic with its top words,
+  solid arrows parent -> child for the hierarchical loadings Phi^{l+1} and
+  dashed arcs for the temporal transitions Pi^l, line width by weight.
+* `save_topic_grid` -- a grid of topics, each a small horizontal bar chart of
+  its top words and their weights (TCNLM, TopicRNN, LDA, or one rGBN layer).
+
+Both use `matplotlib.figure.Figure` directly (the Agg / SVG canvases that
+ship with matplotlib), so they work on a server without a display and
+without touching pyplot's global state.
+
+Example:
+>>> from tfktopic.pictures import save_topic_grid
+>>> save_topic_grid([(["game", "team"], [0.2, 0.1]), (["court", "judge"], [0.3, 0.2])],
+...                 "topics.svg")                                  # doctest: +SKIP
+'topics.svg'
+"""
+
+import pathlib
+
+import numpy as np
+
+__all__ = ["FORMATS", "hierarchy_figure", "save_hierarchy", "topic_grid_figure",
+           "save_topic_grid", "select_subtree"]
+
+#: File suffixes the pictures are written in.
+FORMATS = (".svg", ".png")
+
+
+def _figure(width, height):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def _save(figure, path, dpi):
+    path = pathlib.Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise ValueError(f"{path}: a picture is written as {' or '.join(FORMATS)} (by the "
+                         f"file's suffix), not {path.suffix or 'a file without suffix'!r}")
+    import matplotlib
+
+    # SVG text stays <text> (searchable, selectable, small), not glyph outlines.
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        figure.savefig(path, format=path.suffix.lower()[1:], dpi=dpi, bbox_inches="tight")
+    return str(path)
+
+
+# ------------------------------------------------------------------------ hierarchy
+def select_subtree(hierarchy, max_roots=8):
+    """The topics a readable hierarchy picture shows.
+
+    Starting from the first `max_roots` topics of the top layer, follow the
+    hierarchical edges down and keep every child reached (the picture of
+    paper Fig. 5). A one-layer hierarchy keeps its first `max_roots` topics.
+
+    Args:
+        hierarchy: a `topic_hierarchy` dict.
+        max_roots: top-layer topics to start from (`None`: every topic of
+            every layer).
+
+    Returns:
+        dict layer -> sorted list of kept topic ids.
+    """
+    layers = hierarchy["layers"]
+    if max_roots is None:
+        return {layer["layer"]: [t["id"] for t in layer["topics"]] for layer in layers}
+    top = layers[-1]["layer"]
+    kept = {layer["layer"]: set() for layer in layers}
+    kept[top] = {t["id"] for t in layers[-1]["topics"][:int(max_roots)]}
+    for l in range(top, 0, -1):
+        for edge in hierarchy["hierarchical_edges"]:
+            if edge["parent_layer"] == l and edge["parent"] in kept[l]:
+                kept[edge["child_layer"]].add(edge["child"])
+    return {l: sorted(ids) for l, ids in kept.items()}
+
+
+def _order_rows(hierarchy, kept):
+    """Order each row by the barycentre of its parents (fewer crossings)."""
+    rows = {}
+    top = max(kept)
+    rows[top] = list(kept[top])
+    for l in range(top - 1, -1, -1):
+        above = {k: i for i, k in enumerate(rows[l + 1])}
+        weight_sum, position_sum = {}, {}
+        for edge in hierarchy["hierarchical_edges"]:
+            if (edge["child_layer"] == l and edge["child"] in kept[l]
+                    and edge["parent"] in above):
+                w = max(edge["weight"], 1e-9)
+                weight_sum[edge["child"]] = weight_sum.get(edge["child"], 0.0) + w
+                position_sum[edge["child"]] = (position_sum.get(edge["child"], 0.0)
+                                               + w * above[edge["parent"]])
+        centre = (len(rows[l + 1]) - 1) / 2.0
+        rows[l] = sorted(kept[l], key=lambda k: (position_sum.get(k, centre * 1.0)
+                                                 / weight_sum.get(k, 1.0), k))
+    return rows
+
+
+def hierarchy_figure(hierarchy, words_per_topic=5, temporal=True, max_roots=8):
+    """A matplotlib `Figure` of a topic hierarchy.
+
+    Args:
+        hierarchy: a `topic_hierarchy` dict (``layers``, ``hierarchical_edges``,
+            ``temporal_edges``).
+        words_per_topic: words shown in each topic's box.
+        temporal: draw the temporal (Pi) edges among the shown topics.
+        max_roots: top-layer topics to expand (`select_subtree`); `None`
+            draws every topic.
+
+    Returns:
+        A `matplotlib.figure.Figure`.
+    """
+    if int(words_per_topic) < 1:
+        raise ValueError(f"words_per_topic must be >= 1, got {words_per_topic}")
+    kept = select_subtree(hierarchy, max_roots)
+    rows = _order_rows(hierarchy, kept)
+    topics = {(layer["layer"], t["id"]): t for layer in hierarchy["layers"]
+              for t in layer["topics"]}
+    widest = max(len(ids) for ids in rows.values()) or 1
+    num_layers = len(rows)
+    figure = _figure(max(4.0, 1.6 * widest), 1.0 + 1.9 * num_layers)
+    axes = figure.add_subplot()
+    axes.set_xlim(-0.6, widest - 0.4)
+    axes.set_ylim(-0.8, num_layers - 0.2)
+    axes.axis("off")
+    position = {}
+    for l, ids in rows.items():
+        offset = (widest - len(ids)) / 2.0
+        for i, k in enumerate(ids):
+            position[(l, k)] = (offset + i, float(l))
+    for edge in hierarchy["hierarchical_edges"]:
+        parent = (edge["parent_layer"], edge["parent"])
+        child = (edge["child_layer"], edge["child"])
+        if parent in position and child in position:
+            (x0, y0), (x1, y1) = position[parent], position[child]
+            axes.annotate("", xy=(x1, y1 + 0.28), xytext=(x0, y0 - 0.28),
+                          arrowprops={"arrowstyle": "-|>", "color": "0.25",
+                                      "lw": 0.5 + 3.0 * float(edge["weight"])})
+    if temporal:
+        for edge in hierarchy["temporal_edges"]:
+            source, target = (edge["layer"], edge["from"]), (edge["layer"], edge["to"])
+            if source in position and target in position and source != target:
+                (x0, y0), (x1, y1) = position[source], position[target]
+                axes.annotate("", xy=(x1, y1 + 0.3), xytext=(x0, y0 + 0.3),
+                              arrowprops={"arrowstyle": "-|>", "linestyle": "--",
+                                          "color": "tab:blue", "alpha": 0.6,
+                                          "connectionstyle": "arc3,rad=-0.4",
+                                          "lw": 0.5 + 2.0 * float(edge["weight"])})
+    for (l, k), (x, y) in position.items():
+        words = [str(w) for w in topics[(l, k)]["words"][:int(words_per_topic)]]
+        axes.text(x, y, f"{l + 1}.{k}\n" + "\n".join(words), ha="center", va="center",
+                  fontsize=7, bbox={"boxstyle": "round,pad=0.3", "facecolor": "white",
+                                    "edgecolor": "0.3"})
+    for l in rows:
+        axes.text(-0.55, float(l), f"layer {l + 1}", ha="left", va="center", fontsize=8,
+                  rotation=90, color="0.4")
+    return figure
+
+
+def save_hierarchy(hierarchy, path, words_per_topic=5, temporal=True, max_roots=8, dpi=150):
+    """Write the hierarchy picture (`hierarchy_figure`) to ``.svg`` or ``.png``.
+
+    Args:
+        hierarchy: a `topic_hierarchy` dict.
+        path: the output file; its suffix (``.svg`` / ``.png``) picks the format.
+        words_per_topic, temporal, max_roots: see `hierarchy_figure`.
+        dpi: resolution of a PNG.
+
+    Returns:
+        The path written, as a string.
+    """
+    return _save(hierarchy_figure(hierarchy, words_per_topic, temporal, max_roots), path, dpi)
+
+
+# ------------------------------------------------------------------------- grid
+def topic_grid_figure(topics, columns=5, title=None):
+    """A grid of horizontal bar charts, one per topic (top word at the top).
+
+    Args:
+        topics: a sequence of ``(words, weights)`` pairs (weights may be any
+            non-negative scores, e.g. probabilities), or of word lists (then
+            the bars show rank).
+        columns: topics per row.
+        title: optional figure title.
+
+    Returns:
+        A `matplotlib.figure.Figure`.
+    """
+    topics = list(topics)
+    if not topics:
+        raise ValueError("topic_grid_figure: no topics")
+    columns = max(1, min(int(columns), len(topics)))
+    rows = -(-len(topics) // columns)
+    words_per_topic = max(len(_words_weights(t)[0]) for t in topics)
+    figure = _figure(2.4 * columns, 0.22 * words_per_topic * rows + 0.6 * rows + 0.4)
+    for index, topic in enumerate(topics):
+        words, weights = _words_weights(topic)
+        axes = figure.add_subplot(rows, columns, index + 1)
+        y = np.arange(len(words))[::-1]
+        axes.barh(y, weights, color="tab:blue", alpha=0.7)
+        axes.set_yticks(y, [str(w) for w in words], fontsize=7)
+        axes.tick_params(axis="x", labelsize=6)
+        axes.set_title(f"topic {index}", fontsize=8)
+        for side in ("top", "right"):
+            axes.spines[side].set_visible(False)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
+def _words_weights(topic):
+    if (isinstance(topic, tuple) and len(topic) == 2
+            and not isinstance(topic[0], (str, bytes))):
+        words, weights = list(topic[0]), [float(w) for w in topic[1]]
+        if len(words) != len(weights):
+            raise ValueError(f"a topic has {len(words)} words but {len(weights)} weights")
+        if any(not np.isfinite(w) or w < 0 for w in weights):
+            raise ValueError("topic weights must be finite and >= 0")
+        return words, weights
+    words = list(topic)
+    return words, [float(len(words) - i) for i in range(len(words))]
+
+
+def save_topic_grid(topics, path, columns=5, title=None, dpi=150):
+    """Write the topic grid (`topic_grid_figure`) to ``.svg`` or ``.png``.
+
+    Args:
+        topics: ``(words, weights)`` pairs or word lists.
+        path: the output file; its suffix picks the format.
+        columns, title: see `topic_grid_figure`.
+        dpi: resolution of a PNG.
+
+    Returns:
+        The path written, as a string.
+    """
+    return _save(topic_grid_figure(topics, columns, title), path, dpi)
