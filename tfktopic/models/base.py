@@ -100,7 +100,7 @@ class TopicLanguageModel(keras.Model):
     has_topics = False
     #: Inputs are document chunks ``[B, J, T]`` (the state is carried across the J windows).
     chunked = False
-    #: Topics come in layers (Phi, Pi; `tfktopic.models.rgbn_rnn.topic_hierarchy`).
+    #: Topics come in layers (Phi, Pi; `tfktopic.models.rgbn.topic_hierarchy`).
     hierarchical = False
     #: ``generate()`` is defined.
     generates = False

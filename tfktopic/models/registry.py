@@ -19,7 +19,7 @@ import typing
 
 from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
 from tfktopic.models.lstm_lm import LSTMLanguageModel
-from tfktopic.models.rgbn_rnn import RGBNRNN
+from tfktopic.models.rgbn import RGBNRNN
 from tfktopic.models.tcnlm import TCNLM
 from tfktopic.models.topicrnn import TopicRNN
 
