@@ -20,7 +20,6 @@ from keras import ops
 from tfktopic.errors import VocabularyError
 from tfktopic.evaluation.perplexity import log_probabilities, masked_token_log_probs
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.rgbn import RGBNRNN
 
 __all__ = ["export_saved_model", "SIGNATURES"]
 
@@ -48,27 +47,14 @@ class _Family:
 
 
 def _family(model):
-    """The `_Family` of a supported model, from its traits (`TopicLanguageModel`)."""
-
-    def predict(tokens, context_bow):
-        return model({"tokens": tokens, "context_bow": context_bow}, training=False)
-
-    if isinstance(model, RGBNRNN):
-        # RGBNRNN is not on the TopicLanguageModel base yet (it is being split):
-        # its outputs are theta of every layer (Weibull means) and theta_1 normalised.
-        def rgbn_topics(bow):
-            thetas, _, _ = model.encoder(bow, training=False)
-            outputs = {f"theta_{l + 1}": theta for l, theta in enumerate(thetas)}
-            outputs["proportions"] = thetas[0] / ops.maximum(
-                ops.sum(thetas[0], axis=-1, keepdims=True), 1e-30)
-            return outputs
-
-        return _Family(True, model.topic_vocab_size, predict, rgbn_topics)
+    """The `_Family` of a model, from its class traits (`TopicLanguageModel`)."""
     if not isinstance(model, TopicLanguageModel):
         raise TypeError(f"export_saved_model supports {_SUPPORTED}; got {type(model).__name__}")
     if model.has_topics:
-        return _Family(model.chunked, model.topic_vocab_size, predict,
-                       lambda bow: {"proportions": model.topic_proportions(bow)})
+        return _Family(model.chunked, model.topic_vocab_size,
+                       lambda tokens, context_bow: model(
+                           {"tokens": tokens, "context_bow": context_bow}, training=False),
+                       model.topic_outputs)
     return _Family(model.chunked, None,
                    lambda tokens, context_bow: model({"tokens": tokens}, training=False))
 

@@ -350,9 +350,10 @@ class TopicLanguageModel(keras.Model):
                 raise ValueError(f"pretrained:{shipped} is a {type(model).__name__}, not a "
                                  f"{cls.__name__}")
             return model
-        raise ValueError(f"unknown preset {name!r} for {cls.__name__}: choose a preset name "
-                         f"({', '.join(sorted(cls.presets)) or 'none'}) or a pretrained model "
-                         f"name ({', '.join(sorted(pretrained.available())) or 'none'})")
+        raise ValueError(f"unknown preset {name!r} for {cls.__name__}: preset must be one of "
+                         f"its presets ({', '.join(sorted(cls.presets)) or 'none'}) or a "
+                         f"pretrained model name "
+                         f"({', '.join(sorted(pretrained.available())) or 'none'})")
 
     # ------------------------------------------------------------------- topics
     def topic_word_matrix(self):
@@ -374,12 +375,19 @@ class TopicLanguageModel(keras.Model):
         """
         raise NotImplementedError(f"{type(self).__name__} has no topics")
 
-    def topics(self, top_n=10, vocabulary=None):
+    def topic_outputs(self, bow):
+        """Everything a served model gives for bags of words (the export's
+        ``topic_proportions`` signature): ``{"proportions": topic_proportions(bow)}``,
+        plus model-specific entries (rGBN-RNN: ``theta_l`` of every layer)."""
+        return {"proportions": self.topic_proportions(bow)}
+
+    def topics(self, top_n=10, vocabulary=None, **options):
         """The top words of every topic (rows of `topic_word_matrix`).
 
         Args:
             top_n: words per topic, 1 <= top_n <= V_c.
             vocabulary: optional `TopicVocabulary` (or list of the V_c topic words).
+            **options: passed to `topic_word_matrix` (rGBN-RNN: ``layer``).
 
         Returns:
             int array ``[K, top_n]`` of topic-vocabulary ids (ties keep the
@@ -391,7 +399,7 @@ class TopicLanguageModel(keras.Model):
         """
         if not self.has_topics:
             raise ValueError(f"{type(self).__name__} has no topics")
-        weights = np.asarray(self.topic_word_matrix())
+        weights = np.asarray(self.topic_word_matrix(**options))
         width = weights.shape[1]
         if isinstance(top_n, bool) or not isinstance(top_n, (int, np.integer)) or \
                 not 1 <= top_n <= width:

@@ -48,11 +48,6 @@ class ModelEntry:
     description: str = ""
 
     def _trait(self, trait):
-        if self.model_class is RGBNRNN:
-            # RGBNRNN moves onto TopicLanguageModel (and its class traits) after
-            # the rGBN split; until then its traits are stated here.
-            return {"has_topics": True, "chunked": True, "hierarchical": True,
-                    "generates": True}[trait]
         if trait == "chunked" and self.fixed.get("document_level"):
             return True
         return getattr(self.model_class, trait)

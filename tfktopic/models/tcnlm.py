@@ -112,8 +112,8 @@ class TCNLM(TopicLanguageModel):
     >>> model.compile(optimizer=keras.optimizers.Adam(1e-2, clipnorm=5.0))  # doctest: +SKIP
     >>> model.fit(sentence_dataset(train_examples), epochs=10)             # doctest: +SKIP
     >>> model.topics(10, topic_vocab)                                      # doctest: +SKIP
-    >>> ids = model.generate(3, topic=2, method="top_k", seed=0)           # doctest: +SKIP
-    >>> [" ".join(lm_vocab.decode(row, strip_special=True)) for row in ids]  # doctest: +SKIP
+    >>> model.generate(3, topic=2, method="top_k", seed=0,
+    ...                tokenizer=Tokenizer(lm_vocab, topic_vocab))         # doctest: +SKIP
     """
 
     has_topics = True
