@@ -14,8 +14,8 @@ Example:
 ...                                                 max_freq_fraction=0.0))
 >>> [tokenizer.decode(ids) for ids in tokenizer.sentences("The storm hit. Rain fell!")]
 ['the storm hit <unk>', 'rain fell <unk>']
->>> tokenizer.decode([1, 6, 2, 9])       # <bos> storm <eos> ...: stops at <eos>
-'storm'
+>>> tokenizer.decode([1] + tokenizer.encode("Storm. Rain"))   # no <bos>; stops at <eos>
+'storm <unk>'
 >>> int(tokenizer.bow("storm storm rain").sum())
 3
 """
