@@ -123,9 +123,9 @@ def _reference(model, name, x):
     if name == "lda_lstm":
         ref["topics/proportions"] = model.topic_proportions(bow)
     elif name == "topicrnn":
-        ref["topics/proportions"] = model.infer_topics(bow, training=False)[1]
+        ref["topics/proportions"] = model.topic_posterior(bow, training=False)[1]
     elif name == "tcnlm":
-        ref["topics/proportions"] = model.infer_topics(bow)
+        ref["topics/proportions"] = model.topic_model(bow, training=False)[0]
     elif name == "rgbn_rnn":
         thetas = [np.asarray(t, np.float64) for t in model.forward(batch)["thetas"]]
         ref["topics/proportions"] = thetas[0] / thetas[0].sum(-1, keepdims=True)

@@ -222,7 +222,8 @@ def test_gradients_reach_every_part(mixture):
     batch = _batch(_rng(6), 3, 5, 30, 12)
     model(batch)
     with tf.GradientTape() as tape:
-        loss, stats = model._objective(batch, training=True)
+        stats = model.objective(batch, training=True)
+        loss = stats["loss"]
     gradients = tape.gradient(loss, model.trainable_weights)
     names = [w.path for w in model.trainable_weights]
     parts = ("embedding", "encoder", "gaussian_softmax", "decoder", "softmax",
@@ -317,7 +318,7 @@ def test_naive_mixture_of_experts_variant(lee):
     assert log_probs.shape == (4, 30, len(lm))
     np.testing.assert_allclose(np.log(np.exp(log_probs).sum(-1)), 0.0, atol=1e-4)
     # Eq. (7) by hand: sum_k t_k softmax(V h^(k)) with the experts' outputs.
-    t = np.asarray(model.infer_topics(batch["context_bow"]), np.float64)
+    t = np.asarray(model.topic_proportions(batch["context_bow"]), np.float64)
     hidden = model.rnns[0](model.embedding(batch["tokens"]))[0]
     expert_probs = np.asarray(tf.nn.softmax(model.softmax(hidden)), np.float64)  # [B,T,K,V]
     by_hand = np.log(np.einsum("bk,btkv->btv", t, expert_probs))

@@ -19,18 +19,14 @@ from keras import ops
 
 from tfktopic.errors import VocabularyError
 from tfktopic.evaluation.perplexity import log_probabilities, masked_token_log_probs
-from tfktopic.models.lda_lstm import LDALSTMLanguageModel
-from tfktopic.models.lstm_lm import LSTMLanguageModel
-from tfktopic.models.rgbn import RGBNRNN
-from tfktopic.models.tcnlm import TCNLM
-from tfktopic.models.topicrnn import TopicRNN
+from tfktopic.models.base import TopicLanguageModel
 
 __all__ = ["export_saved_model", "SIGNATURES"]
 
 #: Every signature name an export can have (``serving_default`` aliases the first).
 SIGNATURES = ("next_token_log_probs", "score_sentences", "topic_proportions", "vocabulary")
 
-_SUPPORTED = "LSTMLanguageModel, LDALSTMLanguageModel, TopicRNN, TCNLM, RGBNRNN"
+_SUPPORTED = "LSTMLanguageModel, LDALSTMLanguageModel, TopicRNN, TCNLM, RGBNRNN (TopicLanguageModel)"
 
 
 class _Family:
@@ -51,33 +47,16 @@ class _Family:
 
 
 def _family(model):
-    """The `_Family` of a supported model (subclasses before their bases)."""
-
-    def predict(tokens, context_bow):
-        return model({"tokens": tokens, "context_bow": context_bow}, training=False)
-
-    if isinstance(model, RGBNRNN):
-        def rgbn_topics(bow):
-            thetas, _, _ = model.encoder(bow, training=False)   # Weibull means
-            outputs = {f"theta_{l + 1}": theta for l, theta in enumerate(thetas)}
-            outputs["proportions"] = thetas[0] / ops.maximum(
-                ops.sum(thetas[0], axis=-1, keepdims=True), 1e-30)
-            return outputs
-
-        return _Family(True, model.topic_vocab_size, predict, rgbn_topics)
-    if isinstance(model, LDALSTMLanguageModel):
-        return _Family(False, model.topic_vocab_size, predict,
-                       lambda bow: {"proportions": model.topic_proportions(bow)})
-    if isinstance(model, TopicRNN):     # the mean of q(theta | X_c), a Gaussian vector
-        return _Family(False, model.num_content, predict,
-                       lambda bow: {"proportions": model.infer_topics(bow, training=False)[1]})
-    if isinstance(model, TCNLM):        # t = softmax(W mu + b) at the posterior mean
-        return _Family(False, model.topic_vocab_size, predict,
-                       lambda bow: {"proportions": model.infer_topics(bow)})
-    if isinstance(model, LSTMLanguageModel):
-        return _Family(model.document_level, None,
-                       lambda tokens, context_bow: model({"tokens": tokens}, training=False))
-    raise TypeError(f"export_saved_model supports {_SUPPORTED}; got {type(model).__name__}")
+    """The `_Family` of a model, from its class traits (`TopicLanguageModel`)."""
+    if not isinstance(model, TopicLanguageModel):
+        raise TypeError(f"export_saved_model supports {_SUPPORTED}; got {type(model).__name__}")
+    if model.has_topics:
+        return _Family(model.chunked, model.topic_vocab_size,
+                       lambda tokens, context_bow: model(
+                           {"tokens": tokens, "context_bow": context_bow}, training=False),
+                       model.topic_outputs)
+    return _Family(model.chunked, None,
+                   lambda tokens, context_bow: model({"tokens": tokens}, training=False))
 
 
 def _stateless_copy(model):

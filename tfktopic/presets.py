@@ -1,47 +1,220 @@
-"""The papers' setups as plain dicts, gathered from the modules that own them.
+"""One preset schema for every model: `Preset` (model, data and training settings).
 
-Each model module keeps its own ``PRESETS`` next to the code they configure;
-this module only indexes them:
+Each model family keeps its presets as pure data in its own module
+``tfktopic/models/<family>_presets.py`` (a dict name -> ``{"model", "data",
+"training", "description", "reference_documents"}``; the modules import
+nothing). This module indexes them statically and turns an entry into a
+frozen `Preset`:
 
     >>> from tfktopic import presets
-    >>> sorted(presets.available())            # doctest: +SKIP
-    ['lda_lstm', 'rgbn_rnn', 'sgmcmc_char', 'sgmcmc_classifier', 'sgmcmc_ptb', 'tcnlm', 'topicrnn']
-    >>> presets.get("tcnlm", "paper")["model"]["hidden_dim"]   # doctest: +SKIP
-    600
+    >>> presets.names("tcnlm")[:3]                                     # doctest: +SKIP
+    ['demo', 'medium', 'paper']
+    >>> paper = presets.preset("tcnlm", "paper")
+    >>> paper.model["hidden_dim"], paper.data["min_doc_freq"]
+    (600, 100)
+    >>> paper.resolve_data(num_documents=1600)["min_doc_freq"]   # the rule, scaled
+    3
+
+``small`` and ``medium`` name the same LM size in every family (the
+BENCHMARKS.md ``quick`` and ``medium`` sizes: 32-d embeddings and 1 x 64
+units; 128-d and 1 x 256), so ``--preset small`` compares like with like;
+``paper`` (and ``paper_*``) are each paper's own setups.
+
+**Data rules** given for a paper's corpus size (TCNLM: topic words must occur in
+>= 100 of the 50K APNEWS training documents) are stated with the
+``reference_documents`` they were given for and resolved in one place,
+`Preset.resolve_data`: on a smaller corpus the ``min_doc_freq`` threshold
+scales with the number of training documents (never below 1, never above the
+stated value).
+
+`available` / `get` return the pre-`Preset` layouts (TCNLM nested, TopicRNN
+and LDA+LSTM flat, rGBN-RNN flat, SG-MCMC flat) that ``tfktopic.runs`` and the
+scripts still read.
 """
 
 import copy
-import importlib
+import dataclasses
+import types
+import typing
 
-__all__ = ["available", "get"]
+from tfktopic.bayes import setups as sgmcmc_setups
+from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, tcnlm, tcnlm_presets,
+                             topicrnn, topicrnn_presets)
+from tfktopic.models.rgbn import presets as rgbn_presets
 
-_SOURCES = {
-    "tcnlm": ("tfktopic.models.tcnlm", "PRESETS"),
-    "topicrnn": ("tfktopic.models.topicrnn", "PRESETS"),
-    "rgbn_rnn": ("tfktopic.models.rgbn.presets", "PRESETS"),
-    "lda_lstm": ("tfktopic.models.lda_lstm", "PRESETS"),
-    "sgmcmc_ptb": ("tfktopic.bayes.setups", "PTB_PRESETS"),
-    "sgmcmc_char": ("tfktopic.bayes.setups", "CHAR_PRESETS"),
-    "sgmcmc_classifier": ("tfktopic.bayes.setups", "CLASSIFIER_PRESETS"),
+__all__ = ["Preset", "RELATIVE_DATA_KEYS", "preset", "names", "available", "get"]
+
+#: Data settings given for a corpus of `Preset.reference_documents` documents.
+RELATIVE_DATA_KEYS = ("min_doc_freq",)
+_PARTS = ("model", "data", "training")
+_ENTRY_KEYS = set(_PARTS) | {"description", "reference_documents"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """One named setup of a model family.
+
+    Attributes:
+        name: the preset's name (e.g. "small", "paper").
+        model: constructor arguments of the model class (read-only mapping).
+        data: vocabulary and window settings (``min_count``, ``stopwords``,
+            ``max_len``, ``min_doc_freq``, ...).
+        training: optimizer settings (``optimizer``, ``learning_rate``,
+            ``batch_size``, ``epochs``, ``clipnorm``, ...).
+        description: one line on where the setup comes from.
+        reference_documents: the number of training documents the data rules
+            (`RELATIVE_DATA_KEYS`) were given for, or `None` (absolute values).
+
+    Example:
+    >>> Preset.from_entry("tiny", {"model": {"hidden_dim": 8}}).model["hidden_dim"]
+    8
+    """
+
+    name: str
+    model: typing.Mapping
+    data: typing.Mapping
+    training: typing.Mapping
+    description: str = ""
+    reference_documents: typing.Optional[int] = None
+
+    def __post_init__(self):
+        for part in _PARTS:
+            object.__setattr__(self, part,
+                               types.MappingProxyType(copy.deepcopy(dict(getattr(self, part)))))
+        if self.reference_documents is not None and int(self.reference_documents) < 1:
+            raise ValueError(f"preset {self.name!r}: reference_documents must be >= 1 or None, "
+                             f"got {self.reference_documents!r}")
+
+    @classmethod
+    def from_entry(cls, name, entry):
+        """A `Preset` from a preset module's entry (a dict of the schema's keys).
+
+        Raises:
+            ValueError: an entry with unknown keys.
+        """
+        unknown = set(entry) - _ENTRY_KEYS
+        if unknown:
+            raise ValueError(f"preset {name!r}: unknown keys {sorted(unknown)}; a preset has "
+                             f"{sorted(_ENTRY_KEYS)}")
+        return cls(name, entry.get("model", {}), entry.get("data", {}),
+                   entry.get("training", {}), entry.get("description", ""),
+                   entry.get("reference_documents"))
+
+    def settings(self):
+        """``{"model", "data", "training"}`` as new (deep-copied) dicts."""
+        return {part: copy.deepcopy(dict(getattr(self, part))) for part in _PARTS}
+
+    def resolve_data(self, num_documents):
+        """The data settings for a training corpus of `num_documents` documents.
+
+        The one place where the data rules are resolved: each key of
+        `RELATIVE_DATA_KEYS` given for `reference_documents` documents is
+        scaled by ``num_documents / reference_documents`` when the corpus is
+        smaller (rounded, at least 1); other settings are returned unchanged.
+
+        Args:
+            num_documents: training documents of the corpus (int >= 1).
+
+        Returns:
+            dict of data settings.
+        """
+        if isinstance(num_documents, bool) or int(num_documents) < 1:
+            raise ValueError(f"num_documents must be >= 1, got {num_documents!r}")
+        data = copy.deepcopy(dict(self.data))
+        reference = self.reference_documents
+        if reference is not None and int(num_documents) < int(reference):
+            for key in RELATIVE_DATA_KEYS:
+                if key in data:
+                    data[key] = max(1, round(data[key] * int(num_documents) / int(reference)))
+        return data
+
+
+def _rgbn_entries(recurrent):
+    """rGBN-RNN (`recurrent`) / GBN-RNN presets (flat, split by `rgbn_presets.TRAINING_KEYS`)
+    in the schema."""
+    data_keys = ("min_count", "max_len", "context_len", "sentences_per_chunk", "min_doc_freq",
+                 "stopwords", "max_freq_fraction", "max_size")
+    entries = {}
+    for name, flat in rgbn_presets.PRESETS.items():
+        entry = {"model": {}, "data": {}, "training": {}}
+        for key, value in flat.items():
+            part = "model" if key not in rgbn_presets.TRAINING_KEYS else (
+                "data" if key in data_keys else "training")
+            entry[part][key] = value
+        entry["model"]["recurrent"] = recurrent
+        entries[name] = entry
+    return entries
+
+
+#: model name -> its preset module's entries (static: adding a family = one line).
+_FAMILIES = {
+    "lstm": lstm_presets.PRESETS,
+    "doc_lstm": lstm_presets.PRESETS,
+    "lda_lstm": lda_lstm_presets.PRESETS,
+    "topicrnn": topicrnn_presets.PRESETS,
+    "tcnlm": tcnlm_presets.PRESETS,
+    "rgbn_rnn": _rgbn_entries(recurrent=True),
+    "gbn_rnn": _rgbn_entries(recurrent=False),
+}
+
+
+def names(model_name):
+    """The preset names of a model (e.g. ``names("tcnlm")``), sorted."""
+    if model_name not in _FAMILIES:
+        raise ValueError(f"unknown model {model_name!r}; choose from {', '.join(_FAMILIES)}")
+    return sorted(_FAMILIES[model_name])
+
+
+def preset(model_name, name):
+    """The `Preset` `name` of a model.
+
+    Args:
+        model_name: "lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm",
+            "rgbn_rnn" or "gbn_rnn".
+        name: a preset name (`names`).
+
+    Returns:
+        `Preset`.
+
+    Raises:
+        ValueError: an unknown model or preset (the message lists the choices).
+    """
+    table = _FAMILIES.get(model_name)
+    if table is None:
+        raise ValueError(f"unknown model {model_name!r}; choose from {', '.join(_FAMILIES)}")
+    if name not in table:
+        raise ValueError(f"unknown preset {name!r} for {model_name}; choose from "
+                         f"{', '.join(sorted(table))}")
+    return Preset.from_entry(name, table[name])
+
+
+# ------------------------------------------------------- layouts read by runs/ and scripts
+_LEGACY = {
+    "tcnlm": tcnlm.PRESETS,
+    "topicrnn": topicrnn.PRESETS,
+    "rgbn_rnn": rgbn_presets.PRESETS,
+    "lda_lstm": lda_lstm.PRESETS,
+    "sgmcmc_ptb": sgmcmc_setups.PTB_PRESETS,
+    "sgmcmc_char": sgmcmc_setups.CHAR_PRESETS,
+    "sgmcmc_classifier": sgmcmc_setups.CLASSIFIER_PRESETS,
 }
 
 
 def _table(family):
-    if family not in _SOURCES:
-        raise ValueError(f"unknown model family {family!r}; choose from {', '.join(_SOURCES)}")
-    module, name = _SOURCES[family]
-    return getattr(importlib.import_module(module), name)
+    if family not in _LEGACY:
+        raise ValueError(f"unknown model family {family!r}; choose from {', '.join(_LEGACY)}")
+    return _LEGACY[family]
 
 
 def available(family=None):
-    """Preset names: a dict family -> names, or the names of one family."""
+    """Preset names in the pre-`Preset` layout: a dict family -> names, or one family's."""
     if family is not None:
         return sorted(_table(family))
-    return {name: sorted(_table(name)) for name in _SOURCES}
+    return {name: sorted(_table(name)) for name in _LEGACY}
 
 
 def get(family, name):
-    """A deep copy of one preset (so callers can change it freely).
+    """A deep copy of one preset in its family's pre-`Preset` layout.
 
     Args:
         family: "tcnlm", "topicrnn", "rgbn_rnn", "lda_lstm", "sgmcmc_ptb",
@@ -49,7 +222,7 @@ def get(family, name):
         name: the preset, e.g. "paper", "small", "reference_code".
 
     Returns:
-        dict.
+        dict (TCNLM: ``{"model", "data", "training"}``; the others flat).
     """
     table = _table(family)
     if name not in table:

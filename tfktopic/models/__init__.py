@@ -1,5 +1,6 @@
 """Models following the contract of DESIGN.md §3 (dict batch in, logits out)."""
 
+from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.lstm_lm import LSTMLanguageModel, ResetStates
 from tfktopic.models.lda_lstm import LDALSTMLanguageModel, LDATopicInference, fit_lda
 from tfktopic.models.rgbn import RGBNRNN, hierarchy_to_dot, topic_hierarchy

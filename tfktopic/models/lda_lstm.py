@@ -49,40 +49,15 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.models import lda_lstm_presets
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 
 __all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus", "PRESETS"]
 
-#: Hyperparameters of the LDA+LSTM baseline. "paper" follows the small models of
-#: Lau et al. 2017 / TCNLM Table 2 (1 layer of 600, embeddings 300, LDA with
-#: 50/100/150 topics, Adam 1e-3, batch 64, sequence length 30, context 300).
-PRESETS = {
-    "paper": {
-        "num_topics": 50,          # TCNLM Table 2 columns: 50 / 100 / 150
-        "embedding_dim": 300,      # TDLM e = 300
-        "hidden_dim": 600,         # TCNLM / TDLM "small": 1 x 600
-        "num_layers": 1,
-        "dropout": 0.4,            # TDLM lm_keep_prob 0.6
-        "lda_passes": 20,          # not stated in the papers
-        "lda_iterations": 50,      # gensim's default E-step budget
-        "learning_rate": 1e-3,     # TDLM
-        "clipnorm": 5.0,           # TDLM max_grad_norm
-        "batch_size": 64,
-        "max_len": 30,
-        "context_len": 300,
-        "epochs": 10,              # TDLM epoch_size (paper)
-    },
-    "large": {                     # TCNLM Table 2 "large": 2 x 900
-        "num_topics": 50, "embedding_dim": 300, "hidden_dim": 900, "num_layers": 2,
-        "dropout": 0.4, "lda_passes": 20, "lda_iterations": 50, "learning_rate": 1e-3,
-        "clipnorm": 5.0, "batch_size": 64, "max_len": 30, "context_len": 300, "epochs": 10,
-    },
-    "small": {                     # CPU-sized, for tests and quick benchmarks
-        "num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
-        "dropout": 0.0, "lda_passes": 5, "lda_iterations": 50, "learning_rate": 3e-3,
-        "clipnorm": 5.0, "batch_size": 64, "max_len": 30, "context_len": 300, "epochs": 5,
-    },
-}
+#: The presets of `tfktopic.models.lda_lstm_presets`, each flattened into one dict
+#: (the layout ``tfktopic.runs`` reads).
+PRESETS = {name: {**entry["model"], **entry["data"], **entry["training"]}
+           for name, entry in lda_lstm_presets.PRESETS.items()}
 
 
 def lda_bow_corpus(documents, topic_vocab):
@@ -286,22 +261,6 @@ class LDATopicInference(keras.layers.Layer):
                 "gamma_threshold": self.gamma_threshold}
 
 
-def _topic_words(distribution, top_n, vocabulary):
-    """Top-n ids (or words) per row of a [K, V] topic-word matrix."""
-    if int(top_n) < 1:
-        raise ValueError(f"top_n must be >= 1, got {top_n}")
-    top_n = min(int(top_n), distribution.shape[1])
-    # Stable sort on the negated weights: ties keep the lower (more frequent) id first.
-    ids = np.argsort(-distribution, axis=1, kind="stable")[:, :top_n].astype(np.int64)
-    if vocabulary is None:
-        return ids
-    words = vocabulary.words if hasattr(vocabulary, "words") else list(vocabulary)
-    if len(words) != distribution.shape[1]:
-        raise ValueError(f"vocabulary has {len(words)} words but the topics cover "
-                         f"{distribution.shape[1]}")
-    return [[words[i] for i in row] for row in ids]
-
-
 @keras.saving.register_keras_serializable(package="tfktopic")
 class LDALSTMLanguageModel(LSTMLanguageModel):
     """LSTM LM whose softmax sees LDA topic proportions of the context (LDA+LSTM).
@@ -354,13 +313,12 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
             self.num_topics, self.topic_vocab_size, iterations=self.lda_iterations,
             gamma_threshold=self.gamma_threshold, lda=lda, name="lda")
 
-    def topic_proportions(self, context_bow):
+    has_topics = True
+    presets = lda_lstm_presets.PRESETS
+
+    def topic_proportions(self, bow):
         """theta [B, K] of a batch of context bags of words (the LDA E-step)."""
-        bow = ops.convert_to_tensor(context_bow)
-        if bow.shape[-1] is not None and bow.shape[-1] != self.topic_vocab_size:
-            raise ValueError(f"context_bow has width {bow.shape[-1]}, but the model was built "
-                             f"for topic_vocab_size={self.topic_vocab_size}")
-        return self.topic_inference(bow)
+        return self.topic_inference(self._check_bow_width(bow, self.topic_vocab_size))
 
     def call(self, inputs, training=False):
         if not isinstance(inputs, dict) or "context_bow" not in inputs:
@@ -375,17 +333,10 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         theta = ops.expand_dims(ops.cast(theta, x.dtype), 1) + ops.zeros_like(x[..., :1])
         return self.softmax(ops.concatenate([x, theta], axis=-1))
 
-    def topics(self, top_n=10, vocabulary=None):
-        """Top words of each LDA topic (by lambda / sum(lambda), gensim's `get_topics`).
-
-        Args:
-            top_n: words per topic.
-            vocabulary: optional `TopicVocabulary` or list of topic words.
-
-        Returns:
-            int array [K, top_n] of topic-vocabulary ids, or K lists of words.
-        """
-        return _topic_words(self.topic_inference.topic_word_distribution(), top_n, vocabulary)
+    def topic_word_matrix(self):
+        """beta [K, V_c]: each LDA topic's expected word distribution lambda / sum(lambda)
+        (gensim's `get_topics`); `topics()` ranks its rows."""
+        return self.topic_inference.topic_word_distribution()
 
     def get_config(self):
         config = super().get_config()

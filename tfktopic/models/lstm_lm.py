@@ -9,16 +9,16 @@
   none of the published topic-guided LMs beats this baseline.
 
 Both follow the model contract of DESIGN.md §3: a dict batch in, next-token
-logits out, and `train_step` / `test_step` reporting ``loss``, ``nll`` (mean
-per predicted token) and ``ppl``.
+logits out; `train_step` / `test_step` (`tfktopic.models.base`) report
+``loss``, ``nll`` (mean per predicted token) and ``ppl``.
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
-from tfktopic.distribute import global_logs, replica_mean, replica_share
-from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic.models import lstm_presets
+from tfktopic.models.base import TopicLanguageModel
 
 __all__ = ["LSTMLanguageModel", "ResetStates", "CELLS"]
 
@@ -26,7 +26,7 @@ CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "rnn": keras.layers
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class LSTMLanguageModel(keras.Model):
+class LSTMLanguageModel(TopicLanguageModel):
     """A stacked LSTM language model trained on the masked token NLL.
 
     Args:
@@ -55,6 +55,8 @@ class LSTMLanguageModel(keras.Model):
     >>> model.fit(sentence_dataset(train_examples), epochs=5)           # doctest: +SKIP
     """
 
+    presets = lstm_presets.PRESETS
+
     def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
                  document_level=False, embeddings=None, cell="lstm", stateful=False, **kwargs):
         super().__init__(**kwargs)
@@ -77,6 +79,8 @@ class LSTMLanguageModel(keras.Model):
         self.num_layers = int(num_layers)
         self.dropout = float(dropout)
         self.document_level = bool(document_level)
+        # The document-level baseline takes document chunks [B, J, T] (the trait).
+        self.chunked = self.document_level
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, mask_zero=self.document_level,
             weights=None if embeddings is None else [embeddings], name="embedding")
@@ -85,8 +89,6 @@ class LSTMLanguageModel(keras.Model):
                       for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.perplexity = Perplexity(name="ppl")
 
     def call(self, inputs, training=False):
         tokens = inputs["tokens"] if isinstance(inputs, dict) else inputs
@@ -101,39 +103,17 @@ class LSTMLanguageModel(keras.Model):
             logits = ops.reshape(logits, (shape[0], shape[1], shape[2], self.vocab_size))
         return logits
 
-    def _objective(self, data, training):
+    def objective(self, data, training=False):
+        """The mean token NLL of a batch (`TopicLanguageModel`'s contract).
+
+        Returns:
+            dict: ``loss`` = nll_sum / num_tokens, ``units`` = num_tokens,
+            ``nll_sum``, ``num_tokens``.
+        """
         logits = self(data, training=training)
         nll_sum, num_tokens = masked_token_nll(data["targets"], logits, data["mask"])
-        nll = nll_sum / ops.maximum(num_tokens, 1.0)
-        loss = nll + sum(self.losses) if self.losses else nll
-        return loss, nll_sum, num_tokens
-
-    def _report(self, loss, nll_sum, num_tokens):
-        # Under a distribution strategy: the global-batch loss and logs.
-        self.loss_tracker.update_state(replica_mean(loss, num_tokens))
-        self.perplexity.update_from_sums(nll_sum, num_tokens)
-        return global_logs(self.metrics, lambda: {
-            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-            "ppl": self.perplexity.result()})
-
-    def train_step(self, data):
-        with tf.GradientTape() as tape:
-            loss, nll_sum, num_tokens = self._objective(data, training=True)
-            # A hand-written per-token mean is not rescaled by Keras under a
-            # distribution strategy: weight it by this replica's share of the
-            # global batch's tokens, so the summed gradients are the global ones.
-            scaled = loss * replica_share(num_tokens)
-            scaled = self.optimizer.scale_loss(scaled)
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
-        return self._report(loss, nll_sum, num_tokens)
-
-    def test_step(self, data):
-        return self._report(*self._objective(data, training=False))
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.perplexity]
+        return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
+                "nll_sum": nll_sum, "num_tokens": num_tokens}
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size,

@@ -52,92 +52,25 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from tfktopic.distribute import global_logs, replica_mean, replica_share
-from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.topic_decoder import NeuralTopicModel, topic_diversity
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
-from tfktopic.models.decoding import GENERATION_METHODS, next_tokens
+from tfktopic.models import tcnlm_presets
+from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.decoding import GENERATION_METHODS
 
 __all__ = ["TCNLM", "PRESETS", "MIXTURES", "GENERATION_METHODS"]
 
 MIXTURES = ("factorized", "moe")
-_PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
 
-_PAPER_DATA = {
-    # TDLM preprocessing, which TCNLM follows (reference §2.2-2.3, Table 1).
-    "min_count": 10,                 # LM vocabulary: types seen >= 10 times
-    "stopwords": "mallet_en.txt",    # topic vocabulary: minus Mallet's stop list,
-    "max_freq_fraction": 0.001,      # the top 0.1 % most frequent types,
-    "min_doc_freq": 100,             # and words in < 100 documents (TCNLM §4) of the
-    "min_doc_freq_reference_docs": 50000,   # 50K APNEWS training documents (scale for fewer)
-    "max_len": 30,                   # LM sequence length
-    "context_len": 300,              # context words per sentence
-    "train_protocol": "all_other",   # training context: the rest of the document
-}
-_PAPER_TRAINING = {
-    # "Adam, NTM and NLM trained jointly" (TCNLM §4); the rest is not given by the paper:
-    # TDLM's values (reference §1.7, §2.8).
-    "optimizer": "adam",
-    "learning_rate": 1e-3,
-    "batch_size": 64,
-    "epochs": 10,                    # with early stopping on the validation perplexity
-    "clipnorm": 5.0,
-}
-
-PRESETS = {
-    # TCNLM "small" (§4, Table 2): 1-layer LSTM of 600 units, dropout 0.4, lambda 0.1,
-    # NTM encoder 2 x 256 ReLU; 50 / 100 / 150 topics in Table 2 (APNEWS: 52.75 / 52.63 /
-    # 52.59). n_x = 300 and n_f = n_h are our choices (reference §1.7).
-    "paper": {
-        "model": {"num_topics": 50, "embedding_dim": 300, "hidden_dim": 600, "num_layers": 1,
-                  "factor_dim": 600, "ntm_units": (256, 256), "diversity_weight": 0.1,
-                  "mixture": "factorized", "dropout": 0.4},
-        "data": dict(_PAPER_DATA),
-        "training": dict(_PAPER_TRAINING),
-    },
-    # TCNLM "large" (Table 2): 2 layers of 900 units, both topic-compositional
-    # (APNEWS 50 topics: 48.07).
-    "paper_large": {
-        "model": {"num_topics": 50, "embedding_dim": 300, "hidden_dim": 900, "num_layers": 2,
-                  "factor_dim": 900, "ntm_units": (256, 256), "diversity_weight": 0.1,
-                  "mixture": "factorized", "dropout": 0.4},
-        "data": dict(_PAPER_DATA),
-        "training": dict(_PAPER_TRAINING),
-    },
-    # Table 6: 30 topics, a 1-layer LSTM of 100 units (APNEWS: basic LSTM 101.62,
-    # naive MoE 85.87, TCNLM 82.67).
-    "paper_table6": {
-        "model": {"num_topics": 30, "embedding_dim": 300, "hidden_dim": 100, "num_layers": 1,
-                  "factor_dim": 100, "ntm_units": (256, 256), "diversity_weight": 0.1,
-                  "mixture": "factorized", "dropout": 0.4},
-        "data": dict(_PAPER_DATA),
-        "training": dict(_PAPER_TRAINING),
-    },
-    "paper_table6_moe": {
-        "model": {"num_topics": 30, "embedding_dim": 300, "hidden_dim": 100, "num_layers": 1,
-                  "ntm_units": (256, 256), "diversity_weight": 0.1, "mixture": "moe",
-                  "dropout": 0.4},
-        "data": dict(_PAPER_DATA),
-        "training": dict(_PAPER_TRAINING),
-    },
-    # Not from the paper: trains in about 1-2 minutes on 2 CPU cores on the Lee corpus
-    # (gensim's 300 news documents; 80/10/10 split by document) -- the README's demo.
-    # 0.5 % of Lee's ~7.4K raw types are dropped from the topic vocabulary as too frequent
-    # ("said", "says", "mr"; the papers' 0.1 % assumes a 30K+ type corpus).
-    "small": {
-        "model": {"num_topics": 10, "embedding_dim": 64, "hidden_dim": 128, "num_layers": 1,
-                  "factor_dim": 128, "ntm_units": (64, 64), "diversity_weight": 0.1,
-                  "mixture": "factorized", "dropout": 0.4},
-        "data": {"min_count": 3, "stopwords": "gensim", "max_freq_fraction": 0.005,
-                 "min_doc_freq": 2, "max_len": 30, "context_len": 300,
-                 "train_protocol": "all_other"},
-        "training": {"optimizer": "adam", "learning_rate": 1e-2, "batch_size": 64,
-                     "epochs": 10, "clipnorm": 5.0},
-    },
-}
-PRESETS["paper_small"] = PRESETS["paper"]   # alias: the paper's "small" model
-PRESETS["demo"] = PRESETS["small"]          # alias: the README demo
+#: The presets of `tfktopic.models.tcnlm_presets` in the nested layout the scripts read
+#: (the data rule's corpus size as ``data["min_doc_freq_reference_docs"]``).
+PRESETS = {name: {"model": dict(entry["model"]), "training": dict(entry["training"]),
+                  "data": {**entry["data"], **({"min_doc_freq_reference_docs":
+                                                entry["reference_documents"]}
+                                               if entry.get("reference_documents") else {})}}
+           for name, entry in tcnlm_presets.PRESETS.items()}
 
 
 def _positive_int(name, value):
@@ -147,7 +80,7 @@ def _positive_int(name, value):
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class TCNLM(keras.Model):
+class TCNLM(TopicLanguageModel):
     """Topic Compositional Neural Language Model (Wang et al., AISTATS 2018).
 
     Args:
@@ -179,9 +112,14 @@ class TCNLM(keras.Model):
     >>> model.compile(optimizer=keras.optimizers.Adam(1e-2, clipnorm=5.0))  # doctest: +SKIP
     >>> model.fit(sentence_dataset(train_examples), epochs=10)             # doctest: +SKIP
     >>> model.topics(10, topic_vocab)                                      # doctest: +SKIP
-    >>> ids = model.generate(3, topic=2, method="top_k", seed=0)           # doctest: +SKIP
-    >>> [" ".join(lm_vocab.decode(row, strip_special=True)) for row in ids]  # doctest: +SKIP
+    >>> model.generate(3, topic=2, method="top_k", seed=0,
+    ...                tokenizer=Tokenizer(lm_vocab, topic_vocab))         # doctest: +SKIP
     """
+
+    has_topics = True
+    generates = True
+    reported_terms = ("kl", "tm_nll", "diversity")
+    presets = tcnlm_presets.PRESETS
 
     def __init__(self, vocab_size, topic_vocab_size, num_topics=50, embedding_dim=300,
                  hidden_dim=600, num_layers=1, factor_dim=None, ntm_units=(256, 256),
@@ -239,29 +177,9 @@ class TCNLM(keras.Model):
                          for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
-
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.perplexity = Perplexity(name="ppl")
-        self.kl_tracker = keras.metrics.Mean(name="kl")
-        self.topic_perplexity = Perplexity(name="tm_ppl")
-        self.diversity_tracker = keras.metrics.Mean(name="diversity")
-        self._step_function = None
         # `train_step` calls the NTM and the LM directly (not `self(...)`), so Keras
         # would never mark the model built; every size is known, so build here.
         self.build()
-
-    @classmethod
-    def from_preset(cls, name, vocab_size, topic_vocab_size, **overrides):
-        """A model with the hyperparameters of ``PRESETS[name]["model"]``.
-
-        Args:
-            name: a key of `PRESETS` ("paper", "paper_large", "small", ...).
-            vocab_size, topic_vocab_size: the vocabulary sizes.
-            **overrides: constructor arguments replacing the preset's.
-        """
-        if name not in PRESETS:
-            raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
-        return cls(vocab_size, topic_vocab_size, **{**PRESETS[name]["model"], **overrides})
 
     def build(self, input_shape=None):
         # Every size is known from the constructor: all weights exist after __init__ (so
@@ -312,10 +230,10 @@ class TCNLM(keras.Model):
         log_t = ops.log(ops.maximum(t, 1e-30))[:, None, :, None]
         return ops.logsumexp(ops.log_softmax(logits, axis=-1) + log_t, axis=2), new_states
 
-    def infer_topics(self, context_bow):
+    def topic_proportions(self, bow):
         """Topic proportions t from the posterior mean of q(theta | d), float [B, K]."""
-        context_bow = ops.convert_to_tensor(context_bow, self.compute_dtype)
-        return self.topic_model(context_bow, training=False)[0]
+        bow = ops.cast(self._check_bow_width(bow, self.topic_vocab_size), self.compute_dtype)
+        return self.topic_model(bow, training=False)[0]
 
     def _inputs(self, inputs):
         if not isinstance(inputs, dict) or "tokens" not in inputs or "context_bow" not in inputs:
@@ -336,55 +254,34 @@ class TCNLM(keras.Model):
 
     # -- objective (see the module docstring for the scaling) --------------------------------
 
-    def _objective(self, data, training):
+    def objective(self, data, training=False):
+        """The terms of eq. (18) over a batch (`TopicLanguageModel`'s contract).
+
+        Returns:
+            dict: ``loss`` = (nll_sum + tm_nll_sum + sum(kl)) / num_tokens -
+            lambda R, ``units`` = num_tokens, ``nll_sum`` and ``num_tokens`` of
+            the LM, ``kl`` [B] per sentence, ``tm_nll_sum`` and ``tm_words`` of
+            the NTM on the contexts, ``diversity`` R, and ``report`` (kl per
+            sentence, tm_nll per context word, diversity).
+        """
         predictions, kl, tm_log_likelihood, bow = self._forward(data, training)
         nll_sum, num_tokens = masked_token_nll(data["targets"], predictions, data["mask"],
                                                from_logits=self.mixture == "factorized")
         tm_nll_sum = -ops.sum(ops.cast(tm_log_likelihood, "float32"))
+        tm_words = ops.sum(ops.cast(bow, "float32"))
         kl = ops.cast(kl, "float32")
         diversity = ops.cast(topic_diversity(self.topic_model.decoder.beta()), "float32")
         elbo_terms = nll_sum + tm_nll_sum + ops.sum(kl)
+        # The diversity term is equal on all replicas: under a strategy it is
+        # counted once, as replica_share weights sum to one.
         loss = elbo_terms / ops.maximum(num_tokens, 1.0) - self.diversity_weight * diversity
-        if self.losses:
-            loss = loss + sum(self.losses)
-        stats = {"nll_sum": nll_sum, "num_tokens": num_tokens, "kl": kl,
-                 "tm_nll_sum": tm_nll_sum, "tm_words": ops.sum(ops.cast(bow, "float32")),
-                 "diversity": diversity}
-        return loss, stats
-
-    def _report(self, loss, stats):
-        # Under a distribution strategy: the global-batch loss and logs.
-        self.loss_tracker.update_state(replica_mean(loss, stats["num_tokens"]))
-        self.perplexity.update_from_sums(stats["nll_sum"], stats["num_tokens"])
-        self.kl_tracker.update_state(stats["kl"])
-        self.topic_perplexity.update_from_sums(stats["tm_nll_sum"], stats["tm_words"])
-        self.diversity_tracker.update_state(stats["diversity"])
-        return global_logs(self.metrics, lambda: {
-            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-            "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
-            "tm_nll": self.topic_perplexity.nll(),
-            "diversity": self.diversity_tracker.result()})
-
-    def train_step(self, data):
-        with tf.GradientTape() as tape:
-            loss, stats = self._objective(data, training=True)
-            # A hand-written per-token mean is not rescaled by Keras under a
-            # distribution strategy: weight it by this replica's share of the
-            # global batch's tokens, so the summed gradients are the global ones
-            # (the diversity term, equal on all replicas, is counted once).
-            scaled = loss * replica_share(stats["num_tokens"])
-            scaled = self.optimizer.scale_loss(scaled)
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
-        return self._report(loss, stats)
-
-    def test_step(self, data):
-        return self._report(*self._objective(data, training=False))
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.perplexity, self.kl_tracker, self.topic_perplexity,
-                self.diversity_tracker]
+        sentences = ops.cast(ops.shape(kl)[0], "float32")
+        return {"loss": loss, "units": num_tokens, "nll_sum": nll_sum, "num_tokens": num_tokens,
+                "kl": kl, "tm_nll_sum": tm_nll_sum, "tm_words": tm_words,
+                "diversity": diversity,
+                "report": {"kl": (ops.divide_no_nan(ops.sum(kl), sentences), sentences),
+                           "tm_nll": (ops.divide_no_nan(tm_nll_sum, tm_words), tm_words),
+                           "diversity": (diversity, 1.0)}}
 
     # -- topics and generation ---------------------------------------------------------------
 
@@ -392,29 +289,9 @@ class TCNLM(keras.Model):
         """The topic-word distributions, numpy [K, topic_vocab_size] (rows sum to 1)."""
         return np.asarray(self.topic_model.decoder.beta())
 
-    def topics(self, top_n=10, vocabulary=None):
-        """The top words of every topic (rows of beta).
-
-        Args:
-            top_n: words per topic.
-            vocabulary: optional `TopicVocabulary` (or list of topic words).
-
-        Returns:
-            int array [K, top_n] of topic-vocabulary ids, or a list of K word
-            lists when `vocabulary` is given.
-        """
-        top_n = _positive_int("top_n", top_n)
-        if top_n > self.topic_vocab_size:
-            raise ValueError(f"top_n must be <= topic_vocab_size={self.topic_vocab_size}, "
-                             f"got {top_n}")
-        ids = np.argsort(-self.beta(), axis=1, kind="stable")[:, :top_n]
-        if vocabulary is None:
-            return ids
-        words = list(getattr(vocabulary, "words", vocabulary))
-        if len(words) != self.topic_vocab_size:
-            raise ValueError(f"vocabulary has {len(words)} words but the model's topic "
-                             f"vocabulary has {self.topic_vocab_size}")
-        return [[words[i] for i in row] for row in ids]
+    def topic_word_matrix(self):
+        """beta [K, topic_vocab_size] (`beta`); `topics()` ranks its rows."""
+        return self.beta()
 
     def _generation_topics(self, num_sentences, topic, context_bow, seed):
         if topic is not None and context_bow is not None:
@@ -428,7 +305,7 @@ class TCNLM(keras.Model):
                 raise ValueError(f"context_bow must have shape [topic_vocab_size="
                                  f"{self.topic_vocab_size}] or [num_sentences, topic_vocab_size], "
                                  f"got {bow.shape}")
-            t = np.asarray(self.infer_topics(bow))
+            t = np.asarray(self.topic_proportions(bow))
         elif topic is None:
             # Unconditional: theta from the prior N(0, I), t = softmax(W theta + b).
             t = np.asarray(self.topic_model.prior_topic_proportions(
@@ -448,72 +325,34 @@ class TCNLM(keras.Model):
             t = t / t.sum(axis=1, keepdims=True)
         return np.broadcast_to(t, (num_sentences, K)).astype(np.float32)
 
-    def _zero_states(self, batch):
-        shape = (batch, self.hidden_dim) if self.mixture == "factorized" else \
-            (self.num_topics, batch, self.hidden_dim)
-        return [[tf.zeros(shape, self.compute_dtype)] * 2 for _ in range(self.num_layers)]
-
-    def _next_log_probs(self, tokens, t, states):
-        if self._step_function is None:
-            def step(tokens, t, states):
-                predictions, states = self.language_model(tokens[:, None], t, states=states)
-                return ops.log_softmax(predictions[:, 0], axis=-1), states
-
-            self._step_function = tf.function(step, reduce_retracing=True)
-        return self._step_function(tf.constant(tokens, tf.int32), tf.constant(t), states)
-
-    def generate(self, num_sentences=1, max_len=30, topic=None, context_bow=None,
-                 method="greedy", temperature=1.0, top_k=10, seed=None, allow_unk=True):
-        """Generate sentences from ``<bos>``, conditioned on topics.
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None):
+        """Topic proportions t of each sentence for `generate`.
 
         Args:
-            num_sentences: number of sentences.
-            max_len: maximum tokens per sentence (``<eos>`` included).
-            topic: None (t from the prior: theta ~ N(0, I)), an int k (a single
-                topic, t = one-hot e_k: "use only the k-th factor of W_b and
-                U_b", TCNLM §4.3), or nonnegative weights [K] / [N, K] for a
-                mixture of topics (normalised to sum to 1).
+            num_sentences: N.
+            topic: None (t from the prior: theta ~ N(0, I), drawn with `seed`),
+                an int k (a single topic, t = one-hot e_k: "use only the k-th
+                factor of W_b and U_b", TCNLM §4.3), or nonnegative weights [K] /
+                [N, K] for a mixture of topics (normalised to sum to 1).
             context_bow: instead of `topic`, a context bag of words [D] or
                 [N, D]; t is its posterior mean.
-            method: "greedy" (argmax), "sample" (softmax with temperature) or
-                "top_k" (sample among the `top_k` most likely tokens).
-            temperature: divides the log-probabilities before sampling (> 0).
-            top_k: candidates of "top_k".
-            seed: seed of the sampling (and of the prior draw).
-            allow_unk: False never generates ``<unk>`` (id 3).
+            seed: seed of the prior draw.
 
         Returns:
-            int32 array [num_sentences, max_len] of LM ids; after the first
-            ``<eos>`` a row holds ``<pad>`` (0), so
-            ``lm_vocab.decode(row, strip_special=True)`` gives the words.
-            ``<pad>`` and ``<bos>`` are never generated.
+            float [N, K] tensor (rows on the simplex).
         """
-        num_sentences = _positive_int("num_sentences", num_sentences)
-        max_len = _positive_int("max_len", max_len)
-        if method not in GENERATION_METHODS:
-            raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
-        if not float(temperature) > 0.0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        top_k = _positive_int("top_k", top_k)
-        t = self._generation_topics(num_sentences, topic, context_bow, seed)
-        rng = np.random.default_rng(seed)
-        banned = [_PAD, _BOS] if allow_unk else [_PAD, _BOS, _UNK]
-        out = np.zeros((num_sentences, max_len), np.int32)
-        done = np.zeros(num_sentences, bool)
-        tokens = np.full(num_sentences, _BOS, np.int32)
-        states = self._zero_states(num_sentences)
-        for step in range(max_len):
-            log_probs, states = self._next_log_probs(tokens, t, states)
-            log_probs = np.asarray(log_probs, np.float64)
-            log_probs[:, banned] = -np.inf
-            chosen = next_tokens(log_probs, method, temperature, top_k, rng)
-            chosen[done] = _PAD
-            out[:, step] = chosen
-            done |= chosen == _EOS
-            if done.all():
-                break
-            tokens = np.where(done, _EOS, chosen).astype(np.int32)
-        return out
+        return tf.constant(self._generation_topics(num_sentences, topic, context_bow, seed),
+                           self.compute_dtype)
+
+    def initial_generation_state(self, num_sentences):
+        shape = (num_sentences, self.hidden_dim) if self.mixture == "factorized" else \
+            (self.num_topics, num_sentences, self.hidden_dim)
+        return [[tf.zeros(shape, self.compute_dtype)] * 2 for _ in range(self.num_layers)]
+
+    def generation_step(self, token, state, conditioning):
+        """log p(next token | previous token, state, t) via `language_model`."""
+        predictions, state = self.language_model(token[:, None], conditioning, states=state)
+        return ops.log_softmax(predictions[:, 0], axis=-1), state
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size,

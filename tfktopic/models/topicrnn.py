@@ -41,7 +41,6 @@ J windows are laid end to end and the RNN state is carried across them
 (padding steps are masked), one theta per window from its own context.
 """
 
-import inspect
 import warnings
 
 import keras
@@ -50,11 +49,12 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from keras import ops
 
-from tfktopic.distribute import global_logs, replica_share
-from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
-from tfktopic.models.decoding import GENERATION_METHODS, next_tokens
+from tfktopic.models import topicrnn_presets
+from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.decoding import GENERATION_METHODS
 
 __all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier"]
 
@@ -62,58 +62,10 @@ tfd = tfp.distributions
 
 CELLS = {"rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
-# Setups of Dieng et al. (2017), reference §B7. Flat dicts: constructor
-# arguments of `TopicRNN` (picked by `TopicRNN.from_preset`) plus data and
-# training hyperparameters read by the scripts. The paper does not give the
-# batch size, learning rate or BPTT length for PTB: ours are marked "ours".
-_PTB = {
-    "dataset": "ptb",
-    "sentences_per_document": 10,   # §4.1: documents = blocks of 10 sentences (Mikolov & Zweig)
-    "min_count": 1,                 # PTB is already <unk>-ed to 10k types
-    "stopwords": "mallet",          # the paper's 449-word list is not published (§B7)
-    "max_freq_fraction": 0.0,       # §4.1: only stop words are removed from X_c
-    "num_layers": 1,                # §4.1: "1 layer for the RNN ... in all word prediction experiments"
-    "encoder_units": (200, 200),    # §4.1: inference MLP, 2 hidden layers x 200 ReLU
-    "variant": "paper",
-    "dropout": 0.0,                 # §4.1: no dropout
-    "optimizer": "adam",            # §4.1
-    "learning_rate": 1e-3,          # ours (not given)
-    "batch_size": 64,               # ours (not given)
-    "max_len": 30,                  # ours: sentence windows of <= 30 predicted tokens
-    "context_len": 300,
-    "epochs": 15,                   # §4.1: at most 15 epochs, early stopping on validation
-    "early_stopping_patience": 2,   # ours
-}
-
-PRESETS = {
-    # Table 2, 10 neurons: K = 18 topics.
-    "ptb_10": {**_PTB, "hidden_dim": 10, "num_topics": 18, "cell": "rnn"},
-    # Table 2, 100 neurons: K = 50 (also Table 1's topics: 100 neurons, 50 topics).
-    "ptb_100": {**_PTB, "hidden_dim": 100, "num_topics": 50, "cell": "rnn"},
-    # Table 2, 300 neurons: K = 50.
-    "ptb_300": {**_PTB, "hidden_dim": 300, "num_topics": 50, "cell": "rnn"},
-    # The default paper setup: PTB, 100 neurons, 50 topics (Tables 1-2).
-    "paper": {**_PTB, "hidden_dim": 100, "num_topics": 50, "cell": "rnn"},
-    # §4.2 IMDB sentiment: vocabulary 5,000, stop words removed from X_c,
-    # inference net 2 x 500, RNN 2 x 300, 200 topics, no dropout, 13 epochs;
-    # features [mu(X_c), h_T] -> 50 sigmoid units -> sigmoid. Reviews are one
-    # sequence truncated at 400 tokens (Walter1218's max_seqlen; ours).
-    "imdb": {
-        "dataset": "imdb", "max_size": 5000, "min_count": 1, "stopwords": "mallet",
-        "max_freq_fraction": 0.0, "hidden_dim": 300, "num_layers": 2, "num_topics": 200,
-        "encoder_units": (500, 500), "cell": "rnn", "variant": "paper", "dropout": 0.0,
-        "optimizer": "adam", "learning_rate": 3e-4, "batch_size": 32, "max_len": 400,
-        "epochs": 13, "classifier_units": 50, "classifier_epochs": 100,
-    },
-    # A small setup that trains in a minute on 2 CPU cores (tests, demos).
-    "small": {
-        "dataset": "lee", "min_count": 3, "stopwords": "gensim", "max_freq_fraction": 0.001,
-        "hidden_dim": 32, "num_topics": 8, "encoder_units": (64,), "cell": "lstm",
-        "num_layers": 1, "variant": "paper", "dropout": 0.0, "optimizer": "adam",
-        "learning_rate": 3e-3, "batch_size": 64, "max_len": 30, "context_len": 300,
-        "epochs": 8,
-    },
-}
+#: The presets of `tfktopic.models.topicrnn_presets`, each flattened into one dict
+#: (data, model and training keys together): the layout the scripts read.
+PRESETS = {name: {**entry["data"], **entry["model"], **entry["training"]}
+           for name, entry in topicrnn_presets.PRESETS.items()}
 
 
 def _positive_int(name, value):
@@ -127,7 +79,7 @@ def _positive_int(name, value):
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class TopicRNN(keras.Model):
+class TopicRNN(TopicLanguageModel):
     """TopicRNN language model (``cell="rnn"``), TopicLSTM or TopicGRU.
 
     Args:
@@ -163,6 +115,11 @@ class TopicRNN(keras.Model):
     >>> evaluate_perplexity(model, sentence_dataset(test_preceding, shuffle=False),
     ...                     protocol="preceding")                        # doctest: +SKIP
     """
+
+    has_topics = True
+    generates = True
+    reported_terms = ("token_nll", "stop_nll", "kl")
+    presets = topicrnn_presets.PRESETS
 
     def __init__(self, vocab_size, lm_to_topic, num_topics=50, hidden_dim=200, embedding_dim=None,
                  cell="lstm", num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
@@ -206,6 +163,8 @@ class TopicRNN(keras.Model):
             tokens_per_document)
         self.seed = seed
         self.num_content = int((self.lm_to_topic >= 0).sum())
+        #: V_c, the width of ``context_bow`` (the name every topic model shares).
+        self.topic_vocab_size = self.num_content
 
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
@@ -219,11 +178,6 @@ class TopicRNN(keras.Model):
                                             name="encoder")
         self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
                                  variant=variant, name="stopword_gate")
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.perplexity = Perplexity(name="ppl")
-        self.token_nll_tracker = keras.metrics.Mean(name="token_nll")
-        self.stop_nll_tracker = keras.metrics.Mean(name="stop_nll")
-        self.kl_tracker = keras.metrics.Mean(name="kl")
         self.build()
 
     def build(self, input_shape=None):
@@ -238,16 +192,6 @@ class TopicRNN(keras.Model):
         self.encoder.build((None, self.num_content))
         self.gate.build(shape, (None, self.num_topics))
         self.built = True
-
-    @classmethod
-    def from_preset(cls, name, vocab_size, lm_to_topic, **overrides):
-        """Build a model from `PRESETS[name]` (constructor keys only) and overrides."""
-        if name not in PRESETS:
-            raise ValueError(f"name must be one of {tuple(PRESETS)}, got {name!r}")
-        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
-        kwargs = {k: v for k, v in PRESETS[name].items() if k in accepted}
-        kwargs.update(overrides)
-        return cls(vocab_size, lm_to_topic, **kwargs)
 
     # ----------------------------------------------------------------- forward
     def hidden_states(self, tokens, training=False):
@@ -270,17 +214,15 @@ class TopicRNN(keras.Model):
             x = ops.reshape(x, (shape[0], shape[1], shape[2], self.hidden_dim))
         return x
 
-    def _check_context(self, context_bow):
-        width = context_bow.shape[-1]
-        if width is not None and width != self.num_content:
-            raise ValueError(f"context_bow has {width} columns but the topic vocabulary of "
-                             f"lm_to_topic has {self.num_content} words")
-
-    def infer_topics(self, context_bow, training=False):
+    def topic_posterior(self, context_bow, training=False):
         """q(theta | X_c): (theta, mean, log_std), theta sampled when training."""
-        context_bow = ops.convert_to_tensor(context_bow, "float32")
-        self._check_context(context_bow)
-        return self.encoder(context_bow, training=training)
+        return self.encoder(self._check_bow_width(context_bow, self.num_content),
+                            training=training)
+
+    def topic_proportions(self, bow):
+        """theta at the mean of q(theta | X_c), float [B, K] (an unconstrained
+        Gaussian vector: TopicRNN's theta is not on the simplex)."""
+        return self.topic_posterior(bow, training=False)[1]
 
     def call(self, inputs, training=False):
         """Marginal log-probabilities log p(y_t | y_<t, theta) [..., T, C] (§3, eq. of §B6).
@@ -288,7 +230,7 @@ class TopicRNN(keras.Model):
         theta is the mean of q (a sample when training) of ``context_bow``.
         """
         hidden = self.hidden_states(inputs["tokens"], training=training)
-        theta, _, _ = self.infer_topics(inputs["context_bow"], training=training)
+        theta, _, _ = self.topic_posterior(inputs["context_bow"], training=training)
         return self.gate(hidden, theta)["log_probs"]
 
     # --------------------------------------------------------------- objective
@@ -320,11 +262,17 @@ class TopicRNN(keras.Model):
             l_t, theta) with the observed l_t), ``stop_nll`` (-sum log
             p(l_t | h_t)), ``kl`` (sum over windows of (n_w / N_w) KL_w),
             ``num_tokens``, and, when not training, ``marginal_nll``
-            (-sum log p(y_t | h_t, theta) with l_t marginalised).
+            (-sum log p(y_t | h_t, theta) with l_t marginalised); and the
+            `TopicLanguageModel` contract: ``loss`` = (token_nll + stop_nll +
+            kl) / num_tokens, the negative ELBO per token, ``units`` =
+            num_tokens, ``nll_sum`` (training: the joint token_nll + stop_nll,
+            for "disjoint" the marginal, for "paper" an upper bound of it;
+            evaluation: marginal_nll, what `evaluate_perplexity` computes) and
+            ``report`` (token_nll, stop_nll and kl per token).
         """
         targets, mask = data["targets"], ops.cast(data["mask"], "float32")
         hidden = self.hidden_states(data["tokens"], training=training)
-        theta, mean, log_std = self.infer_topics(data["context_bow"], training=training)
+        theta, mean, log_std = self.topic_posterior(data["context_bow"], training=training)
         stop = self.gate.stop_indicator(targets)
         outputs = self.gate(hidden, theta, stop_indicator=stop, marginal=not training)
         token_nll, num_tokens = masked_token_nll(targets, outputs["logits"], mask)
@@ -333,66 +281,17 @@ class TopicRNN(keras.Model):
         kl = ops.cast(self.encoder.kl(mean, log_std), "float32")
         kl_charged = ops.sum(self._kl_weights(data, ops.sum(mask, axis=-1)) * kl)
         terms = {"token_nll": token_nll, "stop_nll": stop_nll, "kl": kl_charged,
-                 "num_tokens": num_tokens}
+                 "num_tokens": num_tokens, "units": num_tokens,
+                 "nll_sum": token_nll + stop_nll}
         if not training:
             terms["marginal_nll"], _ = masked_token_nll(targets, outputs["log_probs"], mask,
                                                         from_logits=False)
+            terms["nll_sum"] = terms["marginal_nll"]
+        per_token = lambda value: value / ops.maximum(num_tokens, 1.0)
+        terms["loss"] = per_token(token_nll + stop_nll + kl_charged)
+        terms["report"] = {name: (per_token(terms[name]), num_tokens)
+                           for name in self.reported_terms}
         return terms
-
-    def per_token_loss(self, terms):
-        """The negative ELBO per predicted token from `objective`'s sums:
-        (token_nll + stop_nll + kl) / num_tokens."""
-        return (terms["token_nll"] + terms["stop_nll"] + terms["kl"]) / ops.maximum(
-            terms["num_tokens"], 1.0)
-
-    def _report(self, terms, loss, nll_sum):
-        count = terms["num_tokens"]
-        per_token = lambda value: value / ops.maximum(count, 1.0)
-        self.loss_tracker.update_state(loss, sample_weight=count)
-        self.perplexity.update_from_sums(nll_sum, count)
-        self.token_nll_tracker.update_state(per_token(terms["token_nll"]), sample_weight=count)
-        self.stop_nll_tracker.update_state(per_token(terms["stop_nll"]), sample_weight=count)
-        self.kl_tracker.update_state(per_token(terms["kl"]), sample_weight=count)
-        # The trackers are token-weighted; under a distribution strategy the
-        # logs are computed from the summed states of all replicas.
-        return global_logs(self.metrics, lambda: {
-            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-            "ppl": self.perplexity.result(), "token_nll": self.token_nll_tracker.result(),
-            "stop_nll": self.stop_nll_tracker.result(), "kl": self.kl_tracker.result()})
-
-    def train_step(self, data):
-        """One step on the negative ELBO per token.
-
-        Reports ``loss`` (= token_nll + stop_nll + kl, per token), ``nll`` /
-        ``ppl`` of the joint -log p(y_t, l_t | h_t, theta) (for "disjoint" the
-        marginal; for "paper" an upper bound of it), ``token_nll``,
-        ``stop_nll`` and ``kl`` (the KL charged per token).
-        """
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        with tf.GradientTape() as tape:
-            terms = self.objective(data, training=True)
-            loss = self.per_token_loss(terms)
-            # A hand-written per-token mean is not rescaled by Keras under a
-            # distribution strategy: weight it by this replica's share of the
-            # global batch's tokens, so the summed gradients are the global ones.
-            scaled = loss * replica_share(terms["num_tokens"])
-            scaled = self.optimizer.scale_loss(scaled)
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
-        return self._report(terms, loss, terms["token_nll"] + terms["stop_nll"])
-
-    def test_step(self, data):
-        """Evaluation with theta = mean of q: ``nll`` / ``ppl`` are the marginal
-        over l_t (what `evaluate_perplexity` computes); ``loss`` is the ELBO
-        per token at theta = mean."""
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        terms = self.objective(data, training=False)
-        return self._report(terms, self.per_token_loss(terms), terms["marginal_nll"])
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.perplexity, self.token_nll_tracker,
-                self.stop_nll_tracker, self.kl_tracker]
 
     # ---------------------------------------------------------------- features
     def encode(self, inputs):
@@ -424,34 +323,15 @@ class TopicRNN(keras.Model):
         hidden = self.hidden_states(tokens, training=False)
         last = ops.maximum(lengths - 1, 0)
         h_last = ops.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]
-        _, mean, _ = self.infer_topics(inputs["context_bow"], training=False)
+        _, mean, _ = self.topic_posterior(inputs["context_bow"], training=False)
         return np.asarray(ops.concatenate([ops.cast(mean, "float32"),
                                            ops.cast(h_last, "float32")], axis=-1))
 
     # ------------------------------------------------------------------ topics
-    def topics(self, top_n=10, vocabulary=None):
-        """Top content words of each row of B (Table 1).
-
-        Args:
-            top_n: words per topic.
-            vocabulary: a `TopicVocabulary` or a list of topic words; `None`
-                returns ids.
-
-        Returns:
-            int array [K, top_n] of topic-vocabulary ids, or K lists of words.
-        """
-        top_n = _positive_int("top_n", top_n)
-        if top_n > self.num_content:
-            raise ValueError(f"top_n must be <= {self.num_content} (topic words), got {top_n}")
-        weights = np.asarray(self.gate.topic_word)
-        ids = np.argsort(-weights, axis=1, kind="stable")[:, :top_n]
-        if vocabulary is None:
-            return ids
-        words = list(vocabulary.words if hasattr(vocabulary, "words") else vocabulary)
-        if len(words) != self.num_content:
-            raise ValueError(f"vocabulary has {len(words)} words, the model has "
-                             f"{self.num_content} topic words")
-        return [[words[i] for i in row] for row in ids]
+    def topic_word_matrix(self):
+        """B [K, V_c], the topic-word weights of the stop-word gate (Table 1's topics
+        are the top words of its rows)."""
+        return np.asarray(self.gate.topic_word)
 
     # -------------------------------------------------------------- generation
     def _generation_theta(self, num_sentences, topic, context_bow, topic_strength):
@@ -464,10 +344,10 @@ class TopicRNN(keras.Model):
             if bow.ndim != 2 or bow.shape[-1] != self.num_content:
                 raise ValueError(f"context_bow must have {self.num_content} columns, got "
                                  f"shape {bow.shape}")
-            _, mean, _ = self.infer_topics(bow, training=False)
+            _, mean, _ = self.topic_posterior(bow, training=False)
             theta = np.asarray(mean, np.float32)
         elif topic is None:
-            _, mean, _ = self.infer_topics(np.zeros((1, self.num_content), np.float32))
+            _, mean, _ = self.topic_posterior(np.zeros((1, self.num_content), np.float32))
             theta = np.asarray(mean, np.float32)
         elif np.ndim(topic) == 0:
             if not (isinstance(topic, (int, np.integer)) and 0 <= topic < self.num_topics):
@@ -485,68 +365,41 @@ class TopicRNN(keras.Model):
             raise ValueError(f"got {len(theta)} topic vectors for num_sentences={num_sentences}")
         return np.broadcast_to(theta, (num_sentences, self.num_topics)).astype(np.float32)
 
-    def generate(self, num_sentences=1, max_len=30, topic=None, context_bow=None,
-                 method="greedy", temperature=1.0, top_k=10, seed=None, topic_strength=3.0):
-        """Generate sentences from the marginal predictive (§3, reference §B6).
-
-        Every step feeds the previous token, computes the marginal over l_t
-        (equivalently: draw l_t, then y_t from the chosen softmax), and picks
-        the next token; ``<pad>`` and ``<bos>`` are never emitted.
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
+                                topic_strength=3.0):
+        """theta of each sentence for `generate` (the marginal predictive, §3, §B6).
 
         Args:
-            num_sentences: sentences to generate.
-            max_len: maximum tokens per sentence (``<eos>`` included).
+            num_sentences: N.
             topic: `None`, a topic index k (theta = topic_strength * e_k), a
                 vector of K weights (theta = topic_strength * weights) or an
-                array [num_sentences, K].
-            context_bow: a bag of words [V_c] or [num_sentences, V_c];
-                theta = mean of q(theta | context_bow). With neither `topic`
-                nor `context_bow`, theta = mean of q for an empty context.
-            method: "greedy", "sample" (temperature sampling) or "top_k".
-            temperature: softmax temperature (> 0) for "sample" and "top_k".
-            top_k: candidates kept by "top_k".
-            seed: seed of the sampler.
+                array [N, K].
+            context_bow: a bag of words [V_c] or [N, V_c]; theta = mean of
+                q(theta | context_bow). With neither, theta = the mean of q for
+                an empty context.
+            seed: unused (theta is deterministic).
             topic_strength: length of theta along a chosen topic (theta ~ N(0, I)
                 a priori, so 3 is three prior standard deviations).
 
         Returns:
-            int32 array [num_sentences, max_len] of LM ids; every row ends at
-            its first ``<eos>`` (id 2) and is padded with 0 after it.
+            float32 [N, K] tensor.
         """
-        num_sentences = _positive_int("num_sentences", num_sentences)
-        max_len = _positive_int("max_len", max_len)
-        if method not in GENERATION_METHODS:
-            raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
-        if not float(temperature) > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        top_k = _positive_int("top_k", top_k)
-        theta = tf.constant(self._generation_theta(num_sentences, topic, context_bow,
-                                                   float(topic_strength)))
-        rng = np.random.default_rng(seed)
-        states = [[ops.convert_to_tensor(s) for s in rnn.cell.get_initial_state(num_sentences)]
-                  for rnn in self.rnns]
+        return tf.constant(self._generation_theta(num_sentences, topic, context_bow,
+                                                  float(topic_strength)))
 
-        @tf.function
-        def step(token, states):
-            x = self.embedding(token)
-            new_states = []
-            for rnn, state in zip(self.rnns, states):
-                x, state = rnn.cell(x, state, training=False)
-                new_states.append(list(state) if isinstance(state, (list, tuple)) else [state])
-            log_probs = self.gate(x[:, None, :], theta)["log_probs"][:, 0]
-            return log_probs, new_states
+    def initial_generation_state(self, num_sentences):
+        return [[ops.convert_to_tensor(s) for s in rnn.cell.get_initial_state(num_sentences)]
+                for rnn in self.rnns]
 
-        token = np.full(num_sentences, 1, np.int32)  # <bos>
-        output = np.zeros((num_sentences, max_len), np.int32)
-        done = np.zeros(num_sentences, bool)
-        for t in range(max_len):
-            log_probs, states = step(tf.constant(token), states)
-            token = next_tokens(np.asarray(log_probs), method, temperature, top_k, rng)
-            output[:, t] = np.where(done, 0, token)
-            done |= token == 2
-            if done.all():
-                break
-        return output
+    def generation_step(self, token, state, conditioning):
+        """The marginal over l_t of the next token given the previous one and theta."""
+        x = self.embedding(token)
+        new_state = []
+        for rnn, layer_state in zip(self.rnns, state):
+            x, layer_state = rnn.cell(x, layer_state, training=False)
+            new_state.append(list(layer_state) if isinstance(layer_state, (list, tuple))
+                             else [layer_state])
+        return self.gate(x[:, None, :], conditioning)["log_probs"][:, 0], new_state
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size,

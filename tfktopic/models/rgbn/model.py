@@ -46,10 +46,10 @@ import tensorflow as tf
 from keras import ops
 
 from tfktopic.bayes.tlasgr import TLASGRTopics
-from tfktopic.distribute import global_logs, replica_mean, replica_share
-from tfktopic.evaluation.perplexity import Perplexity, PerplexityResult, masked_token_nll
+from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
+from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.rgbn.generation import check_decoding, decode, normalize_theta
 from tfktopic.models.rgbn.hierarchy import vocabulary_words
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PER_LAYER_KEYS,
@@ -59,7 +59,7 @@ from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_theta
 __all__ = ["RGBNRNN"]
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class RGBNRNN(keras.Model):
+class RGBNRNN(TopicLanguageModel):
     """rGBN-RNN (``recurrent=True``) or GBN-RNN (``recurrent=False``).
 
     Args:
@@ -102,6 +102,13 @@ class RGBNRNN(keras.Model):
     >>> model.fit(document_dataset(train_seqs, batch_size=8), epochs=5)  # doctest: +SKIP
     >>> model.evaluate(document_dataset(test_seqs, shuffle=False))     # doctest: +SKIP
     """
+
+    has_topics = True
+    chunked = True
+    hierarchical = True
+    generates = True
+    reported_terms = ("kl", "tm_nll")
+    presets = PRESETS
 
     def __init__(self, vocab_size, topic_vocab_size, num_documents, num_layers=3, recurrent=True,
                  hidden_sizes=None, topic_sizes=None, encoder_units=None, embedding_dim=300,
@@ -198,10 +205,6 @@ class RGBNRNN(keras.Model):
             locked_dropout=self.locked_dropout, orientation=self.gate_orientation,
             bias_init=self.gate_bias_init, seed=seed, name="stack")
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.kl_tracker = keras.metrics.Mean(name="kl")
-        self.tm_nll_tracker = keras.metrics.Mean(name="tm_nll")
-        self.perplexity = Perplexity(name="ppl")
         # The MCMC expands counts to dynamic shapes, which XLA cannot compile:
         # `compile(jit_compile="auto")` then stays off on GPU too.
         self.supports_jit = False
@@ -340,42 +343,27 @@ class RGBNRNN(keras.Model):
         return {"loss": loss, "nll_sum": nll_sum, "num_tokens": num_tokens,
                 "kl": sum(kl_per_layer), "tm_nll": tm_nll, "num_docs": num_docs}
 
-    def _report(self, terms):
-        # Under a distribution strategy: global-batch means and logs.
-        for tracker, name in ((self.loss_tracker, "loss"), (self.kl_tracker, "kl"),
-                              (self.tm_nll_tracker, "tm_nll")):
-            tracker.update_state(replica_mean(terms[name], terms["num_docs"]))
-        self.perplexity.update_from_sums(terms["nll_sum"], terms["num_tokens"])
-        return global_logs(self.metrics, lambda: {
-            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-            "ppl": self.perplexity.result(), "kl": self.kl_tracker.result(),
-            "tm_nll": self.tm_nll_tracker.result()})
+    def objective(self, data, training=False):
+        """The negative ELBO of eq. 7 per document (`TopicLanguageModel`'s contract).
 
-    def train_step(self, data):
-        """One joint step (Algorithm 1): an optimizer step on the networks on
-        the negative ELBO, then one TLASGR-MCMC update of Phi and Pi with the
-        theta samples of the same forward pass (drawn before the step)."""
-        with tf.GradientTape() as tape:
-            outputs = self.forward(data, training=True, features=True)
-            terms = self._objective(data, outputs)
-            # A hand-written per-document mean is not rescaled under a distribution
-            # strategy: weight it by this replica's share of the global batch's
-            # documents, so the summed gradients are the global ones.
-            scaled = terms["loss"] * replica_share(terms["num_docs"])
-            scaled = self.optimizer.scale_loss(scaled)
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        Returns:
+            `_objective`'s terms with ``units`` = the batch's documents (the
+            loss is a mean per document), ``report`` (kl and tm_nll per
+            document) and ``thetas`` (the forward pass's samples, for the
+            TLASGR update in `after_optimizer_step`).
+        """
+        outputs = self.forward(data, training=training, features=True)
+        terms = self._objective(data, outputs)
+        docs = terms["num_docs"]
+        return {**terms, "units": docs, "thetas": outputs["thetas"],
+                "report": {"kl": (terms["kl"], docs), "tm_nll": (terms["tm_nll"], docs)}}
+
+    def after_optimizer_step(self, data, terms):
+        """Algorithm 1: after the optimizer step on the networks, one TLASGR-MCMC
+        update of Phi and Pi with the theta samples of the same forward pass
+        (drawn before the step)."""
         self.topic_model.update(ops.cast(data["context_bow"], "float32"),
-                                [ops.stop_gradient(t) for t in outputs["thetas"]])
-        return self._report(terms)
-
-    def test_step(self, data):
-        return self._report(self._objective(data, self.forward(data, training=False,
-                                                                features=True)))
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.perplexity, self.kl_tracker, self.tm_nll_tracker]
+                                [ops.stop_gradient(t) for t in terms["thetas"]])
 
     def compile(self, optimizer="adam", **kwargs):
         """`keras.Model.compile`, then the optimizer's variables are created
@@ -430,28 +418,36 @@ class RGBNRNN(keras.Model):
         return PerplexityResult(total, int(round(count)), f"{protocol}, {num_samples} samples")
 
     # ----------------------------------------------------------------- topics
-    def topics(self, top_n=10, vocabulary=None, layer=0):
-        """Top words of every topic of a layer (through Phi^1 ... Phi^l).
+    def topic_word_matrix(self, layer=0):
+        """The loadings of every topic of a layer on the words (through Phi^1 ...
+        Phi^l), numpy [K_layer, V_c]; ``topics(top_n, vocabulary, layer=l)``
+        ranks its rows.
 
         Args:
-            top_n: words per topic.
-            vocabulary: a `TopicVocabulary` or list of words; `None` returns ids.
             layer: 0-based layer (0 = the word-level topics).
-
-        Returns:
-            int array [K_layer, top_n] of topic-vocabulary ids, or a list of
-            K_layer word lists.
         """
         if not 0 <= int(layer) < self.num_layers:
             raise ValueError(f"layer must be in [0, {self.num_layers}), got {layer}")
-        if int(top_n) < 1:
-            raise ValueError(f"top_n must be >= 1, got {top_n}")
-        loadings = np.asarray(self.topic_model.phi_products()[int(layer)])
-        ids = np.argsort(-loadings, axis=0, kind="stable")[:int(top_n)].T
-        if vocabulary is None:
-            return ids
-        words = vocabulary_words(vocabulary)
-        return [[words[i] for i in row] for row in ids]
+        return np.asarray(self.topic_model.phi_products()[int(layer)]).T
+
+    def topic_proportions(self, bow):
+        """theta^1 at its Weibull mean, normalised to sum to one: [..., K_1] for
+        bags of words [B, J, V_c] (or [B, V_c])."""
+        thetas = self.topic_outputs(bow)
+        return thetas["proportions"]
+
+    def topic_outputs(self, bow):
+        """``proportions`` (see `topic_proportions`) and ``theta_l``, the Weibull
+        mean of every layer's theta, for bags of words [B, J, V_c] (or [B, V_c])."""
+        bow = self._check_bow_width(bow, self.topic_vocab_size)
+        single = len(bow.shape) == 2
+        thetas, _, _ = self.encoder(bow[:, None] if single else bow, training=False)
+        if single:
+            thetas = [theta[:, 0] for theta in thetas]
+        outputs = {f"theta_{l + 1}": theta for l, theta in enumerate(thetas)}
+        outputs["proportions"] = thetas[0] / ops.maximum(
+            ops.sum(thetas[0], axis=-1, keepdims=True), 1e-30)
+        return outputs
 
     # ------------------------------------------------------------- generation
     def _encode_contexts(self, context_bow, sample):
@@ -561,11 +557,13 @@ class RGBNRNN(keras.Model):
                 "tau0": self.tau0, "tlasgr": dict(self.tlasgr), "seed": self.seed}
 
     @classmethod
-    def from_preset(cls, preset, vocab_size, topic_vocab_size, num_documents, **overrides):
+    def from_preset(cls, preset, vocab_size=None, topic_vocab_size=None, num_documents=None,
+                    **overrides):
         """A model with the constructor settings of a `PRESETS` entry.
 
         Args:
-            preset: a name in `PRESETS` or a preset dict.
+            preset: a name in `PRESETS`, a preset dict, or a pretrained model
+                name (`TopicLanguageModel.from_preset`; then nothing else).
             vocab_size, topic_vocab_size, num_documents: as in the constructor.
             **overrides: constructor arguments replacing the preset's. With a
                 smaller ``num_layers`` the preset's per-layer lists are cut to
@@ -578,7 +576,10 @@ class RGBNRNN(keras.Model):
         """
         if isinstance(preset, str):
             if preset not in PRESETS:
-                raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
+                # A pretrained model name (or an error naming the choices).
+                given = [a for a in (vocab_size, topic_vocab_size, num_documents)
+                         if a is not None]
+                return super().from_preset(preset, *given, **overrides)
             preset = PRESETS[preset]
         settings = {k: v for k, v in preset.items() if k not in TRAINING_KEYS}
         num_layers = int(overrides.get("num_layers", settings.get("num_layers", 3)))

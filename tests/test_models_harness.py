@@ -1,0 +1,257 @@
+"""One harness over every model family: the contract every language model keeps.
+
+Each family gets a tiny model on tiny real data (the Lee corpus shipped with
+gensim), built once per module. For every family: the `.keras` round trip gives
+identical outputs, a few training steps lower the loss and report the
+contract's metrics, `from_preset` builds the preset's sizes, and (where the
+traits say so) `topics` and `generate` work. The traits are checked against the
+run code's model tables.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, load_corpus,
+                           sentence_examples)
+from tfktopic.data.pipeline import document_dataset, sentence_dataset
+from tfktopic import presets
+from tfktopic.models import registry
+from tfktopic.models.base import TopicLanguageModel
+from tfktopic.runs import settings
+
+FAMILIES = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+NUM_TOPICS = 4
+
+
+@pytest.fixture(scope="module")
+def data():
+    train, _, _ = load_corpus("lee").split((0.8, 0.1, 0.1), seed=0)
+    train = train[:40]
+    lm = Vocabulary.build(train, min_count=3)
+    topic = TopicVocabulary.build(train, lm)
+    sentences = sentence_examples(train, lm, topic, max_len=12, context_len=60)
+    chunks = document_sequences(train, lm, topic, sentences_per_chunk=3, max_len=12,
+                                context_len=60)
+    return {
+        "train": train, "lm": lm, "topic": topic, "num_documents": len(chunks.tokens),
+        "sentence_batch": next(iter(sentence_dataset(sentences, batch_size=16, shuffle=False,
+                                                     document_targets=True))),
+        "chunk_batch": next(iter(document_dataset(chunks, batch_size=4, shuffle=False))),
+    }
+
+
+def _batch(name, data):
+    chunked = name in settings.CHUNKED_MODELS
+    return data["chunk_batch"] if chunked else data["sentence_batch"]
+
+
+#: Tiny constructor settings of each family (dropout 0: evaluation is deterministic).
+TINY = {
+    "lstm": {"embedding_dim": 12, "hidden_dim": 16},
+    "doc_lstm": {"embedding_dim": 12, "hidden_dim": 16},
+    "lda_lstm": {"num_topics": NUM_TOPICS, "embedding_dim": 12, "hidden_dim": 16},
+    "topicrnn": {"num_topics": NUM_TOPICS, "hidden_dim": 16, "encoder_units": (16,)},
+    "tcnlm": {"num_topics": NUM_TOPICS, "embedding_dim": 12, "hidden_dim": 16,
+              "ntm_units": (16,)},
+    "rgbn_rnn": {"num_layers": 2, "hidden_sizes": (16, 8), "topic_sizes": (NUM_TOPICS, 2),
+                 "embedding_dim": 12, "dropout": 0.0},
+}
+TINY["gbn_rnn"] = TINY["rgbn_rnn"]
+
+
+def _build(name, data, seed=0, model_settings=None):
+    """A tiny model of family `name`, built by the registry as the run code does."""
+    keras.utils.set_random_seed(seed)
+    return registry.build_model(
+        name, TINY[name] if model_settings is None else model_settings, lm_vocab=data["lm"],
+        topic_vocab=data["topic"], num_documents=data["num_documents"], seed=seed,
+        train_corpus=data["train"], training={"lda_passes": 1})
+
+
+@pytest.fixture(scope="module")
+def models(data):
+    """One built tiny model per family (shared by the read-only checks)."""
+    built = {}
+    for name in FAMILIES:
+        model = _build(name, data)
+        model(_batch(name, data))
+        built[name] = model
+    return built
+
+
+EXTRA_LOGS = {"lstm": (), "doc_lstm": (), "lda_lstm": (), "topicrnn": ("token_nll", "stop_nll", "kl"),
+              "tcnlm": ("kl", "tm_nll", "diversity"), "rgbn_rnn": ("kl", "tm_nll"),
+              "gbn_rnn": ("kl", "tm_nll")}
+
+
+def _expected_logs(name, model):
+    assert tuple(model.reported_terms) == EXTRA_LOGS[name]
+    return {"loss", "nll", "ppl", *EXTRA_LOGS[name]}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_traits_agree_with_the_run_tables(models, name):
+    entry = registry.get(name)
+    assert isinstance(models[name], entry.model_class)
+    assert entry.has_topics == (name in settings.TOPIC_MODELS)
+    assert entry.chunked == (name in settings.CHUNKED_MODELS)
+    assert entry.hierarchical == (name in settings.HIERARCHICAL_MODELS)
+    assert entry.generates == (name in settings.GENERATING_MODELS)
+    model = models[name]
+    assert isinstance(model, TopicLanguageModel)
+    assert (model.has_topics, model.chunked, model.hierarchical, model.generates) == (
+        entry.has_topics, entry.chunked, entry.hierarchical, entry.generates)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_from_preset_builds_the_presets_sizes(data, name):
+    small = presets.preset(name, "small")
+    model = _build(name, data, model_settings=small.model)
+    config = model.get_config()
+    for key, value in small.model.items():
+        expected = list(value) if isinstance(value, tuple) else value
+        assert config[key] == expected, key
+    cls = registry.get(name).model_class
+    V, Vc = len(data["lm"]), len(data["topic"])
+    args = {"lstm": (V,), "doc_lstm": (V,), "lda_lstm": (V, Vc),
+            "topicrnn": (V, data["topic"].lm_to_topic), "tcnlm": (V, Vc),
+            "rgbn_rnn": (V, Vc, data["num_documents"]),
+            "gbn_rnn": (V, Vc, data["num_documents"])}[name]
+    extra = {"seed": 0} if name in ("rgbn_rnn", "gbn_rnn") else {}   # the registry's seed
+    direct = cls.from_preset("small", *args, **registry.get(name).fixed, **extra)
+    assert direct.get_config() == {**config, "name": direct.name}
+    with pytest.raises(ValueError, match="unknown preset 'huge'"):
+        cls.from_preset("huge", *args)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_keras_round_trip_gives_identical_outputs(models, data, name, tmp_path):
+    model, batch = models[name], _batch(name, data)
+    path = tmp_path / f"{name}.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded) is type(model)
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_array_equal(np.asarray(loaded(batch)), np.asarray(model(batch)))
+    if model.has_topics:
+        np.testing.assert_array_equal(loaded.topics(5), model.topics(5))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_train_steps_lower_the_loss_and_report_the_contract(data, name):
+    model, batch = _build(name, data, seed=1), _batch(name, data)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    dataset = tf.data.Dataset.from_tensors(batch)
+    before = model.evaluate(dataset, return_dict=True, verbose=0)
+    assert set(before) == _expected_logs(name, model)
+    history = model.fit(dataset.repeat(8), epochs=1, verbose=0).history
+    logs = {key: values[-1] for key, values in history.items()}
+    assert set(logs) == _expected_logs(name, model)
+    after = model.evaluate(dataset, return_dict=True, verbose=0)
+    assert after["loss"] < before["loss"]
+    assert after["ppl"] < before["ppl"]
+    for result in (before, logs, after):
+        assert all(np.isfinite(float(v)) for v in result.values())
+        assert float(result["ppl"]) == pytest.approx(np.exp(float(result["nll"])), rel=1e-5)
+    assert float(after["ppl"]) < len(data["lm"])     # better than uniform
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_topics_of_topic_models(models, data, name):
+    model = models[name]
+    if name not in settings.TOPIC_MODELS:
+        with pytest.raises((ValueError, AttributeError, NotImplementedError)):
+            model.topics(5)
+        return
+    ids = np.asarray(model.topics(5))
+    assert ids.shape == (NUM_TOPICS, 5)
+    assert ids.min() >= 0 and ids.max() < len(data["topic"])
+    assert all(len(set(row)) == 5 for row in ids.tolist())
+    words = model.topics(5, vocabulary=data["topic"])
+    assert words == [[data["topic"].words[i] for i in row] for row in ids]
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n in settings.GENERATING_MODELS])
+def test_generate_is_seeded_and_emits_valid_ids(models, data, name):
+    model = models[name]
+    first = np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3))
+    assert first.shape == (3, 8)
+    np.testing.assert_array_equal(
+        first, np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3)))
+    assert first.min() >= 0 and first.max() < len(data["lm"])
+    for row in first:
+        end = list(row).index(2) if 2 in row else len(row)     # <eos>
+        assert (row[:end] > 1).all() and (row[end + 1:] == 0).all()
+
+
+def _base_generators(models):
+    """The models generating through the base class's compiled loop (rGBN-RNN keeps
+    its own decoder for now)."""
+    names = [name for name in FAMILIES if name in settings.GENERATING_MODELS
+             and type(models[name]).generation_step is not TopicLanguageModel.generation_step]
+    assert {"topicrnn", "tcnlm"} <= set(names)
+    return names
+
+
+def _eager_scores(model, tokens, conditioning):
+    """log p of every position of `tokens` [N, T] fed after <bos>, by eager single steps."""
+    state = model.initial_generation_state(len(tokens))
+    previous = np.full(len(tokens), 1, np.int32)
+    scores = []
+    for t in range(tokens.shape[1]):
+        log_probs, state = model.generation_step(keras.ops.convert_to_tensor(previous), state,
+                                                 conditioning)
+        log_probs = np.array(log_probs, np.float64)
+        log_probs[:, :2] = -np.inf                                # <pad>, <bos> never emitted
+        scores.append(log_probs)
+        previous = tokens[:, t]
+    return np.stack(scores, 1)
+
+
+def _live(ids):
+    """Positions up to and including each row's first <eos>."""
+    return np.cumsum(ids == 2, axis=1) - (ids == 2) == 0
+
+
+def test_compiled_greedy_generation_equals_an_eager_argmax_loop(models):
+    for name in _base_generators(models):
+        model = models[name]
+        ids = np.asarray(model.generate(3, max_len=9, topic=1))
+        conditioning = model.generation_conditioning(3, topic=1)
+        # Greedy by hand: every step's arg-max given the previous arg-max.
+        state, token, reference = model.initial_generation_state(3), np.ones(3, np.int32), []
+        for _ in range(9):
+            log_probs, state = model.generation_step(keras.ops.convert_to_tensor(token), state,
+                                                     conditioning)
+            log_probs = np.array(log_probs, np.float64)
+            log_probs[:, :2] = -np.inf
+            token = log_probs.argmax(-1).astype(np.int32)
+            reference.append(token)
+        reference = np.stack(reference, 1)
+        live = _live(ids)
+        np.testing.assert_array_equal(ids[live], reference[live], err_msg=name)
+        assert (ids[~live] == 0).all(), name
+
+
+def test_top_k_sampling_stays_in_the_top_k_and_is_seeded(models, data):
+    from tfktopic.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer(data["lm"], data["topic"])
+    for name in _base_generators(models):
+        model = models[name]
+        ids = np.asarray(model.generate(6, max_len=8, topic=0, method="top_k", top_k=3,
+                                        temperature=3.0, seed=11))
+        scores = _eager_scores(model, ids, model.generation_conditioning(6, topic=0))
+        rank = (scores > np.take_along_axis(scores, ids[..., None], -1)).sum(-1)
+        assert (rank[_live(ids)] < 3).all(), name
+        others = [np.asarray(model.generate(6, max_len=8, topic=0, method="top_k", top_k=3,
+                                            temperature=3.0, seed=s)) for s in (11, 12)]
+        np.testing.assert_array_equal(others[0], ids)
+        assert not np.array_equal(others[1], ids), name
+        # With a tokenizer, generate returns the decoded text of the same ids.
+        texts = model.generate(6, max_len=8, topic=0, method="top_k", top_k=3,
+                               temperature=3.0, seed=11, tokenizer=tokenizer)
+        assert texts == [" ".join(data["lm"].decode(row, strip_special=True)) for row in ids]
+        assert all(isinstance(text, str) for text in texts)

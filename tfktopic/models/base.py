@@ -1,0 +1,424 @@
+"""`TopicLanguageModel`: the one base class of every language model in tfktopic.
+
+The training and evaluation loop, the metric reporting and the topic listing
+are written here once (DESIGN.md §2a, §3); a model supplies
+
+* `call(inputs, training)` -- next-token logits (or normalised
+  log-probabilities) for the pipeline dict batch;
+* `objective(data, training)` -- the loss terms of one batch (below);
+* for topic models, `topic_word_matrix()` and `topic_proportions(bow)`;
+* optionally `after_optimizer_step(data, terms)` (rGBN-RNN's TLASGR update of
+  Phi and Pi runs there, after the gradient step of the networks);
+* for generating models, `generation_conditioning`, `initial_generation_state`
+  and `generation_step(token, state, conditioning)`: `generate` runs them in
+  one compiled `tf.while_loop`.
+
+**The objective contract.** `objective` returns a dict of float32 scalars:
+
+``loss``
+    the minimised objective of the batch, a *mean over* ``units``
+    (the model's own regularisation losses, `self.losses`, are added here once);
+``units``
+    what ``loss`` is a mean over: predicted tokens for the token-level
+    objectives, documents for rGBN-RNN's per-document ELBO;
+``nll_sum``, ``num_tokens``
+    the summed negative log-likelihood of the predicted tokens and their
+    number, from which ``nll`` and ``ppl`` are reported (a model chooses which
+    NLL: e.g. TopicRNN reports the joint of (y_t, l_t) in training and the
+    marginal over l_t in evaluation);
+``report``
+    ``{name: (value, weight)}`` for every name of the class's
+    `reported_terms`: ``value`` a mean over ``weight`` units (e.g. the KL per
+    token with the batch's token count); logged as the weighted mean over the
+    epoch.
+
+Any other key (e.g. rGBN's theta samples) is passed on to
+`after_optimizer_step`.
+
+**Distribution.** A hand-written mean loss is not rescaled by Keras under a
+`tf.distribute` strategy: `train_step` weights it by this replica's share of
+the global batch's ``units`` (`tfktopic.distribute.replica_share`), so the
+summed replica gradients are the single-device gradient of the global batch.
+Every logged quantity is a sum-aggregated metric state (weighted means,
+perplexity sums), and the logs are computed from the states summed over the
+replicas (`tfktopic.distribute.global_logs`), so they equal the
+single-device values.
+
+**Traits** (class attributes, read by the run code, export and the CLI):
+`has_topics` (``topics()`` and ``topic_proportions()``), `chunked` (trained
+on document chunks ``[B, J, T]``), `hierarchical` (layers of topics, Phi and
+Pi), `generates` (``generate()``).
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from tfktopic import pretrained
+from tfktopic.distribute import global_logs, replica_share
+from tfktopic.errors import TfktopicError
+from tfktopic.evaluation.perplexity import Perplexity
+from tfktopic.models.decoding import GENERATION_METHODS, choose_tokens
+
+__all__ = ["TopicLanguageModel"]
+
+_PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
+
+
+class TopicLanguageModel(keras.Model):
+    """Base class of the tfktopic language models (module docstring: the contract).
+
+    Subclasses call ``super().__init__(**kwargs)`` first, create their layers,
+    and implement `call` and `objective` (and, for topic models,
+    `topic_word_matrix` and `topic_proportions`).
+
+    Example (a minimal subclass: a bigram model):
+
+    >>> from tfktopic.evaluation.perplexity import masked_token_nll
+    >>> class Bigram(TopicLanguageModel):
+    ...     def __init__(self, vocab_size, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.vocab_size = vocab_size
+    ...         self.table = keras.layers.Embedding(vocab_size, vocab_size)
+    ...     def call(self, inputs, training=False):
+    ...         return self.table(inputs["tokens"])
+    ...     def objective(self, data, training=False):
+    ...         nll_sum, num_tokens = masked_token_nll(
+    ...             data["targets"], self(data, training=training), data["mask"])
+    ...         return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
+    ...                 "nll_sum": nll_sum, "num_tokens": num_tokens}
+    >>> model = Bigram(5)
+    >>> model.compile(optimizer="adam")
+    >>> batch = {"tokens": np.array([[1, 3, 4]]), "targets": np.array([[3, 4, 2]]),
+    ...          "mask": np.ones((1, 3), np.float32)}
+    >>> sorted(model.test_on_batch(batch, return_dict=True))
+    ['loss', 'nll', 'ppl']
+    """
+
+    #: ``topics()`` / ``topic_proportions()`` are defined.
+    has_topics = False
+    #: Inputs are document chunks ``[B, J, T]`` (the state is carried across the J windows).
+    chunked = False
+    #: Topics come in layers (Phi, Pi; `tfktopic.models.rgbn.topic_hierarchy`).
+    hierarchical = False
+    #: ``generate()`` is defined.
+    generates = False
+    #: Names of the extra logged terms of `objective`'s ``report`` (besides loss, nll, ppl).
+    reported_terms = ()
+    #: The family's presets: its ``tfktopic/models/<family>_presets.py`` entries
+    #: (`tfktopic.presets` schema), read by `from_preset`.
+    presets = {}
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.perplexity = Perplexity(name="ppl")
+        self.term_trackers = [keras.metrics.Mean(name=name) for name in self.reported_terms]
+        # The compiled generation loops, one per method (not tracked by Keras).
+        object.__setattr__(self, "_generation_loops", {})
+
+    # ----------------------------------------------------------------- training
+    def objective(self, data, training=False):
+        """The loss terms of one batch (see the module docstring for the keys).
+
+        Args:
+            data: a pipeline dict batch (``tokens``, ``targets``, ``mask``, ...).
+            training: training mode (dropout, sampled latent variables).
+
+        Returns:
+            dict with ``loss``, ``units``, ``nll_sum``, ``num_tokens`` and
+            ``report`` (``{name: (value, weight)}`` for `reported_terms`).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement objective()")
+
+    def _loss(self, terms):
+        loss = terms["loss"]
+        return loss + sum(self.losses) if self.losses else loss
+
+    def train_step(self, data):
+        """One optimizer step on ``objective(...)["loss"]``, then `after_optimizer_step`."""
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            terms = self.objective(data, training=True)
+            loss = self._loss(terms)
+            # Weighted by this replica's share of the global batch's units, the
+            # summed replica gradients are the global batch's gradient.
+            scaled = self.optimizer.scale_loss(loss * replica_share(terms["units"]))
+        gradients = tape.gradient(scaled, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        self.after_optimizer_step(data, terms)
+        return self._report(loss, terms)
+
+    def test_step(self, data):
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        terms = self.objective(data, training=False)
+        return self._report(self._loss(terms), terms)
+
+    def after_optimizer_step(self, data, terms):
+        """Called in `train_step` after the optimizer step (default: nothing).
+
+        Args:
+            data: the batch.
+            terms: the dict returned by `objective` for it.
+        """
+
+    def _report(self, loss, terms):
+        self.loss_tracker.update_state(loss, sample_weight=terms["units"])
+        self.perplexity.update_from_sums(terms["nll_sum"], terms["num_tokens"])
+        report = terms.get("report", {})
+        for tracker in self.term_trackers:
+            value, weight = report[tracker.name]
+            tracker.update_state(value, sample_weight=weight)
+        return global_logs(self.metrics, lambda: {
+            "loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
+            "ppl": self.perplexity.result(),
+            **{tracker.name: tracker.result() for tracker in self.term_trackers}})
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.perplexity, *self.term_trackers]
+
+    # --------------------------------------------------------------- generation
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
+                                **options):
+        """What every step is conditioned on (e.g. the topic vector), one row per sentence.
+
+        Args:
+            num_sentences: N.
+            topic: the model's topic choice (an index, weights, ...), or `None`.
+            context_bow: a context bag of words [V_c] or [N, V_c], or `None`.
+            seed: seed of any draw (e.g. topics from the prior).
+            **options: model-specific options (e.g. TopicRNN's ``topic_strength``).
+
+        Returns:
+            A tensor (or nested structure of tensors) with N rows.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not generate")
+
+    def initial_generation_state(self, num_sentences):
+        """The recurrent state before ``<bos>`` (nested tensors with N rows)."""
+        raise NotImplementedError(f"{type(self).__name__} does not generate")
+
+    def generation_step(self, token, state, conditioning):
+        """One step: (log-probabilities [N, V] of the next token, the new state).
+
+        Args:
+            token: int32 [N] the previous tokens.
+            state: the state (`initial_generation_state` structure).
+            conditioning: `generation_conditioning`'s output.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not generate")
+
+    def generate(self, num_sentences=1, max_len=30, topic=None, context_bow=None,
+                 method="greedy", temperature=1.0, top_k=10, seed=None, allow_unk=True,
+                 tokenizer=None, **options):
+        """Generate sentences from ``<bos>`` (a compiled `tf.while_loop` over the steps).
+
+        Every step feeds the previous token to `generation_step` and picks the
+        next with `tfktopic.models.decoding.choose_tokens`; ``<pad>`` and
+        ``<bos>`` are never emitted. Sampling uses stateless random ops keyed
+        on (`seed`, step), so a seed gives the same sentences every time.
+
+        Args:
+            num_sentences: sentences to generate.
+            max_len: maximum tokens per sentence (``<eos>`` included).
+            topic: topic conditioning (see the model's `generation_conditioning`).
+            context_bow: a context bag of words [V_c] / [N, V_c]; with a
+                `tokenizer`, raw text is accepted too.
+            method: "greedy", "sample" (temperature sampling) or "top_k".
+            temperature: > 0; divides the log-probabilities before sampling.
+            top_k: candidates kept by "top_k".
+            seed: int seed (`None`: a fresh random one).
+            allow_unk: False never generates ``<unk>`` (id 3).
+            tokenizer: a `tfktopic.tokenizer.Tokenizer`: return text.
+            **options: model-specific conditioning options.
+
+        Returns:
+            int32 array [num_sentences, max_len] of LM ids (each row ends at its
+            first ``<eos>``, then ``<pad>``), or with a `tokenizer` the list of
+            num_sentences strings.
+
+        Raises:
+            ValueError: a bad argument (named).
+        """
+        if not self.generates:
+            raise ValueError(f"{type(self).__name__} does not generate")
+        for name, value in (("num_sentences", num_sentences), ("max_len", max_len),
+                            ("top_k", top_k)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if method not in GENERATION_METHODS:
+            raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
+        if not float(temperature) > 0.0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if isinstance(context_bow, str):
+            if tokenizer is None:
+                raise ValueError("context_bow is text: pass the tokenizer to turn it into a "
+                                 "bag of words")
+            context_bow = tokenizer.bow(context_bow)
+        if seed is None:
+            seed = int(np.random.default_rng().integers(2 ** 31 - 1))
+        conditioning = self.generation_conditioning(int(num_sentences), topic=topic,
+                                                    context_bow=context_bow, seed=seed,
+                                                    **options)
+        state = self.initial_generation_state(int(num_sentences))
+        banned = np.zeros(self.vocab_size, bool)
+        banned[[_PAD, _BOS] if allow_unk else [_PAD, _BOS, _UNK]] = True
+        loop = self._generation_loops
+        if method not in loop:
+            loop[method] = tf.function(lambda *args: self._generation_loop(method, *args),
+                                       reduce_retracing=True)
+        ids = loop[method](conditioning, state, tf.constant(banned),
+                           tf.constant(int(max_len), tf.int32),
+                           tf.constant(float(temperature), tf.float32),
+                           tf.constant(int(top_k), tf.int32),
+                           tf.constant(int(seed) % (2 ** 31 - 1), tf.int32))
+        ids = np.asarray(ids, np.int32)
+        ids = np.pad(ids, ((0, 0), (0, int(max_len) - ids.shape[1])))
+        return ids if tokenizer is None else tokenizer.decode_batch(ids)
+
+    def _generation_loop(self, method, conditioning, state, banned, max_len, temperature, top_k,
+                         seed):
+        """The per-token loop (traced once per method): int32 [N, steps] ids."""
+        num = tf.shape(tf.nest.flatten(conditioning)[0])[0]     # N rows (the contract)
+        token = tf.fill([num], tf.constant(_BOS, tf.int32))
+        done = tf.zeros([num], tf.bool)
+        output = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
+
+        def keep_going(step, token, state, done, output):
+            return tf.logical_and(step < max_len, tf.logical_not(tf.reduce_all(done)))
+
+        def body(step, token, state, done, output):
+            log_probs, state = self.generation_step(token, state, conditioning)
+            scores = tf.where(banned[None, :], tf.constant(-np.inf, tf.float32),
+                              tf.cast(log_probs, tf.float32))
+            chosen = choose_tokens(scores, method, temperature, top_k, tf.stack([seed, step]))
+            chosen = tf.where(done, tf.constant(_PAD, tf.int32), chosen)
+            output = output.write(step, chosen)
+            done = tf.logical_or(done, tf.equal(chosen, _EOS))
+            token = tf.where(done, tf.constant(_EOS, tf.int32), chosen)
+            return step + 1, token, state, done, output
+
+        _, _, _, _, output = tf.while_loop(
+            keep_going, body, (tf.constant(0, tf.int32), token, state, done, output))
+        return tf.transpose(output.stack())
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def from_preset(cls, preset, *args, **overrides):
+        """A model from a hyperparameter preset, or a shipped pretrained model.
+
+        As keras-hub's ``from_preset``, one name space: a preset name of the
+        family (`presets`, e.g. "small", "paper"), a `tfktopic.presets.Preset`,
+        or a pretrained model (`tfktopic.pretrained.available`, optionally
+        written ``pretrained:NAME``).
+
+        Args:
+            preset: the name (or `Preset`).
+            *args: the constructor's positional arguments (vocabulary sizes,
+                ``lm_to_topic``, ...) for a hyperparameter preset.
+            **overrides: constructor arguments replacing the preset's.
+
+        Returns:
+            A new (untrained) model with the preset's ``model`` settings, or
+            the loaded pretrained model (then no `args` / `overrides`).
+
+        Raises:
+            ValueError: an unknown name, a pretrained model of another class,
+                or arguments given with a pretrained model.
+
+        Example:
+        >>> model = TCNLM.from_preset("small", len(lm_vocab), len(topic_vocab))  # doctest: +SKIP
+        >>> trained = TCNLM.from_preset("pretrained:tcnlm-apnews")              # doctest: +SKIP
+        """
+        if hasattr(preset, "model") and hasattr(preset, "training"):      # a Preset
+            return cls(*args, **{**dict(preset.model), **overrides})
+        name = str(preset)
+        if name in cls.presets:
+            return cls(*args, **{**cls.presets[name]["model"], **overrides})
+        shipped = name[len("pretrained:"):] if name.startswith("pretrained:") else name
+        if shipped in pretrained.available():
+            if args or overrides:
+                raise ValueError(f"{cls.__name__}.from_preset({name!r}): a pretrained model "
+                                 "takes no constructor arguments")
+            try:
+                model = keras.saving.load_model(pretrained.resolve(shipped) / "model.keras")
+            except TfktopicError as error:
+                raise ValueError(str(error)) from None
+            if not isinstance(model, cls):
+                raise ValueError(f"pretrained:{shipped} is a {type(model).__name__}, not a "
+                                 f"{cls.__name__}")
+            return model
+        raise ValueError(f"unknown preset {name!r} for {cls.__name__}: preset must be one of "
+                         f"its presets ({', '.join(sorted(cls.presets)) or 'none'}) or a "
+                         f"pretrained model name "
+                         f"({', '.join(sorted(pretrained.available())) or 'none'})")
+
+    # ------------------------------------------------------------------- topics
+    def topic_word_matrix(self):
+        """The topic-word weights, numpy ``[K, V_c]`` (larger = more typical word).
+
+        Topic models override it; the rows need not be normalised (only their
+        ranking is used by `topics`).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no topics")
+
+    def topic_proportions(self, bow):
+        """The document-topic vector of bags of words, at the posterior mean.
+
+        Args:
+            bow: float ``[B, V_c]`` topic-vocabulary counts.
+
+        Returns:
+            float ``[B, K]`` tensor (deterministic: no sampling, no dropout).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no topics")
+
+    def topic_outputs(self, bow):
+        """Everything a served model gives for bags of words (the export's
+        ``topic_proportions`` signature): ``{"proportions": topic_proportions(bow)}``,
+        plus model-specific entries (rGBN-RNN: ``theta_l`` of every layer)."""
+        return {"proportions": self.topic_proportions(bow)}
+
+    def topics(self, top_n=10, vocabulary=None, **options):
+        """The top words of every topic (rows of `topic_word_matrix`).
+
+        Args:
+            top_n: words per topic, 1 <= top_n <= V_c.
+            vocabulary: optional `TopicVocabulary` (or list of the V_c topic words).
+            **options: passed to `topic_word_matrix` (rGBN-RNN: ``layer``).
+
+        Returns:
+            int array ``[K, top_n]`` of topic-vocabulary ids (ties keep the
+            lower id first), or K lists of words when `vocabulary` is given.
+
+        Raises:
+            ValueError: a model without topics, a bad `top_n`, or a vocabulary
+                of the wrong size.
+        """
+        if not self.has_topics:
+            raise ValueError(f"{type(self).__name__} has no topics")
+        weights = np.asarray(self.topic_word_matrix(**options))
+        width = weights.shape[1]
+        if isinstance(top_n, bool) or not isinstance(top_n, (int, np.integer)) or \
+                not 1 <= top_n <= width:
+            raise ValueError(f"top_n must be an integer in [1, {width}] (the topic words), "
+                             f"got {top_n!r}")
+        ids = np.argsort(-weights, axis=1, kind="stable")[:, :int(top_n)]
+        if vocabulary is None:
+            return ids
+        words = list(getattr(vocabulary, "words", vocabulary))
+        if len(words) != width:
+            raise ValueError(f"vocabulary has {len(words)} words but the model's topic "
+                             f"vocabulary has {width}")
+        return [[words[i] for i in row] for row in ids]
+
+    @staticmethod
+    def _check_bow_width(bow, width):
+        """`bow` as a float32 tensor, its last axis checked against `width`."""
+        bow = ops.convert_to_tensor(bow, "float32")
+        if bow.shape[-1] is not None and bow.shape[-1] != width:
+            raise ValueError(f"context_bow has {bow.shape[-1]} columns but the model's topic "
+                             f"vocabulary has topic_vocab_size={width} words")
+        return bow

@@ -1,0 +1,168 @@
+"""Model name -> model class, presets and construction: the one table of the models.
+
+Adding a model = one model file (a `TopicLanguageModel` subclass), one preset
+module (``tfktopic/models/<family>_presets.py``) and one line in `MODELS` here
+(plus one in `tfktopic.presets` for its presets).
+
+Example:
+>>> from tfktopic.models import registry
+>>> registry.names()
+('lstm', 'doc_lstm', 'lda_lstm', 'topicrnn', 'tcnlm', 'rgbn_rnn', 'gbn_rnn')
+>>> registry.get("tcnlm").has_topics, registry.get("doc_lstm").chunked
+(True, True)
+>>> model = registry.build_model("tcnlm", {"num_topics": 5, "hidden_dim": 16},
+...                              lm_vocab=lm_vocab, topic_vocab=topic_vocab)  # doctest: +SKIP
+"""
+
+import dataclasses
+import typing
+
+from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.rgbn import RGBNRNN
+from tfktopic.models.tcnlm import TCNLM
+from tfktopic.models.topicrnn import TopicRNN
+
+__all__ = ["ModelEntry", "MODELS", "names", "get", "build_model"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelEntry:
+    """One model name of the command line.
+
+    Attributes:
+        name: the model's name ("lstm", "tcnlm", ...).
+        model_class: its class.
+        construct: ``(settings, context) -> model``: the constructor call with the
+            run's vocabularies and data (``context`` is a dict with ``lm_vocab``,
+            ``topic_vocab``, ``num_documents``, ``embeddings``, ``seed``,
+            ``train_corpus`` and ``training``).
+        fixed: constructor arguments the name implies (e.g. ``document_level``).
+        description: one line for the command line's help.
+    """
+
+    name: str
+    model_class: type
+    construct: typing.Callable
+    fixed: typing.Mapping = dataclasses.field(default_factory=dict)
+    description: str = ""
+
+    def _trait(self, trait):
+        if trait == "chunked" and self.fixed.get("document_level"):
+            return True
+        return getattr(self.model_class, trait)
+
+    @property
+    def has_topics(self):
+        return self._trait("has_topics")
+
+    @property
+    def chunked(self):
+        return self._trait("chunked")
+
+    @property
+    def hierarchical(self):
+        return self._trait("hierarchical")
+
+    @property
+    def generates(self):
+        return self._trait("generates")
+
+
+def _lstm(settings, context):
+    return LSTMLanguageModel(len(context["lm_vocab"]), embeddings=context["embeddings"],
+                             **settings)
+
+
+def _lda_lstm(settings, context):
+    if context["train_corpus"] is None:
+        raise ValueError("lda_lstm: the LDA is fitted on the training corpus; pass train_corpus")
+    lda = fit_lda(context["train_corpus"], context["topic_vocab"],
+                  num_topics=settings.get("num_topics", 50),
+                  passes=context["training"].get("lda_passes", 5), seed=context["seed"],
+                  iterations=settings.get("lda_iterations", 50))
+    return LDALSTMLanguageModel(len(context["lm_vocab"]), len(context["topic_vocab"]), lda=lda,
+                                embeddings=context["embeddings"], **settings)
+
+
+def _topicrnn(settings, context):
+    return TopicRNN(len(context["lm_vocab"]), context["topic_vocab"].lm_to_topic,
+                    embeddings=context["embeddings"], **settings)
+
+
+def _tcnlm(settings, context):
+    return TCNLM(len(context["lm_vocab"]), len(context["topic_vocab"]),
+                 embeddings=context["embeddings"], **settings)
+
+
+def _rgbn(settings, context):
+    if context["num_documents"] is None:
+        raise ValueError("rgbn_rnn / gbn_rnn: pass num_documents (training document chunks)")
+    settings = dict(settings)
+    num_layers = settings.pop("num_layers", 3)
+    settings.setdefault("seed", context["seed"])
+    return RGBNRNN.from_preset(settings, len(context["lm_vocab"]), len(context["topic_vocab"]),
+                               num_documents=context["num_documents"], num_layers=num_layers,
+                               embeddings=context["embeddings"])
+
+
+#: Every model of the package, in the command line's order.
+MODELS = {entry.name: entry for entry in (
+    ModelEntry("lstm", LSTMLanguageModel, _lstm,
+               description="sentence-level LSTM baseline"),
+    ModelEntry("doc_lstm", LSTMLanguageModel, _lstm, {"document_level": True},
+               description="document-level LSTM baseline (state carried across sentences)"),
+    ModelEntry("lda_lstm", LDALSTMLanguageModel, _lda_lstm,
+               description="LSTM with LDA topic proportions before the softmax"),
+    ModelEntry("topicrnn", TopicRNN, _topicrnn, description="TopicRNN (Dieng et al. 2017)"),
+    ModelEntry("tcnlm", TCNLM, _tcnlm, description="TCNLM (Wang et al. 2018)"),
+    ModelEntry("rgbn_rnn", RGBNRNN, _rgbn, {"recurrent": True},
+               description="rGBN-RNN (Guo et al. 2020)"),
+    ModelEntry("gbn_rnn", RGBNRNN, _rgbn, {"recurrent": False},
+               description="GBN-RNN: rGBN-RNN without the topic transitions"),
+)}
+
+
+def names():
+    """The model names, in order."""
+    return tuple(MODELS)
+
+
+def get(name):
+    """The `ModelEntry` of a model name (ValueError naming the choices if unknown)."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def build_model(name, settings, *, lm_vocab, topic_vocab=None, num_documents=None,
+                embeddings=None, seed=0, train_corpus=None, training=None):
+    """A new model of `name` from its constructor settings (call inside a strategy scope).
+
+    Args:
+        name: a model name (`names`).
+        settings: constructor arguments, e.g. ``tfktopic.presets.preset(name,
+            "small").model`` with overrides; the arguments the name implies
+            (``document_level``, ``recurrent``) are added.
+        lm_vocab, topic_vocab: the run's vocabularies.
+        num_documents: training document chunks (rGBN-RNN's TLASGR scale).
+        embeddings: optional ``[len(lm_vocab), embedding_dim]`` initial embeddings.
+        seed: seed of the LDA fit and rGBN's sampler.
+        train_corpus: the training documents (LDA+LSTM fits its LDA on them).
+        training: training settings (LDA+LSTM reads ``lda_passes``).
+
+    Returns:
+        The model (not compiled).
+
+    Raises:
+        ValueError: an unknown model, or a setting that is not a constructor
+            argument (the message names the model).
+    """
+    entry = get(name)
+    context = {"lm_vocab": lm_vocab, "topic_vocab": topic_vocab, "num_documents": num_documents,
+               "embeddings": embeddings, "seed": seed, "train_corpus": train_corpus,
+               "training": dict(training or {})}
+    try:
+        return entry.construct({**dict(settings), **dict(entry.fixed)}, context)
+    except TypeError as error:
+        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
