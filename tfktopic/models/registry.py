@@ -75,6 +75,10 @@ def _lstm(settings, context):
 
 
 def _lda_lstm(settings, context):
+    if context.get("lda") is not None:  # an LDA fitted already (e.g. shared by a benchmark)
+        return LDALSTMLanguageModel(len(context["lm_vocab"]), len(context["topic_vocab"]),
+                                    lda=context["lda"], embeddings=context["embeddings"],
+                                    **settings)
     if context["train_corpus"] is None:
         raise ValueError("lda_lstm: the LDA is fitted on the training corpus; pass train_corpus")
     lda = fit_lda(context["train_corpus"], context["topic_vocab"],
@@ -136,7 +140,7 @@ def get(name):
 
 
 def build_model(name, settings, *, lm_vocab, topic_vocab=None, num_documents=None,
-                embeddings=None, seed=0, train_corpus=None, training=None):
+                embeddings=None, seed=0, train_corpus=None, training=None, lda=None):
     """A new model of `name` from its constructor settings (call inside a strategy scope).
 
     Args:
@@ -150,6 +154,8 @@ def build_model(name, settings, *, lm_vocab, topic_vocab=None, num_documents=Non
         seed: seed of the LDA fit and rGBN's sampler.
         train_corpus: the training documents (LDA+LSTM fits its LDA on them).
         training: training settings (LDA+LSTM reads ``lda_passes``).
+        lda: LDA+LSTM: an already fitted gensim `LdaModel` (default: fit one
+            on `train_corpus`).
 
     Returns:
         The model (not compiled).
@@ -161,8 +167,12 @@ def build_model(name, settings, *, lm_vocab, topic_vocab=None, num_documents=Non
     entry = get(name)
     context = {"lm_vocab": lm_vocab, "topic_vocab": topic_vocab, "num_documents": num_documents,
                "embeddings": embeddings, "seed": seed, "train_corpus": train_corpus,
-               "training": dict(training or {})}
+               "training": dict(training or {}), "lda": lda}
     try:
         return entry.construct({**dict(settings), **dict(entry.fixed)}, context)
     except TypeError as error:
+        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
+    except ValueError as error:  # Keras' check of the keyword arguments of a Model
+        if not str(error).startswith("Unrecognized keyword arguments"):
+            raise
         raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None

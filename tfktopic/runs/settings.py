@@ -2,15 +2,18 @@
 
 import json
 
-MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+from tfktopic.models import registry
+
+#: The model names of the command line (`tfktopic.models.registry`).
+MODELS = registry.names()
 #: Models with a `generate(...)` method.
-GENERATING_MODELS = ("topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+GENERATING_MODELS = tuple(n for n in MODELS if registry.get(n).generates)
 #: Models with `topics(...)`.
-TOPIC_MODELS = ("lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+TOPIC_MODELS = tuple(n for n in MODELS if registry.get(n).has_topics)
 #: Models with a topic hierarchy (layers, Phi and Pi).
-HIERARCHICAL_MODELS = ("rgbn_rnn", "gbn_rnn")
+HIERARCHICAL_MODELS = tuple(n for n in MODELS if registry.get(n).hierarchical)
 #: Models trained on document chunks [B, J, T] instead of sentence windows.
-CHUNKED_MODELS = ("doc_lstm", "rgbn_rnn", "gbn_rnn")
+CHUNKED_MODELS = tuple(n for n in MODELS if registry.get(n).chunked)
 #: The preset family (`tfktopic.presets`) of each model. The LSTM baselines
 #: take the sizes and data settings of TopicRNN's presets (same-size baseline).
 PRESET_FAMILY = {"lstm": "topicrnn", "doc_lstm": "topicrnn", "lda_lstm": "lda_lstm",

@@ -5,6 +5,7 @@ import math
 import pathlib
 
 from tfktopic.errors import TfktopicError
+from tfktopic.models import registry
 from tfktopic.evaluation.perplexity import unigram_perplexity
 from tfktopic.runs.data import (perplexity_message, prepare_data, resolve_format,
                                 score_perplexity)
@@ -125,44 +126,10 @@ def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates
     name = settings["name"]
     model_cfg = dict(settings["model"])
     keras.utils.set_random_seed(int(seed))
-    vocab, topic_vocab = len(data.lm_vocab), data.topic_vocab
-    try:
-        if name in ("lstm", "doc_lstm"):
-            from tfktopic.models import LSTMLanguageModel
-
-            model = LSTMLanguageModel(vocab, embeddings=embeddings, **model_cfg)
-        elif name == "lda_lstm":
-            from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
-
-            if lda is None:
-                lda = fit_lda(data.parts["train"], topic_vocab,
-                              num_topics=model_cfg.get("num_topics", 50),
-                              passes=settings["training"].get("lda_passes", 5), seed=seed,
-                              iterations=model_cfg.get("lda_iterations", 50))
-            model = LDALSTMLanguageModel(vocab, len(topic_vocab), lda=lda,
-                                         embeddings=embeddings, **model_cfg)
-        elif name == "topicrnn":
-            from tfktopic.models.topicrnn import TopicRNN
-
-            model = TopicRNN(vocab, topic_vocab.lm_to_topic, embeddings=embeddings, **model_cfg)
-        elif name == "tcnlm":
-            from tfktopic.models.tcnlm import TCNLM
-
-            model = TCNLM(vocab, len(topic_vocab), embeddings=embeddings, **model_cfg)
-        else:
-            from tfktopic.models.rgbn import RGBNRNN
-
-            num_layers = model_cfg.pop("num_layers", 3)
-            model_cfg.setdefault("seed", seed)
-            model = RGBNRNN.from_preset(model_cfg, vocab, len(topic_vocab),
-                                        num_documents=len(data.examples["train"]),
-                                        num_layers=num_layers, embeddings=embeddings)
-    except TypeError as error:
-        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
-    except ValueError as error:  # Keras' check of the keyword arguments of a Model
-        if not str(error).startswith("Unrecognized keyword arguments"):
-            raise
-        raise ValueError(f"--set: a setting is not an argument of {name} ({error})") from None
+    model = registry.build_model(
+        name, model_cfg, lm_vocab=data.lm_vocab, topic_vocab=data.topic_vocab,
+        num_documents=len(data.examples["train"]), embeddings=embeddings, seed=int(seed),
+        train_corpus=data.parts["train"], training=settings["training"], lda=lda)
     if not topic_updates:
         if name not in HIERARCHICAL_MODELS:
             raise ValueError(f"topic_updates=False applies to rgbn_rnn and gbn_rnn, not {name}")
