@@ -1,10 +1,10 @@
 """JSON files and log lines of a run directory (helpers)."""
 
 import json
-import os
 import pathlib
 
 from tfktopic.errors import TfktopicError
+from tfktopic.atomic import write_json
 
 # ----------------------------------------------------------------------------- helpers
 def _jsonable(value):
@@ -14,10 +14,7 @@ def _jsonable(value):
 
 
 def _write_json(path, payload):
-    path = pathlib.Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, payload)
 
 
 def _read_json(path, what):

@@ -1,16 +1,18 @@
 """`train_run`: train a model into a run directory (resumable)."""
 
-import json
 import math
 import pathlib
 
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
+from tfktopic.runs import checkpoints
 from tfktopic.runs._io import _jsonable, _say, _write_json
+from tfktopic.runs.checks import check_learning_rate, vocabulary_record
 from tfktopic.runs.data import (build_vocabularies, make_dataset, make_examples, read_corpus,
                                 resolve_format, score_perplexity, split_corpus,
                                 _perplexity_message)
 from tfktopic.runs.directory import Run, read_run_config, _load_model
+from tfktopic.runs.lock import locked
 from tfktopic.runs.reports import generate_text, _print_topics
 from tfktopic.runs.settings import (CHUNKED_MODELS, GENERATING_MODELS, GENERATION,
                                     HIERARCHICAL_MODELS, OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT,
@@ -145,6 +147,7 @@ def _progress_callback(path, config):
     return _Progress()
 
 
+@locked("out")
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
@@ -211,6 +214,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         training["clipnorm"] = ptb["clipnorm"]
     if learning_rate is not None:
         training["learning_rate"] = float(learning_rate)
+    check_learning_rate(training.get("learning_rate"))
     for key in ("epochs", "batch_size"):
         if int(training[key]) < 1:
             raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
@@ -255,7 +259,9 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                              log)
         config["embeddings_coverage"] = coverage
     config["model_config"] = _jsonable(settings["model"])
-    if previous is not None and _signature(previous) != _signature(config):
+    config["vocabularies"] = vocabulary_record(lm_vocab, topic_vocab)
+    if (previous is not None and checkpoints.has_progress(out)
+            and _signature(previous) != _signature(config)):
         changed = [k for k, v in _signature(config).items() if _signature(previous).get(k) != v]
         raise TfktopicError(f"{run_json}: --out holds another run (different "
                             f"{', '.join(changed)}); use a new --out or delete {out}")
@@ -263,17 +269,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     lm_vocab.save(out / "lm_vocab.json")
     topic_vocab.save(out / "topic_vocab.json")
     backup = out / "backup"
-    resumed = 0
     fresh = {"epochs_done": 0, "best_val_ppl": None, "history": []}
-    if (backup / "training_metadata.json").exists():
-        try:
-            resumed = int(json.loads((backup / "training_metadata.json").read_text())["epoch"])
-        except (ValueError, KeyError, TypeError):
-            raise TfktopicError(f"{backup / 'training_metadata.json'}: corrupt backup; delete "
-                                f"{backup} to train from scratch") from None
-        config["progress"] = (previous or {}).get("progress") or fresh
-    else:
-        config["progress"] = fresh
+    config["progress"] = (previous or {}).get("progress") or fresh
     config["status"] = "training"
     _write_json(run_json, config)
 
@@ -286,16 +283,18 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                              matrix, int(seed), train_corpus=parts["train"])
         model.compile(optimizer=_optimizer(model_name, training, examples["train"].num_targets,
                                            int(seed)))
-        model(next(iter(datasets["valid"])))  # build, so BackupAndRestore can restore weights
-    best = config["progress"].get("best_val_ppl") if resumed else None
-    callbacks = [
-        keras.callbacks.BackupAndRestore(str(backup), delete_checkpoint=False),
-        keras.callbacks.ModelCheckpoint(str(out / "model.keras"), monitor="val_ppl",
-                                        mode="min", save_best_only=True,
-                                        initial_value_threshold=best),
-        keras.callbacks.TerminateOnNaN(),
-        _progress_callback(run_json, config),
-    ]
+        model(next(iter(datasets["valid"])))  # build, so the checkpoint can be restored
+    # crash safety (tfktopic.runs.checkpoints): exact resume from the newest intact state
+    state = checkpoints.restore_state(backup, model, log)
+    resumed = int(state["epoch"]) if state else 0
+    best = state.get("best_val_ppl") if state else None
+    if not checkpoints.recover_model_file(out, model, log):
+        best = None
+    config["progress"] = {**fresh, **config["progress"]} if resumed else dict(fresh)
+    config["progress"].update(epochs_done=resumed, best_val_ppl=best,
+                              history=config["progress"]["history"][:resumed])
+    guard, safety = checkpoints.training_callbacks(out, best, training.get("learning_rate"))
+    callbacks = [*safety, _progress_callback(run_json, config)]
     total = int(training["epochs"])
     if resumed >= total:
         _say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
@@ -305,14 +304,16 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
             _say(log, f"resuming from {backup} after epoch {resumed} of {total}")
         _say(log, f"training {model_name} (preset {preset}) for {total} epochs; checkpoints "
                   f"in {out}")
-    model.fit(distribute_dataset(datasets["train"]),
+    train_data, steps = checkpoints.epoch_data(datasets["train"], resumed)
+    model.fit(distribute_dataset(train_data), steps_per_epoch=steps, initial_epoch=resumed,
               validation_data=distribute_dataset(datasets["valid"]), epochs=total,
-              callbacks=callbacks, verbose=verbose)
+              callbacks=callbacks, verbose=verbose, shuffle=False)
+    if guard.diverged is not None:
+        config["status"] = "diverged"
+        _write_json(run_json, config)
+        raise checkpoints.DivergedError(guard.message(out))
     if (out / "model.keras").exists():
         model = _load_model(out / "model.keras")
-    if not all(math.isfinite(h.get("loss", 0.0)) for h in config["progress"]["history"]):
-        _say(log, "training stopped: the loss became NaN (TerminateOnNaN); the best checkpoint "
-                  "before it is scored")
 
     result, test_examples = score_perplexity(model_name, model, parts["test"], lm_vocab,
                                             topic_vocab, data, "preceding", batch)
