@@ -300,8 +300,15 @@ def epoch_data(dataset, first_epoch):
 # -------------------------------------------------------------------------- callbacks
 def _non_finite(logs):
     """The entries of Keras `logs` whose value is NaN or infinite."""
-    return {k: float(v) for k, v in (logs or {}).items()
-            if isinstance(v, (int, float, np.floating)) and not math.isfinite(float(v))}
+    bad = {}
+    for key, value in (logs or {}).items():
+        try:
+            number = float(np.asarray(value))
+        except (TypeError, ValueError):
+            continue  # not a scalar
+        if not math.isfinite(number):
+            bad[key] = number
+    return bad
 
 
 class TrainingGuard(keras.callbacks.Callback):

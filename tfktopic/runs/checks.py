@@ -14,6 +14,7 @@ import numpy as np
 from tfktopic.errors import TfktopicError
 
 __all__ = ["MODEL_CLASSES", "OOV_WARNING_RATE", "check_learning_rate", "check_model_class",
+           "check_setting_keys",
            "check_finite_weights", "check_vocabularies", "oov_rate", "vocabulary_record"]
 
 # run.json's model name -> (class name, ``recurrent`` attribute or None).
@@ -121,3 +122,52 @@ def oov_rate(examples, unk_id):
     mask = np.arange(targets.shape[-1]) < lengths[..., None]
     total = int(mask.sum())
     return float(((targets == unk_id) & mask).sum() / total) if total else 0.0
+
+
+def _model_class(model_name):
+    if model_name in ("lstm", "doc_lstm"):
+        from tfktopic.models.lstm_lm import LSTMLanguageModel
+
+        return LSTMLanguageModel
+    if model_name == "lda_lstm":
+        from tfktopic.models.lda_lstm import LDALSTMLanguageModel
+
+        return LDALSTMLanguageModel
+    if model_name == "topicrnn":
+        from tfktopic.models.topicrnn import TopicRNN
+
+        return TopicRNN
+    if model_name == "tcnlm":
+        from tfktopic.models.tcnlm import TCNLM
+
+        return TCNLM
+    from tfktopic.models.rgbn_rnn import RGBNRNN
+
+    return RGBNRNN
+
+
+def check_setting_keys(model_name, keys, settings):
+    """Refuse ``--set KEY`` that is neither a data / training setting nor a model argument.
+
+    Args:
+        model_name: one of `MODEL_CLASSES`.
+        keys: the keys the user gave with ``--set``.
+        settings: the run's settings after the overrides (``model``, ``data``,
+            ``training`` parts; unknown keys land in ``model``).
+
+    Raises:
+        TfktopicError: ``--set KEY: not a setting of MODEL; valid keys: ...``.
+    """
+    import inspect
+
+    parameters = inspect.signature(_model_class(model_name).__init__).parameters
+    arguments = {name for name, p in parameters.items()
+                 if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and name != "self"}
+    arguments |= {"num_layers"} | ({"lda_iterations"} if model_name == "lda_lstm" else set())
+    arguments -= {"vocab_size", "topic_vocab_size", "lm_to_topic", "num_documents", "lda",
+                  "embeddings"}  # set by the run itself
+    valid = sorted(arguments | set(settings["data"]) | set(settings["training"]))
+    for key in keys:
+        if key in settings["model"] and key not in arguments:
+            raise TfktopicError(f"--set {key}: not a setting of {model_name}; valid keys: "
+                                f"{', '.join(valid)}")

@@ -8,6 +8,7 @@ import numpy as np
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
 from tfktopic.runs._io import _jsonable, _say, _write_json
+from tfktopic.runs.checks import OOV_WARNING_RATE, oov_rate
 from tfktopic.runs.data import (read_corpus, resolve_format, score_perplexity, split_corpus,
                                 _normalize_protocol, _perplexity_message)
 from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
@@ -141,6 +142,11 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
               "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram}
     _say(log, f"run {run.path}: {run.name} (preset {run.config.get('preset')})")
     _say(log, f"corpus: {description}")
+    report["oov_rate"] = oov_rate(examples, run.lm_vocab.unk_id)
+    if report["oov_rate"] > OOV_WARNING_RATE:
+        _say(log, f"warning: {report['oov_rate']:.1%} of the scored tokens are not in the run's "
+                  f"vocabulary (<unk>; threshold {OOV_WARNING_RATE:.0%}): the perplexity is not "
+                  "comparable with the test split's")
     _say(log, _perplexity_message(run.name, result).replace("test perplexity", "perplexity"))
     _say(log, f"unigram model on the same tokens: {unigram:.2f}")
     if run.name in TOPIC_MODELS:

@@ -7,7 +7,7 @@ from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
 from tfktopic.runs import checkpoints
 from tfktopic.runs._io import _jsonable, _say, _write_json
-from tfktopic.runs.checks import check_learning_rate, vocabulary_record
+from tfktopic.runs.checks import check_learning_rate, check_setting_keys, vocabulary_record
 from tfktopic.runs.data import (build_vocabularies, make_dataset, make_examples, read_corpus,
                                 resolve_format, score_perplexity, split_corpus,
                                 _perplexity_message)
@@ -215,6 +215,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     if learning_rate is not None:
         training["learning_rate"] = float(learning_rate)
     check_learning_rate(training.get("learning_rate"))
+    check_setting_keys(model_name, [k for k, _ in override_items], settings)
     for key in ("epochs", "batch_size"):
         if int(training[key]) < 1:
             raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
