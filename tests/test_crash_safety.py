@@ -12,14 +12,12 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
 import pytest
 
-from tfktopic.errors import TfktopicError
-from tfktopic.runs import checkpoints, load_run, train_run
+from tfktopic.runs import checkpoints, train_run
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -147,6 +145,19 @@ def test_every_family_killed_inside_an_epoch_resumes_exactly(tmp_path):
     for name in names:
         _assert_same_state(tmp_path / "killed" / name, tmp_path / "reference" / name)
     assert resumed == expected
+
+
+
+def test_a_sigkilled_process_resumes_exactly(tmp_path):
+    """A real SIGKILL of the training process inside epoch 2, then the same command."""
+    reference = _spawn(tmp_path / "reference", "full", ["lstm"])
+    killed = _spawn(tmp_path / "killed", "sigkill", ["lstm"])
+    killed.communicate(timeout=1200)
+    assert killed.returncode == -signal.SIGKILL
+    assert (tmp_path / "killed" / "lstm" / ".lock").exists()  # left behind; taken over below
+    resumed = _results(_spawn(tmp_path / "killed", "resume", ["lstm"]))
+    assert resumed == _results(reference)
+    _assert_same_state(tmp_path / "killed" / "lstm", tmp_path / "reference" / "lstm")
 
 
 if __name__ == "__main__":

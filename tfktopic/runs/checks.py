@@ -22,8 +22,9 @@ MODEL_CLASSES = {"lstm": ("LSTMLanguageModel", None), "doc_lstm": ("LSTMLanguage
                  "lda_lstm": ("LDALSTMLanguageModel", None), "topicrnn": ("TopicRNN", None),
                  "tcnlm": ("TCNLM", None), "rgbn_rnn": ("RGBNRNN", True),
                  "gbn_rnn": ("RGBNRNN", False)}
-# `evaluate` warns when more of the scored targets than this are <unk>.
-OOV_WARNING_RATE = 0.2
+# `evaluate` warns when more of the scored targets than this are <unk> (a small run's own
+# test split can reach 40 %; text of unknown words is above 70 %).
+OOV_WARNING_RATE = 0.5
 
 
 def check_learning_rate(value, name="--learning-rate"):

@@ -156,12 +156,14 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
     vocabularies on the training part, trains with a validation pass every
-    epoch (`BackupAndRestore` in ``out/backup``, the best ``val_ppl`` in
-    ``out/model.keras``, `TerminateOnNaN`), then reports the test perplexity
+    epoch (the full training state in ``out/backup``, the best ``val_ppl`` in
+    ``out/model.keras``, a stop at the first non-finite loss: `checkpoints`;
+    ``out`` locked for the call: `lock`), then reports the test perplexity
     under the leak-free "preceding" protocol next to a unigram model, the
     topics and topic-conditioned sentences, and writes ``results.json``.
-    Calling it again with the same arguments resumes an interrupted run (and
-    only re-scores a finished one).
+    Calling it again with the same arguments resumes an interrupted run
+    exactly -- the same final weights and test perplexity as without the
+    interruption -- (and only re-scores a finished one).
 
     Args:
         model_name: one of `MODELS`.
