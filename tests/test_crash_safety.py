@@ -15,7 +15,6 @@ import sys
 
 import keras
 import numpy as np
-import pytest
 
 from tfktopic.runs import checkpoints, train_run
 

@@ -9,8 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import zipfile
 
 import keras
 import numpy as np
@@ -108,7 +106,7 @@ def test_a_damaged_model_keras_is_rebuilt_from_the_best_weights(lstm_run, tmp_pa
     expected = [v.numpy() for v in load_run(out).model.weights]
     data = (out / "model.keras").read_bytes()
     (out / "model.keras").write_bytes(data[: len(data) // 2])  # killed while writing
-    line = _one_line(capsys, ["evaluate", out], "model.keras: damaged",
+    line = _one_line(capsys, ["evaluate", out], "model.keras: not a Keras model file (damaged",
                      "run the same `tfktopic train` command again")
     assert "best.npz" in line
     notes = []
@@ -144,8 +142,15 @@ def test_the_lock_names_its_holder_and_a_killed_holder_is_taken_over(tmp_path):
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     assert (tmp_path / "run" / ".lock").exists()  # stale: left by the killed process
+    # A writer killed mid-write leaves its temporary file (never the target): cleaned up.
+    (tmp_path / "run" / "backup").mkdir()
+    stale = [tmp_path / "run" / ".run.json.999.tmp.json",
+             tmp_path / "run" / "backup" / ".state-00001.npz.999.tmp.npz"]
+    for path in stale:
+        path.write_bytes(b"")
     with run_lock(tmp_path / "run"):
         assert (tmp_path / "run" / ".lock").read_text() == str(os.getpid())
+        assert not any(path.exists() for path in stale)
 
 
 def test_two_trainings_started_together_into_one_out(tmp_path):

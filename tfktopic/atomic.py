@@ -17,7 +17,34 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["atomic_path", "fsync_directory", "write_bytes", "write_json", "write_text"]
+__all__ = ["atomic_path", "fsync_directory", "remove_temporaries", "write_bytes", "write_json",
+           "write_text"]
+
+
+_TMP = ".tmp"
+
+
+def remove_temporaries(directory, recursive=True):
+    """Delete the temporary files a killed writer left in `directory` (and below).
+
+    Only call it while holding the directory's lock (no writer is active).
+
+    Args:
+        directory: a directory written with `atomic_path`.
+        recursive: also clean its subdirectories.
+
+    Returns:
+        The removed paths.
+    """
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        return []
+    pattern = f".*.*{_TMP}*"
+    found = directory.rglob(pattern) if recursive else directory.glob(pattern)
+    removed = [path for path in found if path.is_file()]
+    for path in removed:
+        _remove(path)
+    return removed
 
 
 def fsync_directory(directory):
@@ -71,7 +98,7 @@ def atomic_path(path):
     """
     path = pathlib.Path(path)
     suffix = "".join(path.suffixes[-2:]) if path.name.endswith(".weights.h5") else path.suffix
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{suffix}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{_TMP}{suffix}")
     try:
         yield tmp
         _fsync_file(tmp)

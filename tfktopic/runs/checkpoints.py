@@ -26,6 +26,7 @@ Example:
 ...           initial_epoch=first_epoch, callbacks=callbacks)       # doctest: +SKIP
 """
 
+import contextlib
 import io
 import json
 import math
@@ -73,7 +74,9 @@ def state_variables(model):
     variables = list(model.variables)
     if optimizer is not None:
         if not optimizer.built:
-            optimizer.build(model.trainable_variables)
+            strategy = getattr(model, "distribute_strategy", None)
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():
+                optimizer.build(model.trainable_variables)
         variables += list(optimizer.variables)
     generator = global_state.get_global_attribute("global_seed_generator")
     if generator is not None:

@@ -100,7 +100,8 @@ def _load_model(path):
         raise TfktopicError(f"{path}: no such file (the run has no checkpoint yet: train it "
                             "for at least one epoch)")
     if not intact_keras_file(path):
-        raise TfktopicError(f"{path}: damaged (not a complete .keras archive); run the same "
+        raise TfktopicError(f"{path}: not a Keras model file (damaged: an incomplete .keras "
+                            f"archive); run the same "
                             f"`tfktopic train` command again to rebuild it from "
                             f"{path.parent / BACKUP_DIR / BEST_WEIGHTS}, or delete "
                             f"{path.parent} and retrain")

@@ -15,6 +15,7 @@ import fcntl
 import os
 import pathlib
 
+from tfktopic.atomic import remove_temporaries
 from tfktopic.errors import TfktopicError
 
 __all__ = ["RunLockedError", "locked", "run_lock", "LOCK_NAME"]
@@ -90,6 +91,7 @@ def run_lock(directory, what="--out"):
     try:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))
+        remove_temporaries(directory)  # left by a killed writer; we are the only one now
         yield path
     finally:
         if created and sorted(p.name for p in directory.iterdir()) == [LOCK_NAME]:
