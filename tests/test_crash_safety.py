@@ -116,7 +116,7 @@ def _results(process):
 
 
 def _final_state(out):
-    return checkpoints._read_npz(sorted((out / "backup").glob("state-*.npz"))[-1])
+    return checkpoints.read_state_file(sorted((out / "backup").glob("state-*.npz"))[-1])
 
 
 def _assert_same_state(found_dir, expected_dir):

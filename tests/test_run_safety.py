@@ -124,7 +124,7 @@ def test_a_damaged_newest_state_falls_back_to_the_previous_one(lstm_run, tmp_pat
     train_run("lstm", out, epochs=2, **{**LSTM, "log": notes.append})
     assert any("state-00002.npz: damaged" in n and "previous checkpoint" in n for n in notes)
     assert any("resuming" in n and "epoch 1 " in n for n in notes), notes
-    assert checkpoints._read_npz(newest)[1]["epoch"] == 2  # rewritten, intact
+    assert checkpoints.read_state_file(newest)[1]["epoch"] == 2  # rewritten, intact
 
 
 # ----------------------------------------------------------------------------- the lock

@@ -40,7 +40,7 @@ import numpy as np
 from tfktopic.atomic import atomic_path, write_bytes
 from tfktopic.errors import TfktopicError
 
-__all__ = ["DivergedError", "TrainingGuard", "epoch_data", "intact_keras_file",
+__all__ = ["DivergedError", "TrainingGuard", "epoch_data", "intact_keras_file", "read_state_file",
            "recover_model_file", "restore_state", "save_state", "state_variables",
            "training_callbacks", "has_progress", "BACKUP_DIR", "BEST_WEIGHTS"]
 
@@ -96,7 +96,7 @@ def _npz_bytes(arrays, meta):
     return buffer.getvalue()
 
 
-def _read_npz(path):
+def read_state_file(path):
     """(arrays, meta) of a state file; `TfktopicError` when it is damaged."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -183,7 +183,7 @@ def restore_state(directory, model, log=None):
     damaged = []
     for path in _state_files(directory):
         try:
-            arrays, meta = _read_npz(path)
+            arrays, meta = read_state_file(path)
         except TfktopicError as error:
             damaged.append(path)
             _note(log, f"{error}; falling back to the previous checkpoint")
@@ -255,7 +255,7 @@ def recover_model_file(out, model, log=None):
         return True
     best = out / BACKUP_DIR / BEST_WEIGHTS
     try:
-        arrays, meta = _read_npz(best)
+        arrays, meta = read_state_file(best)
     except TfktopicError:
         target.unlink()
         _note(log, f"{target}: damaged and no intact {best}; removed it, the next best "
