@@ -349,3 +349,27 @@ def test_stderr_is_exactly_the_one_error_line(tmp_path, argv, fragment):
     verbose = subprocess.run([sys.executable, "-m", "tfktopic", "--verbose", *argv], env=_env(),
                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert verbose.returncode == 2 and len(verbose.stderr.splitlines()) > 1
+
+
+def test_a_state_restores_everything_but_the_commands_learning_rate(tmp_path):
+    """Weights, optimizer moments and iterations come back; the learning rate is the new
+    command's (a diverged run is resumed with a lower --learning-rate)."""
+    def model(rate):
+        net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2),
+                                keras.layers.Dropout(0.5, seed=1)])
+        net.compile(optimizer=keras.optimizers.Adam(rate), loss="mse")
+        return net
+
+    x, y = np.ones((8, 3), "float32"), np.zeros((8, 2), "float32")
+    trained = model(0.1)
+    trained.fit(x, y, epochs=2, verbose=0)
+    checkpoints.save_state(tmp_path, trained, epoch=2, best=1.5)
+    fresh = model(0.01)
+    meta = checkpoints.restore_state(tmp_path, fresh)
+    assert meta["epoch"] == 2 and meta["best_val_ppl"] == 1.5
+    for a, b in zip(checkpoints.state_variables(trained), checkpoints.state_variables(fresh)):
+        if a.name == "learning_rate":
+            assert np.isclose(b.numpy(), 0.01) and np.isclose(a.numpy(), 0.1)
+        else:
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert int(fresh.optimizer.iterations.numpy()) == 2

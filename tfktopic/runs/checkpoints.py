@@ -188,7 +188,14 @@ def restore_state(directory, model, log=None):
             damaged.append(path)
             _note(log, f"{error}; falling back to the previous checkpoint")
             continue
-        _assign(state_variables(model), arrays, meta, path)
+        variables = state_variables(model)
+        # The learning rate is the command's, not the state's: after a divergence the
+        # same command with a lower --learning-rate resumes from the last finite state.
+        rates = [(v, v.numpy()) for v in getattr(model.optimizer, "variables", [])
+                 if getattr(v, "name", "") == "learning_rate"]
+        _assign(variables, arrays, meta, path)
+        for variable, value in rates:
+            variable.assign(value)
         return meta
     if damaged:
         _note(log, f"{directory}: no intact training state (damaged: "
