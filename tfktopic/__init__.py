@@ -7,6 +7,10 @@ Subpackages:
     tfktopic.bayes       SGLD and pSGLD optimizers
 """
 
+from tfktopic.startup import quiet_command_line
+
+quiet_command_line()  # the tfktopic command only: before TensorFlow is imported
+
 from tfktopic import bayes, data, evaluation, models
 from tfktopic.errors import CorpusFormatError, TfktopicError, VocabularyError
 from tfktopic.version import __version__

@@ -23,12 +23,17 @@ evaluation contexts and prints corpus statistics, vocabulary sizes and a sample
 batch of the tf.data pipeline.
 
 Every user error exits with status 2 and one line
-``tfktopic <command>: error: ...`` naming the file or argument.
+``tfktopic <command>: error: ...`` naming the file or argument, and nothing
+else is written to stderr: TensorFlow's native log lines, Python warnings and
+absl messages are silenced unless ``tfktopic --verbose COMMAND ...`` is given.
 """
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
+import warnings
 
 __all__ = ["main"]
 
@@ -42,8 +47,10 @@ def _report(args):
         kwargs["sentences_per_document"] = args.sentences_per_document
     if args.format == "imdb" and args.limit:
         kwargs["limit"] = args.limit
+    from tfktopic.runs.data import split_corpus
+
     corpus = load_corpus(args.corpus, format=args.format, **kwargs)
-    train, valid, test = corpus.split((0.8, 0.1, 0.1), seed=args.seed)
+    train, valid, test = split_corpus(corpus, args.seed).values()
     print(f"corpus: {corpus.source or args.corpus} (format {args.format or 'inferred'})")
     header = f"{'split':<6}{'docs':>8}{'sentences':>11}{'tokens':>11}{'types':>9}{'sent.len':>10}"
     print(header)
@@ -96,12 +103,20 @@ def _evaluate(args):
 
     from tfktopic.runs import evaluate_run, load_run
 
-    run = load_run(args.run)
-    report = evaluate_run(run, corpus=args.corpus, format=args.format, protocol=args.protocol,
-                          max_documents=args.max_documents, num_generated=args.num_generated,
-                          seed=args.seed)
-    out = pathlib.Path(args.json) if args.json else run.path / "evaluation.json"
-    out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    from tfktopic.atomic import write_json
+    from tfktopic.runs.directory import resolve_run_dir
+    from tfktopic.runs.lock import run_lock
+
+    directory = resolve_run_dir(args.run)
+    out = pathlib.Path(args.json) if args.json else directory / "evaluation.json"
+    inside = out.resolve().parent == directory.resolve()
+    # Writing into the run directory: exclusive with a `train` (or another evaluate) there.
+    with run_lock(directory, what="run directory") if inside else contextlib.nullcontext():
+        run = load_run(directory)
+        report = evaluate_run(run, corpus=args.corpus, format=args.format,
+                              protocol=args.protocol, max_documents=args.max_documents,
+                              num_generated=args.num_generated, seed=args.seed)
+        write_json(out, json.loads(json.dumps(report, default=float)))
     print(f"wrote {out}")
     return 0
 
@@ -127,9 +142,26 @@ def _generate(args):
 
 
 def _export(args):
+    import pathlib
+
+    import tensorflow as tf
+
+    from tfktopic.errors import TfktopicError
     from tfktopic.runs import export_run, load_run
 
-    path = export_run(load_run(args.run), args.saved_model)
+    run = load_run(args.run)
+    target = pathlib.Path(args.saved_model)
+    parent = next((p for p in [target, *target.parents] if p.exists()), pathlib.Path("."))
+    if not os.access(parent, os.W_OK):
+        raise TfktopicError(f"{args.saved_model}: cannot write the SavedModel ({parent} is not "
+                            "writable); pass --saved-model to a writable place")
+    try:
+        path = export_run(run, args.saved_model)
+    except (tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
+            tf.errors.NotFoundError, tf.errors.FailedPreconditionError) as error:
+        reason = str(getattr(error, "message", error)).splitlines()[0]
+        raise TfktopicError(f"{args.saved_model}: cannot write the SavedModel ({reason})"
+                            ) from None
     print(f"SavedModel written to {path}")
     return 0
 
@@ -148,6 +180,17 @@ def _positive(text):
     return value
 
 
+def _learning_rate(text):
+    from tfktopic.errors import TfktopicError
+    from tfktopic.runs.checks import check_learning_rate
+
+    try:
+        check_learning_rate(float(text), name="")
+    except (TfktopicError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}") from None
+    return float(text)
+
+
 _FORMATS = ["tdlm", "ptb", "imdb", "text", "lee"]
 _RUN_HELP = "a run directory written by `tfktopic train`, or pretrained:NAME"
 
@@ -156,6 +199,9 @@ def _parser():
     from tfktopic.runs import MODELS
 
     parser = _Parser(prog="tfktopic", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--verbose", dest="show_logs", action="store_true",
+                        help="show TensorFlow's log lines, warnings and tracebacks on stderr "
+                             "(before the command: tfktopic --verbose train ...)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser(
@@ -176,7 +222,7 @@ def _parser():
                        help="override the preset's epochs")
     train.add_argument("--batch-size", type=_positive, default=None,
                        help="override the preset's batch size (windows; rGBN: documents)")
-    train.add_argument("--learning-rate", type=float, default=None,
+    train.add_argument("--learning-rate", type=_learning_rate, default=None,
                        help="override the preset's learning rate")
     train.add_argument("--max-documents", type=_positive, default=None,
                        help="use only the first N documents (quick runs)")
@@ -297,20 +343,77 @@ def main(argv=None):
     option that does not apply, a corrupt checkpoint) exits with status 2 and
     one line ``tfktopic <command>: error: ...`` on stderr.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = _parser().parse_args(argv)
-    from tfktopic.errors import TfktopicError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = bool(argv) and argv[0] == "--verbose"
+    if not verbose:
+        # Before TensorFlow is imported (the parser imports it).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with contextlib.ExitStack() as stack:
+        if not verbose:
+            stack.enter_context(_quiet())
+        args = _parser().parse_args([str(a) for a in argv])
+        from tfktopic.errors import TfktopicError
 
+        try:
+            return args.handler(args)
+        except (TfktopicError, ValueError, OSError) as error:
+            if verbose:
+                import traceback
+
+                traceback.print_exc()
+            message = " ".join(str(error).split("\n")) or type(error).__name__
+            print(f"tfktopic {args.command}: error: {message}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"tfktopic {args.command}: interrupted; run the same command again to resume",
+                  file=sys.stderr)
+            return 130
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence what TensorFlow and Keras write to stderr besides our own lines.
+
+    TensorFlow's native start-up lines (absl ``I0000 ...``, the ``cuInit``
+    error) ignore ``TF_CPP_MIN_LOG_LEVEL`` in part, so file descriptor 2 points
+    to /dev/null for the command, while Python's ``sys.stderr`` keeps writing
+    to the real stderr; Python warnings (Keras' ``shuffle=True`` warning) and
+    absl / TensorFlow Python log records below ERROR are dropped.
+    """
+    loggers = [logging.getLogger(name) for name in ("absl", "tensorflow", "keras")]
+    levels = [logger.level for logger in loggers]
+    saved_stderr, saved_fd = sys.stderr, None
     try:
-        return args.handler(args)
-    except (TfktopicError, ValueError, OSError) as error:
-        message = " ".join(str(error).split("\n")) or type(error).__name__
-        print(f"tfktopic {args.command}: error: {message}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"tfktopic {args.command}: interrupted; run the same command again to resume",
-              file=sys.stderr)
-        return 130
+        real = sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):
+        real = False  # captured (tests): Python's stderr does not go to fd 2 anyway
+    try:
+        sys.stderr.flush()
+        saved_fd = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        if real:
+            sys.stderr = os.fdopen(os.dup(saved_fd), "w", buffering=1,
+                                   encoding=saved_stderr.encoding, errors="backslashreplace")
+    except OSError:
+        saved_fd = None
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+        if saved_fd is not None:
+            if sys.stderr is not saved_stderr:
+                sys.stderr.flush()
+                sys.stderr.close()
+                sys.stderr = saved_stderr
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
 
 
 if __name__ == "__main__":

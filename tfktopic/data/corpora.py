@@ -184,6 +184,31 @@ def _finish(documents, path, **kwargs):
     return Corpus(documents, source=str(path), **kwargs)
 
 
+# A file read as TDLM with no TAB in any of at least this many lines is one sentence per line.
+_SNIFF_MIN_LINES = 20
+
+
+def _sniff(path, format, num_lines, tab_lines):
+    """Refuse a file that is evidently in the other line format (TDLM vs PTB).
+
+    A TDLM document line holds its sentences separated by TABs; a PTB line is
+    one sentence and has none. So a "PTB" file whose lines mostly hold TABs is
+    TDLM, and a "TDLM" file of many lines none of which holds a TAB is one
+    sentence per line.
+
+    Raises:
+        CorpusFormatError: naming the file and the likely format.
+    """
+    if format == "ptb" and tab_lines and tab_lines * 2 >= num_lines:
+        raise CorpusFormatError(path, f"looks like TDLM format ({tab_lines} of {num_lines} lines "
+                                      "hold TAB-separated sentences), not one sentence per "
+                                      "line; pass --format tdlm")
+    if format == "tdlm" and not tab_lines and num_lines >= _SNIFF_MIN_LINES:
+        raise CorpusFormatError(path, f"looks like one sentence per line (PTB format): none of "
+                                      f"its {num_lines} lines has a TAB between sentences, as "
+                                      "a TDLM document line has; pass --format ptb (or text)")
+
+
 def read_tdlm(path, skip_empty=False):
     """Read a TDLM-format file: a document per line, TAB between sentences.
 
@@ -195,14 +220,17 @@ def read_tdlm(path, skip_empty=False):
         A `Corpus`. Empty sentences inside a document are dropped.
 
     Raises:
-        CorpusFormatError: missing/empty file, non-UTF-8 bytes, or (unless
-            `skip_empty`) a line with no tokens -- naming the file and line.
+        CorpusFormatError: missing/empty file, non-UTF-8 bytes, (unless
+            `skip_empty`) a line with no tokens -- naming the file and line --
+            or a file of 20+ lines without any TAB (one sentence per line:
+            PTB format).
 
     Example:
     >>> corpus = read_tdlm("../shared/data/apnews/apnews.txt")  # doctest: +SKIP
     """
-    documents = []
+    documents, tab_lines, number = [], 0, 0
     for number, line in _decoded_lines(path):
+        tab_lines += "\t" in line.strip()
         document = [s.split() for s in line.split("\t")]
         document = [s for s in document if s]
         if not document:
@@ -210,6 +238,7 @@ def read_tdlm(path, skip_empty=False):
                 continue
             raise CorpusFormatError(path, "document has no tokens (empty line)", line=number)
         documents.append(document)
+    _sniff(path, "tdlm", number, tab_lines)
     return _finish(documents, path)
 
 
@@ -225,17 +254,23 @@ def read_ptb(path, sentences_per_document=10, skip_empty=False):
 
     Returns:
         A `Corpus`.
+
+    Raises:
+        CorpusFormatError: as `read_tdlm`, or a file most of whose lines hold
+            TAB-separated sentences (TDLM format).
     """
     if int(sentences_per_document) < 1:
         raise ValueError(f"sentences_per_document must be >= 1, got {sentences_per_document}")
-    sentences = []
+    sentences, tab_lines, number = [], 0, 0
     for number, line in _decoded_lines(path):
+        tab_lines += "\t" in line.strip()
         tokens = line.split()
         if not tokens:
             if skip_empty:
                 continue
             raise CorpusFormatError(path, "sentence has no tokens (empty line)", line=number)
         sentences.append(tokens)
+    _sniff(path, "ptb", number, tab_lines)
     n = int(sentences_per_document)
     return _finish([sentences[i:i + n] for i in range(0, len(sentences), n)], path)
 

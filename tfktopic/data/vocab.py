@@ -17,12 +17,14 @@ Both save to and load from versioned JSON.
 """
 
 import collections
+import hashlib
 import json
 import pathlib
 import re
 
 import numpy as np
 
+from tfktopic.atomic import write_json
 from tfktopic.errors import VocabularyError
 
 __all__ = ["Vocabulary", "TopicVocabulary", "load_stopwords", "PAD", "BOS", "EOS", "UNK"]
@@ -36,7 +38,11 @@ _HAS_ASCII_LETTER = re.compile(r"[A-Za-z]")
 def _write_json(path, payload):
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_json(path, payload)
+
+
+def _checksum(words):
+    return hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
 
 
 def _read_json(path, kind):
@@ -182,6 +188,11 @@ class Vocabulary:
                     continue
             tokens.append(self._tokens[i])
         return tokens
+
+    @property
+    def checksum(self):
+        """SHA-256 of the tokens in id order: two vocabularies differ iff their checksums do."""
+        return _checksum(self._tokens)
 
     def save(self, path):
         """Write the vocabulary as versioned JSON to `path`."""
@@ -332,6 +343,11 @@ class TopicVocabulary:
         """
         mapped = self.lm_to_topic[np.asarray(lm_ids, dtype=np.int64)]
         return mapped[mapped >= 0]
+
+    @property
+    def checksum(self):
+        """SHA-256 of the topic words in id order (see `Vocabulary.checksum`)."""
+        return _checksum(self.words)
 
     def save(self, path):
         """Write versioned JSON (topic words and the ignore statistics)."""

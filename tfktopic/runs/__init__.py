@@ -12,9 +12,16 @@ use a trained model again, offline:
   constructor settings, the training settings, the tfktopic version, and the
   training progress (``status``, epochs done, best validation perplexity);
 * ``results.json`` -- test perplexity, unigram baseline, topics, generated text;
-* ``backup/`` -- the `keras.callbacks.BackupAndRestore` state: running the same
-  ``tfktopic train`` command again resumes after the last finished epoch (and
-  does nothing more once all epochs are done).
+* ``backup/`` -- the complete training state of the two newest finished epochs
+  (``state-NNNNN.npz``: weights, MCMC state, optimizer and RNG states) and the
+  best weights (``best.npz``), see `tfktopic.runs.checkpoints`: running the same
+  ``tfktopic train`` command again after a kill resumes exactly where the
+  uninterrupted run would be (and does nothing more once all epochs are done);
+* ``.lock`` -- held (``flock``) by the command that trains or evaluates into the
+  directory, with its PID (`tfktopic.runs.lock`).
+
+Every file is written atomically (`tfktopic.atomic`): a kill or a full disk
+leaves the previous version, never a truncated file.
 
 This package is the only orchestration of tfktopic: the CLI, the scripts and
 the benchmarks all go through it.

@@ -6,6 +6,8 @@ import pathlib
 
 from tfktopic import pretrained
 from tfktopic.errors import TfktopicError
+from tfktopic.runs.checkpoints import BACKUP_DIR, BEST_WEIGHTS, intact_keras_file
+from tfktopic.runs.checks import check_finite_weights, check_model_class, check_vocabularies
 from tfktopic.runs.files import read_json
 from tfktopic.runs.settings import MODELS
 
@@ -87,15 +89,16 @@ def load_model(path):
 
     import tfktopic  # noqa: F401  (registers every model class for deserialisation)
 
-    import zipfile
-
     path = pathlib.Path(path)
     if not path.exists():
         raise TfktopicError(f"{path}: no such file (the run has no checkpoint yet: train it "
                             "for at least one epoch)")
-    if not zipfile.is_zipfile(path):
-        raise TfktopicError(f"{path}: not a Keras model file (a truncated or corrupt .keras "
-                            "zip archive); retrain, or restore the file")
+    if not intact_keras_file(path):
+        raise TfktopicError(f"{path}: not a Keras model file (damaged: an incomplete .keras "
+                            f"archive); run the same "
+                            f"`tfktopic train` command again to rebuild it from "
+                            f"{path.parent / BACKUP_DIR / BEST_WEIGHTS}, or delete "
+                            f"{path.parent} and retrain")
     try:
         return keras.saving.load_model(path, compile=False)
     except Exception as error:  # a truncated zip, a bad config, ...: name the file
@@ -127,12 +130,16 @@ def load_run(directory):
     path = resolve_run_dir(directory)
     config = read_run_config(path)
     lm_vocab = Vocabulary.load(path / "lm_vocab.json")
-    topic_vocab = TopicVocabulary.load(path / "topic_vocab.json", lm_vocab)
+    check_vocabularies(path, config, lm_vocab=lm_vocab)
     model = load_model(path / "model.keras")
+    check_model_class(path / "run.json", config["model"], model, path / "model.keras")
     vocab_size = getattr(model, "vocab_size", None)
     if vocab_size is not None and vocab_size != len(lm_vocab):
         raise TfktopicError(f"{path / 'lm_vocab.json'}: {len(lm_vocab)} words, but the model in "
                             f"model.keras has a vocabulary of {vocab_size}")
+    topic_vocab = TopicVocabulary.load(path / "topic_vocab.json", lm_vocab)
+    check_vocabularies(path, config, topic_vocab=topic_vocab)
+    check_finite_weights(model, path / "model.keras")
     topic_size = getattr(model, "topic_vocab_size", None)
     if topic_size is not None and topic_size != len(topic_vocab):
         raise TfktopicError(f"{path / 'topic_vocab.json'}: {len(topic_vocab)} words, but the "

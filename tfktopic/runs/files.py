@@ -1,10 +1,10 @@
 """JSON files and log lines of a run directory (shared by the `tfktopic.runs` modules)."""
 
 import json
-import os
 import pathlib
 
 from tfktopic.errors import TfktopicError
+from tfktopic.atomic import write_json
 
 __all__ = ["jsonable", "write_json", "read_json", "say"]
 
@@ -15,11 +15,6 @@ def jsonable(value):
                                  else list(v) if isinstance(v, (tuple, set)) else str(v)))
 
 
-def write_json(path, payload):
-    path = pathlib.Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def read_json(path, what):

@@ -10,6 +10,7 @@ from tfktopic.runs.data import (NPMI_REFERENCE, normalize_protocol, npmi_referen
                                 perplexity_message, read_corpus, resolve_format,
                                 score_perplexity, split_corpus)
 from tfktopic.runs.files import jsonable, say, write_json
+from tfktopic.runs.checks import OOV_WARNING_RATE, oov_rate
 from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
 
 # ---------------------------------------------------------------------- topics / evaluate
@@ -148,6 +149,11 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
               "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram}
     say(log, f"run {run.path}: {run.name} (preset {run.config.get('preset')})")
     say(log, f"corpus: {description}")
+    report["oov_rate"] = oov_rate(examples, run.lm_vocab.unk_id)
+    if report["oov_rate"] > OOV_WARNING_RATE:
+        say(log, f"warning: {report['oov_rate']:.1%} of the scored tokens are not in the run's "
+                 f"vocabulary (<unk>; threshold {OOV_WARNING_RATE:.0%}): the perplexity is not "
+                 "comparable with the test split's")
     say(log, perplexity_message(run.name, result).replace("test perplexity", "perplexity"))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
     if run.name in TOPIC_MODELS:

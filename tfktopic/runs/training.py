@@ -1,16 +1,18 @@
 """Building and training a run's model: `build_model`, `fit_model`, `train_run` (resumable)."""
 
-import json
 import math
 import pathlib
 
 from tfktopic.errors import TfktopicError
 from tfktopic.models import registry
 from tfktopic.evaluation.perplexity import unigram_perplexity
+from tfktopic.runs import checkpoints
+from tfktopic.runs.checks import check_learning_rate, check_setting_keys, vocabulary_record
 from tfktopic.runs.data import (perplexity_message, prepare_data, resolve_format,
                                 score_perplexity)
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
+from tfktopic.runs.lock import locked
 from tfktopic.runs.reports import generate_text, print_topics
 from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
                                     OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, TOPIC_MODELS,
@@ -151,7 +153,7 @@ def _skip_topic_updates(model):
 
 
 def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation=True,
-              distribute=None, datasets=None):
+              distribute=None, datasets=None, initial_epoch=0):
     """Train a built model on a run's data: the training split, validated every epoch.
 
     Args:
@@ -167,6 +169,8 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
             with `RunData.dataset`). A tf.data shuffle seed depends on the
             global seed at the time the pipeline is made, so `train_run` makes
             them before `build_model` seeds, as it always did.
+        initial_epoch: epochs already done (a resumed run); the training stream
+            skips their batches, so the data order resumes exactly.
 
     Returns:
         The Keras `History`.
@@ -176,10 +180,13 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
     if datasets is None:
         datasets = (data.dataset("train", batch, shuffle=True, seed=seed),
                     data.dataset("valid", batch, shuffle=False) if validation else None)
-    train = wrap(datasets[0])
+    # Repeated, epoch k's batches are the k-th reshuffle of the seeded pipeline
+    # whether the run starts at 0 or resumes at k (`checkpoints.epoch_data`).
+    train, steps = checkpoints.epoch_data(datasets[0], int(initial_epoch))
     valid = wrap(datasets[1]) if validation else None
-    return model.fit(train, validation_data=valid, epochs=int(settings["training"]["epochs"]),
-                     callbacks=list(callbacks), verbose=verbose)
+    return model.fit(wrap(train), steps_per_epoch=steps, initial_epoch=int(initial_epoch),
+                     validation_data=valid, epochs=int(settings["training"]["epochs"]),
+                     callbacks=list(callbacks), verbose=verbose, shuffle=False)
 
 
 def _signature(config):
@@ -209,6 +216,7 @@ def _progress_callback(path, config):
     return _Progress()
 
 
+@locked("out")
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
@@ -217,12 +225,14 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
     vocabularies on the training part, trains with a validation pass every
-    epoch (`BackupAndRestore` in ``out/backup``, the best ``val_ppl`` in
-    ``out/model.keras``, `TerminateOnNaN`), then reports the test perplexity
+    epoch (the full training state in ``out/backup``, the best ``val_ppl`` in
+    ``out/model.keras``, a stop at the first non-finite loss: `checkpoints`;
+    ``out`` locked for the call: `lock`), then reports the test perplexity
     under the leak-free "preceding" protocol next to a unigram model, the
     topics and topic-conditioned sentences, and writes ``results.json``.
-    Calling it again with the same arguments resumes an interrupted run (and
-    only re-scores a finished one).
+    Calling it again with the same arguments resumes an interrupted run
+    exactly -- the same final weights and test perplexity as without the
+    interruption -- (and only re-scores a finished one).
 
     Args:
         model_name: one of `MODELS`.
@@ -249,8 +259,6 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     Example:
     >>> train_run("tcnlm", "runs/lee-tcnlm", epochs=2)          # doctest: +SKIP
     """
-    import keras
-
     from tfktopic.distribute import distribute_dataset, get_strategy
     from tfktopic.version import __version__
 
@@ -275,6 +283,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         training["clipnorm"] = ptb["clipnorm"]
     if learning_rate is not None:
         training["learning_rate"] = float(learning_rate)
+    check_learning_rate(training.get("learning_rate"))
+    check_setting_keys(model_name, [k for k, _ in override_items], settings)
     for key in ("epochs", "batch_size"):
         if int(training[key]) < 1:
             raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
@@ -316,7 +326,9 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                              log)
         config["embeddings_coverage"] = coverage
     config["model_config"] = jsonable(settings["model"])
-    if previous is not None and _signature(previous) != _signature(config):
+    config["vocabularies"] = vocabulary_record(lm_vocab, topic_vocab)
+    if (previous is not None and checkpoints.has_progress(out)
+            and _signature(previous) != _signature(config)):
         changed = [k for k, v in _signature(config).items() if _signature(previous).get(k) != v]
         raise TfktopicError(f"{run_json}: --out holds another run (different "
                             f"{', '.join(changed)}); use a new --out or delete {out}")
@@ -324,17 +336,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     lm_vocab.save(out / "lm_vocab.json")
     topic_vocab.save(out / "topic_vocab.json")
     backup = out / "backup"
-    resumed = 0
     fresh = {"epochs_done": 0, "best_val_ppl": None, "history": []}
-    if (backup / "training_metadata.json").exists():
-        try:
-            resumed = int(json.loads((backup / "training_metadata.json").read_text())["epoch"])
-        except (ValueError, KeyError, TypeError):
-            raise TfktopicError(f"{backup / 'training_metadata.json'}: corrupt backup; delete "
-                                f"{backup} to train from scratch") from None
-        config["progress"] = (previous or {}).get("progress") or fresh
-    else:
-        config["progress"] = fresh
+    config["progress"] = (previous or {}).get("progress") or fresh
     config["status"] = "training"
     write_json(run_json, config)
 
@@ -343,16 +346,18 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                 rundata.dataset("valid", batch, shuffle=False))
     with distribution.scope():
         model = build_model(settings, rundata, int(seed), embeddings=matrix)
-        model(next(iter(datasets[1])))  # build, so BackupAndRestore can restore weights
-    best = config["progress"].get("best_val_ppl") if resumed else None
-    callbacks = [
-        keras.callbacks.BackupAndRestore(str(backup), delete_checkpoint=False),
-        keras.callbacks.ModelCheckpoint(str(out / "model.keras"), monitor="val_ppl",
-                                        mode="min", save_best_only=True,
-                                        initial_value_threshold=best),
-        keras.callbacks.TerminateOnNaN(),
-        _progress_callback(run_json, config),
-    ]
+        model(next(iter(datasets[1])))  # build, so the checkpoint can be restored
+    # crash safety (tfktopic.runs.checkpoints): exact resume from the newest intact state
+    state = checkpoints.restore_state(backup, model, log)
+    resumed = int(state["epoch"]) if state else 0
+    best = state.get("best_val_ppl") if state else None
+    if not checkpoints.recover_model_file(out, model, log):
+        best = None
+    config["progress"] = {**fresh, **config["progress"]} if resumed else dict(fresh)
+    config["progress"].update(epochs_done=resumed, best_val_ppl=best,
+                              history=config["progress"]["history"][:resumed])
+    guard, safety = checkpoints.training_callbacks(out, best, training.get("learning_rate"))
+    callbacks = [*safety, _progress_callback(run_json, config)]
     total = int(training["epochs"])
     if resumed >= total:
         say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
@@ -363,12 +368,13 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         say(log, f"training {model_name} (preset {preset}) for {total} epochs; checkpoints "
                  f"in {out}")
     fit_model(model, rundata, settings, callbacks, verbose, int(seed),
-              distribute=distribute_dataset, datasets=datasets)
+              distribute=distribute_dataset, datasets=datasets, initial_epoch=resumed)
+    if guard.diverged is not None:
+        config["status"] = "diverged"
+        write_json(run_json, config)
+        raise checkpoints.DivergedError(guard.message(out))
     if (out / "model.keras").exists():
         model = load_model(out / "model.keras")
-    if not all(math.isfinite(h.get("loss", 0.0)) for h in config["progress"]["history"]):
-        say(log, "training stopped: the loss became NaN (TerminateOnNaN); the best checkpoint "
-                 "before it is scored")
 
     result, test_examples = score_perplexity(model_name, model, parts["test"], lm_vocab,
                                             topic_vocab, data, "preceding", batch)

@@ -1,0 +1,48 @@
+"""A quiet start for the ``tfktopic`` command: no TensorFlow start-up lines on stderr.
+
+TensorFlow's native code writes start-up lines to file descriptor 2 while it
+is imported and when it first looks for a GPU (``WARNING: All log messages
+before absl::InitializeLog() ...``, ``I0000 ... Could not find cuda drivers``,
+the ``cuInit`` error), some of them regardless of ``TF_CPP_MIN_LOG_LEVEL``.
+`tfktopic/__init__.py` calls `quiet_command_line` before it imports
+TensorFlow; it does something only when this process *is* the ``tfktopic``
+command (the console script or ``python -m tfktopic``) without ``--verbose``
+first: then ``TF_CPP_MIN_LOG_LEVEL=3``, descriptor 2 points to /dev/null, and
+Python's ``sys.stderr`` (our one-line errors, tracebacks of real bugs) keeps
+writing to the real stderr. Library users are never affected.
+"""
+
+import os
+import sys
+
+__all__ = ["is_command_line", "quiet_command_line"]
+
+
+def is_command_line():
+    """Whether this process runs the ``tfktopic`` command."""
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    orig = list(getattr(sys, "orig_argv", []))
+    module = len(orig) >= 3 and orig[1] == "-m" and orig[2] in ("tfktopic", "tfktopic.cli")
+    return script == "tfktopic" or module
+
+
+def quiet_command_line():
+    """Silence native stderr for the ``tfktopic`` command (see the module docstring).
+
+    Returns:
+        True when stderr was redirected.
+    """
+    if not is_command_line() or sys.argv[1:2] == ["--verbose"]:
+        return False
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        sys.stderr = os.fdopen(real, "w", buffering=1, encoding=sys.stderr.encoding,
+                               errors="backslashreplace")
+    except (OSError, AttributeError, ValueError):
+        return False
+    return True
