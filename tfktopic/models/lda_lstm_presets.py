@@ -31,7 +31,7 @@ PRESETS = {
     "small": {
         "description": "the shared small LM (32-d embeddings, 1 x 64) with an 8-topic LDA "
                        "(tests, quick benchmarks)",
-        "model": {"num_topics": 8, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
+        "model": {"num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
                   "dropout": 0.0, "lda_iterations": 50},
         "data": dict(_DATA),
         "training": {"learning_rate": 3e-3, "clipnorm": 5.0, "batch_size": 64, "epochs": 5,

@@ -57,7 +57,7 @@ PRESETS = {
     "small": {
         "description": "the shared small LM (32-d embeddings, 1 x 64) with 8 topics; trains "
                        "in about a minute on 2 CPU cores on the Lee corpus",
-        "model": {"num_topics": 8, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
+        "model": {"num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
                   "factor_dim": 64, "ntm_units": (64, 64), "diversity_weight": 0.1,
                   "mixture": "factorized", "dropout": 0.4},
         "data": {"min_count": 3, "stopwords": "gensim", "max_freq_fraction": 0.005,

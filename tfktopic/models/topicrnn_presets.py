@@ -59,9 +59,9 @@ PRESETS = {
                      "epochs": 13, "classifier_units": 50, "classifier_epochs": 100},
     },
     "small": {
-        "description": "the shared small LM (32-d embeddings, 1 x 64 LSTM) with 8 topics; "
+        "description": "the shared small LM (32-d embeddings, 1 x 64 LSTM) with 10 topics; "
                        "trains in a minute on 2 CPU cores (tests, demos)",
-        "model": {"embedding_dim": 32, "hidden_dim": 64, "num_layers": 1, "num_topics": 8,
+        "model": {"embedding_dim": 32, "hidden_dim": 64, "num_layers": 1, "num_topics": 10,
                   "encoder_units": (64,), "cell": "lstm", "variant": "paper", "dropout": 0.0},
         "data": {"dataset": "lee", "min_count": 3, "stopwords": "gensim",
                  "max_freq_fraction": 0.001, "max_len": 30, "context_len": 300},
