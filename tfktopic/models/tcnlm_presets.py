@@ -55,7 +55,7 @@ PRESETS = {
     # 0.5 % of Lee's ~7.4K raw types are dropped from the topic vocabulary as too frequent
     # ("said", "says", "mr"; the papers' 0.1 % assumes a 30K+ type corpus).
     "small": {
-        "description": "the shared small LM (32-d embeddings, 1 x 64) with 8 topics; trains "
+        "description": "the shared small LM (32-d embeddings, 1 x 64) with 10 topics; trains "
                        "in about a minute on 2 CPU cores on the Lee corpus",
         "model": {"num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
                   "factor_dim": 64, "ntm_units": (64, 64), "diversity_weight": 0.1,
