@@ -2,11 +2,13 @@
 
 * Sentence-level (the papers' "basic-LSTM"): every sentence window starts from
   a zero state; the fused `keras.layers.LSTM` runs over the window.
-* Document-level (Zheng, Vafa & Blei, *Revisiting Topic-Guided Language
-  Models*, TMLR 2023): the J windows of a document chunk ``[B, J, T]`` are laid
-  end to end and the hidden state is carried across sentences; padding steps are
-  masked, so the state passes through them unchanged. Zheng et al. found that
-  none of the published topic-guided LMs beats this baseline.
+* Document-level, **chunked**: the J windows of a document chunk ``[B, J, T]``
+  are laid end to end and the hidden state is carried across its sentences
+  (padding steps are masked, so the state passes through them unchanged); each
+  chunk starts from a zero state. This is not the streamed baseline of Zheng,
+  Vafa & Blei (*Revisiting Topic-Guided Language Models*, TMLR 2023), which
+  carries the state through whole documents with truncated BPTT: that is
+  `tfktopic.models.document_lstm.DocumentLSTMLanguageModel`.
 
 Both follow the model contract of DESIGN.md §3: a dict batch in, next-token
 logits out; `train_step` / `test_step` (`tfktopic.models.base`) report

@@ -115,7 +115,8 @@ MODELS = {entry.name: entry for entry in (
     ModelEntry("lstm", LSTMLanguageModel, _lstm,
                description="sentence-level LSTM baseline"),
     ModelEntry("doc_lstm", LSTMLanguageModel, _lstm, {"document_level": True},
-               description="document-level LSTM baseline (state carried across sentences)"),
+               description=("document-level LSTM, chunked: state carried within 8-sentence "
+                            "chunks in training (not the streamed baseline)")),
     ModelEntry("lda_lstm", LDALSTMLanguageModel, _lda_lstm,
                description="LSTM with LDA topic proportions before the softmax"),
     ModelEntry("topicrnn", TopicRNN, _topicrnn, description="TopicRNN (Dieng et al. 2017)"),

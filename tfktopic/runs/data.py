@@ -398,7 +398,8 @@ def protocol_label(model_name, protocol):
     if model_name == "lstm":
         return "sentence-level, no topic context"
     if model_name == "doc_lstm":
-        return "document-level: state carried across each document's sentences"
+        return ("document-level, chunked: trained on 8-sentence chunks from a zero state, "
+                "scored with the state carried across each whole document")
     return protocol
 
 
@@ -407,7 +408,8 @@ def perplexity_message(model_name, result):
     if model_name == "lstm":
         how = "sentence-level, zero state per sentence window"
     elif model_name == "doc_lstm":
-        how = "document-level, state carried across each document's sentences"
+        how = ("document-level, chunked in training (zero state per 8-sentence chunk), state "
+               "carried across each whole test document")
     elif result.protocol == "preceding":
         how = "leak-free: topic context from preceding sentences only"
     else:
