@@ -21,7 +21,7 @@ from tfktopic.models import registry
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.runs import settings
 
-FAMILIES = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+FAMILIES = registry.names()  # a new model is in the harness as soon as it is registered
 NUM_TOPICS = 4
 
 
