@@ -63,7 +63,7 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
     result = json.loads((out_dir / "results.json").read_text())
     assert result["test"]["protocol"] == "preceding"
     assert result["test"]["perplexity"] < result["unigram_ppl"] * 1.5
-    assert len(result["topics"]) == 8 and len(result["generated"]) == 3
+    assert len(result["topics"]) == 10 and len(result["generated"]) == 3
     assert (out_dir / "model.keras").exists() and (out_dir / "lm_vocab.json").exists()
     # The same command again finds the finished run's backup and does not retrain.
     assert cli.main(args) == 0

@@ -126,25 +126,9 @@ def oov_rate(examples, unk_id):
 
 
 def _model_class(model_name):
-    if model_name in ("lstm", "doc_lstm"):
-        from tfktopic.models.lstm_lm import LSTMLanguageModel
+    from tfktopic.models import registry
 
-        return LSTMLanguageModel
-    if model_name == "lda_lstm":
-        from tfktopic.models.lda_lstm import LDALSTMLanguageModel
-
-        return LDALSTMLanguageModel
-    if model_name == "topicrnn":
-        from tfktopic.models.topicrnn import TopicRNN
-
-        return TopicRNN
-    if model_name == "tcnlm":
-        from tfktopic.models.tcnlm import TCNLM
-
-        return TCNLM
-    from tfktopic.models.rgbn_rnn import RGBNRNN
-
-    return RGBNRNN
+    return registry.get(model_name).model_class
 
 
 def check_setting_keys(model_name, keys, settings):
