@@ -13,15 +13,10 @@ import numpy as np
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["MODEL_CLASSES", "OOV_WARNING_RATE", "check_learning_rate", "check_model_class",
+__all__ = ["OOV_WARNING_RATE", "check_learning_rate", "check_model_class",
            "check_setting_keys",
            "check_finite_weights", "check_vocabularies", "oov_rate", "vocabulary_record"]
 
-# run.json's model name -> (class name, ``recurrent`` attribute or None).
-MODEL_CLASSES = {"lstm": ("LSTMLanguageModel", None), "doc_lstm": ("LSTMLanguageModel", None),
-                 "lda_lstm": ("LDALSTMLanguageModel", None), "topicrnn": ("TopicRNN", None),
-                 "tcnlm": ("TCNLM", None), "rgbn_rnn": ("RGBNRNN", True),
-                 "gbn_rnn": ("RGBNRNN", False)}
 # `evaluate` warns when more of the scored targets than this are <unk> (a small run's own
 # test split can reach 40 %; text of unknown words is above 70 %).
 OOV_WARNING_RATE = 0.5
@@ -53,11 +48,15 @@ def check_model_class(config_path, model_name, model, model_path):
     Raises:
         TfktopicError: naming ``run.json`` and what ``model.keras`` holds.
     """
-    expected, recurrent = MODEL_CLASSES[model_name]
-    found = type(model).__name__
-    found_recurrent = getattr(model, "recurrent", None)
-    if found != expected or (recurrent is not None and bool(found_recurrent) != recurrent):
-        holds = found + ("" if found_recurrent is None else f"(recurrent={found_recurrent})")
+    from tfktopic.models import registry
+
+    entry = registry.get(model_name)
+    # The class, and the constructor arguments the name implies (doc_lstm's
+    # document_level, rGBN's recurrent), must be what run.json says.
+    implied = {key: getattr(model, key, None) for key in entry.fixed}
+    if (type(model) is not entry.model_class
+            or any(bool(implied[k]) != bool(v) for k, v in entry.fixed.items())):
+        holds = type(model).__name__ + "".join(f"({k}={v})" for k, v in implied.items())
         raise TfktopicError(f"{config_path}: names a {model_name} model, but {model_path} holds "
                             f"a {holds}; the run directory is inconsistent (restore run.json)")
 
@@ -135,7 +134,7 @@ def check_setting_keys(model_name, keys, settings):
     """Refuse ``--set KEY`` that is neither a data / training setting nor a model argument.
 
     Args:
-        model_name: one of `MODEL_CLASSES`.
+        model_name: a registered model name (`tfktopic.models.registry`).
         keys: the keys the user gave with ``--set``.
         settings: the run's settings after the overrides (``model``, ``data``,
             ``training`` parts; unknown keys land in ``model``).
