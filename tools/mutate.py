@@ -124,8 +124,15 @@ SHARED_ENTRIES = ("pretrained", "scripts", "benchmarks", "README.md", "BENCHMARK
 # ---------------------------------------------------------------------- scratch copies
 
 def _scratch_copy(directory):
-    """Copy tfktopic/ and tests/ into `directory`; link the rest."""
+    """Copy tfktopic/ and tests/ into `directory`; link the rest.
+
+    The tests find the real corpora at ../shared/data next to the repository,
+    so `directory`'s parent gets a link to the repository's ../shared.
+    """
     directory = pathlib.Path(directory)
+    shared = directory.parent / "shared"
+    if (ROOT.parent / "shared").exists() and not shared.exists():
+        os.symlink(ROOT.parent / "shared", shared)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "tfktopic", directory / "tfktopic", ignore=ignore)
     shutil.copytree(ROOT / "tests", directory / "tests", ignore=ignore)
@@ -154,6 +161,9 @@ def _run_tests(directory, tests, timeout):
     if failed:   # which test failed, and why (an assertion, not an import error)
         summary = f"{summary}; {failed[0][:300]}"
     if done.returncode == 0:
+        if "skipped" in summary or "deselected" in summary:
+            # A skipped test kills nothing: report it instead of a survivor/pass.
+            return "skipped", time.time() - start, summary
         return "survived", time.time() - start, summary
     if done.returncode == 1:
         return "killed", time.time() - start, summary
@@ -337,12 +347,13 @@ def main(argv=None):
                 parser.error(f"--only: unknown mutant {', '.join(unknown)} (see --list)")
             chosen = [m for m in MUTATIONS if m["id"] in args.only]
         results = run_named(chosen, args.timeout)
-    survivors = [r for r in results if r["status"] == "survived"]
+    survivors = [r for r in results if r["status"] in ("survived", "skipped")]
     missing = [r for r in results if r["status"] == "not applied"]
     print(f"\n{len(results)} mutants: {len(results) - len(survivors) - len(missing)} killed, "
           f"{len(survivors)} survived, {len(missing)} not applied")
     for result in survivors:
-        print(f"  SURVIVED: {result.get('id') or result['module'] + ' ' + result['change']}")
+        print(f"  {result['status'].upper()}: "
+              f"{result.get('id') or result['module'] + ' ' + result['change']}")
     if args.report:
         pathlib.Path(args.report).write_text(json.dumps(results, indent=1))
     return 2 if missing else (1 if survivors else 0)
