@@ -85,6 +85,12 @@ MUTATIONS = [
                 "return tf.matmul(dz, recurrent_t), 0.0 * dc * f_t, dz")],
      "tests": ["tests/test_reference_equivalence.py::"
                "test_hoisted_lstm_values_and_gradients_equal_a_numpy_lstm"]},
+    {"id": "collection-logprob-averaging",
+     "what": "SG-MCMC predictive average of log p (geometric) instead of p (Gan et al. eq. 5)",
+     "edits": [("averaged = top + np.log(np.exp(log_probs - top).mean(axis=0))",
+                "averaged = log_probs.mean(axis=0)")],
+     "tests": ["tests/test_collection.py::"
+               "test_averaging_samples_beats_the_last_sample_on_real_text"]},
     {"id": "rgbn-logprob-averaging",
      "what": "rGBN S-sample perplexity averages log p instead of p",
      "edits": [("lambda s, acc: (s + 1, ops.logaddexp(acc, log_probs(batch))),",
