@@ -37,6 +37,10 @@ def test_factorised_weights_equal_the_explicit_topic_mixture_of_eq_12():
     # Parameter count of the paper, 4 n_f (n_x + 2T + 3 n_h), plus one bias per gate.
     assert cell.count_params() == 4 * n_f * (n_x + 2 * K + 3 * n_h) + 4 * n_h
     rng = _rng(1)
+    # Distinct values for every weight (the seeded initializers give W_b and U_b the
+    # same values, which would hide a W_b <-> U_b swap).
+    for variable in cell.weights:
+        variable.assign(rng.normal(scale=0.5, size=tuple(variable.shape)).astype(np.float32))
     x = rng.normal(size=(B, n_x)).astype(np.float32)
     h = rng.normal(size=(B, n_h)).astype(np.float32)
     t = _simplex(rng, B, K)
