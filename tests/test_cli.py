@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from tfktopic import cli
+from tfktopic.data import load_corpus
 
 # TensorFlow's own start-up lines (absl logs before InitializeLog, which no environment
 # variable silences in TF 2.21); everything else on stderr is tfktopic's.
@@ -62,7 +64,12 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
     assert "topic  0:" in out and "generated sentences" in out
     result = json.loads((out_dir / "results.json").read_text())
     assert result["test"]["protocol"] == "preceding"
-    assert result["test"]["perplexity"] < result["unigram_ppl"] * 1.5
+    # One epoch on Lee reaches about the unigram model (measured 241 vs 226, 1.07x), far
+    # below a uniform guess over its vocabulary; the main job beating unigram at its
+    # defaults is tests/test_readme_claims.py (slow).
+    assert result["test"]["perplexity"] < result["unigram_ppl"] * 1.12
+    vocab_size = len(json.loads((out_dir / "lm_vocab.json").read_text())["tokens"])
+    assert result["test"]["perplexity"] < 0.3 * vocab_size
     assert len(result["topics"]) == 10 and len(result["generated"]) == 3
     assert (out_dir / "model.keras").exists() and (out_dir / "lm_vocab.json").exists()
     # The same command again finds the finished run's backup and does not retrain.
@@ -174,7 +181,15 @@ def test_train_writes_the_run_directory_and_resumes(tcnlm_run, capsys):
     assert {"max_len", "context_len", "min_count", "stopwords"} <= set(config["data"])
     assert config["training"]["batch_size"] == 512 and config["training"]["epochs"] == 1
     assert config["model_config"]["hidden_dim"] == 32 and config["tfktopic_version"]
-    assert config["progress"]["epochs_done"] == 1 and config["progress"]["best_val_ppl"] > 1
+    assert config["progress"]["epochs_done"] == 1
+    # The best validation perplexity is the best epoch's recorded val_ppl. One epoch of
+    # this tiny run (one 512-example batch per step) is only just below a uniform guess
+    # over the vocabulary (measured 440 vs 449 words).
+    history = config["progress"]["history"]
+    assert [h["epoch"] for h in history] == [1]
+    assert config["progress"]["best_val_ppl"] == min(h["val_ppl"] for h in history)
+    vocab_size = len(json.loads((out / "lm_vocab.json").read_text())["tokens"])
+    assert config["progress"]["best_val_ppl"] < vocab_size
     results = json.loads((out / "results.json").read_text())
     assert results["test"]["protocol"] == "preceding"
     assert len(results["topics"]) == 10 and len(results["generated"]) == 3
@@ -198,8 +213,8 @@ def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, 
     assert report["perplexity"]["perplexity"] == pytest.approx(results["test"]["perplexity"],
                                                                rel=1e-6)
     assert report["unigram_ppl"] == pytest.approx(results["unigram_ppl"])
-    assert -1.0 <= report["npmi"]["mean"] <= 1.0 and report["npmi"]["top_n"] == 10
-    assert len(report["npmi"]["per_topic"]) == 10
+    assert report["npmi"]["top_n"] == 10 and len(report["npmi"]["per_topic"]) == 10
+    assert report["npmi"]["mean"] == pytest.approx(np.mean(report["npmi"]["per_topic"]))
     assert 0.0 <= report["bleu"]["test_bleu_4"] <= report["bleu"]["test_bleu_3"] <= 1.0
     # A whole corpus under the papers' protocol; both spellings of it are accepted.
     scores = []
@@ -210,7 +225,36 @@ def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, 
         assert code == 0
         scores.append(json.loads(target.read_text()))
     assert scores[0]["protocol"] == "all_other" and "whole corpus, 12 documents" in scores[0]["corpus"]
+    # NPMI recomputed by brute force over the 12 documents' sliding windows.
+    documents = load_corpus("lee").subset(range(12))
+    expected = _brute_force_npmi(results["topics"],
+                                 [[w for s in doc for w in s] for doc in documents])
+    np.testing.assert_allclose(scores[0]["npmi"]["per_topic"], expected, atol=1e-9)
     assert scores[0]["perplexity"] == scores[1]["perplexity"] and "bleu" not in scores[0]
+
+
+def _brute_force_npmi(topics, documents, window=20):
+    """Mean NPMI of each topic's word pairs (Lau et al. 2014; topic_interpretability):
+    a document of L tokens has the L + ws - 1 windows tokens[max(0, t - ws):t], counts
+    are windows containing the word(s), NPMI is 0 for a pair that never co-occurs."""
+    windows = [set(doc[max(0, t - window):t]) for doc in documents
+               for t in range(1, len(doc) + window)]
+    total = len(windows)
+    scores = []
+    for topic in topics:
+        values = []
+        for a in range(len(topic)):
+            for b in range(a + 1, len(topic)):
+                wi, wj = topic[a], topic[b]
+                ci = sum(wi in w for w in windows)
+                cj = sum(wj in w for w in windows)
+                cij = sum(wi in w and wj in w for w in windows)
+                if 0 in (ci, cj, cij):
+                    values.append(0.0)
+                else:
+                    values.append(math.log(cij * total / (ci * cj)) / -math.log(cij / total))
+        scores.append(float(np.mean(values)))
+    return scores
 
 
 def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):

@@ -66,6 +66,7 @@ def test_same_result_inside_tf_function_for_any_batch_size():
 @pytest.mark.parametrize("kwargs, call", [
     ({"go_backwards": True}, {}),
     ({"dropout": 0.5, "seed": 7}, {"training": True}),   # same seed: same masks
+    ({"recurrent_dropout": 0.5, "seed": 7}, {"training": True}),
     ({"activation": "relu"}, {}),
     ({}, {"mask": np.array([[True] * 3 + [False] * 2] * 2)}),
 ])

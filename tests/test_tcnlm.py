@@ -37,6 +37,10 @@ def test_factorised_weights_equal_the_explicit_topic_mixture_of_eq_12():
     # Parameter count of the paper, 4 n_f (n_x + 2T + 3 n_h), plus one bias per gate.
     assert cell.count_params() == 4 * n_f * (n_x + 2 * K + 3 * n_h) + 4 * n_h
     rng = _rng(1)
+    # Distinct values for every weight (the seeded initializers give W_b and U_b the
+    # same values, which would hide a W_b <-> U_b swap).
+    for variable in cell.weights:
+        variable.assign(rng.normal(scale=0.5, size=tuple(variable.shape)).astype(np.float32))
     x = rng.normal(size=(B, n_x)).astype(np.float32)
     h = rng.normal(size=(B, n_h)).astype(np.float32)
     t = _simplex(rng, B, K)
@@ -58,9 +62,8 @@ def test_factorised_weights_equal_the_explicit_topic_mixture_of_eq_12():
             W = explicit(Wa[g], Wb[g], Wc[g], t[i])
             U = explicit(Ua[g], Ub[g], Uc[g], t[i])
             expected[g, i] = W @ x[i] + U @ h[i] + bias[g]
-            # Eqs. (9)-(11): the same matrix is the mixture sum_k t_k W[k] of K topic matrices.
-            mixture = sum(t[i, k] * explicit(Wa[g], Wb[g], Wc[g], np.eye(K)[k]) for k in range(K))
-            np.testing.assert_allclose(W, mixture, atol=1e-10)
+    # Eqs. (9)-(11) (the pre-activations are the t-mixture of the K topics' ones) are
+    # checked on the cell itself in test_reference_equivalence.py.
     got = np.asarray(cell.gate_preactivations(x, h, t))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     # The cell step applies sigmoid to i, f, o and tanh to the candidate (eq. 13-15).
@@ -141,12 +144,21 @@ def test_decoder_log_likelihood_equals_direct_computation_and_beta_is_on_the_sim
     # log p(. | t) is a distribution over the topic vocabulary.
     np.testing.assert_allclose(np.exp(np.asarray(log_word, np.float64)).sum(axis=1), 1.0,
                                atol=1e-5)
-    # The NTM layer: t on the simplex, KL >= 0 (0 at the prior), shapes.
+    # The NTM layer: t = softmax(W theta + b) on the simplex, the KL is the Gaussian closed
+    # form of its own (mu, log sigma) (Monte Carlo check: test_reference_equivalence.py),
+    # and the log-likelihood is eq. (6) of its own t.
     ntm = NeuralTopicModel(num_topics=4, vocab_size=9, hidden_units=(8,))
-    t_ntm, kl, log_lik = ntm(bow, training=True)
+    t_ntm, kl, log_lik = ntm(bow, training=False)
+    theta, mean, log_std = ntm.encoder(bow, training=False)
+    np.testing.assert_allclose(np.asarray(t_ntm), np.asarray(ntm.topic_proportions(theta)),
+                               atol=1e-6)
     np.testing.assert_allclose(np.asarray(t_ntm).sum(axis=1), 1.0, atol=1e-6)
-    assert np.asarray(kl).shape == (5,) and (np.asarray(kl) >= 0).all()
-    assert np.asarray(log_lik).shape == (5,) and (np.asarray(log_lik) <= 0).all()
+    mu, log_s = np.asarray(mean, np.float64), np.asarray(log_std, np.float64)
+    closed = 0.5 * (mu ** 2 + np.exp(2 * log_s) - 1.0 - 2.0 * log_s).sum(-1)
+    np.testing.assert_allclose(np.asarray(kl), closed, rtol=1e-5, atol=1e-7)
+    beta_ntm = np.asarray(ntm.decoder.beta(), np.float64)
+    direct_ntm = (bow * np.log(np.asarray(t_ntm, np.float64) @ beta_ntm)).sum(axis=1)
+    np.testing.assert_allclose(np.asarray(log_lik), direct_ntm, rtol=1e-5)
 
 
 def _numpy_diversity(beta, include_diagonal):

@@ -1,5 +1,6 @@
 """LM and topic vocabularies: sizes on real corpora, filters, JSON round trips."""
 
+import collections
 import json
 
 import numpy as np
@@ -51,8 +52,14 @@ def test_topic_vocabulary_filters_on_apnews(apnews_path, mallet_stopwords_path):
     assert not words & stop
     assert all(any("a" <= ch.lower() <= "z" for ch in w) and not w.startswith("'") for w in words)
     assert "n't" not in words and "<unk>" not in words
-    num_types = len({t for s in corpus.sentences() for t in s})
-    assert topic.ignored["frequent"] <= int(num_types * 0.001)
+    # The 0.1% most frequent raw types, counted by brute force: those in the LM
+    # vocabulary that are not stopwords/specials are dropped as "frequent".
+    raw = collections.Counter(t for s in corpus.sentences() for t in s)
+    top = sorted(raw, key=lambda t: (-raw[t], t))[:int(len(raw) * 0.001)]
+    expected = [t for t in top if t in lm and t.lower() not in stop
+                and t not in ("<pad>", "<bos>", "<eos>", "<unk>", "n't")]
+    assert expected and not words & set(top)
+    assert topic.ignored["frequent"] == len(expected), (topic.ignored, expected)
     assert sum(topic.ignored.values()) + len(topic) == len(lm)
     # topic ids follow LM order, and lm_to_topic inverts them
     lm_ids = [lm.token_to_id(w) for w in topic.words]

@@ -1,0 +1,378 @@
+#!/usr/bin/env python
+"""Mutation testing of tfktopic's mathematical core (a developer tool).
+
+A mutant is a copy of the package (in a scratch directory) with one small
+realistic change to the mathematics: a swapped weight, a wrong activation, a
+dropped term, an operator or a constant changed. Each mutant runs the tests
+that guard that code; a mutant whose tests still pass *survives* and points
+at a missing test. Nothing in the working tree is modified.
+
+Two kinds of mutants:
+
+* **named** (`MUTATIONS` below): the realistic bugs of issue 17, each paired
+  with the test written for that property (`--named`, the default). Each must
+  be *killed by that test*, not only by an incidental one.
+* **generated** (`--auto`): every arithmetic operator (+ <-> -, * <-> /),
+  activation (sigmoid <-> tanh, exp <-> log), numeric constant (c -> c + 1) and
+  integer subscript (i -> i + 1) of the functions of the core modules
+  (`CORE`), one at a time, each running the test files mapped to its module.
+  Long: meant for a quiet machine (see CONTRIBUTING.md).
+
+Usage:
+    python tools/mutate.py --list
+    python tools/mutate.py                     # the named mutants
+    python tools/mutate.py --only tcnlm-wb-ub-swap
+    python tools/mutate.py --auto tfktopic/layers/hoisted_lstm.py --max-mutants 40
+    python tools/mutate.py --auto all --report mutants.json
+
+Exit status: 0 when every mutant is killed, 1 when one survives, 2 on a
+mutation that no longer applies (the code it targets moved: update it).
+"""
+import argparse
+import ast
+import copy
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: The named mutants of issue 17: (old, new) text edits applied to the one
+#: file under tfktopic/ (searched recursively, so a module split keeps them
+#: working) that contains every `old` exactly once, and the tests that must
+#: kill each (pytest node ids; the first is the test written for the property).
+MUTATIONS = [
+    {"id": "tcnlm-wb-ub-swap",
+     "what": "TCNLM recurrent topic factors use W_b instead of U_b",
+     "edits": [("ops.matmul(ops.expand_dims(t, 0), self.recurrent_topic_kernel)",
+                "ops.matmul(ops.expand_dims(t, 0), self.input_topic_kernel)")],
+     "tests": ["tests/test_reference_equivalence.py::"
+               "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
+    {"id": "tcnlm-sigmoid-candidate",
+     "what": "sigmoid instead of tanh for the LSTM candidate (TCNLM eq. 15)",
+     "edits": [("ops.sigmoid(pre_i) * ops.tanh(pre_c)", "ops.sigmoid(pre_i) * ops.sigmoid(pre_c)")],
+     "tests": ["tests/test_reference_equivalence.py::"
+               "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
+    {"id": "tlasgr-zero-noise",
+     "what": "TLASGR Langevin noise set to zero (an optimiser, not a sampler)",
+     "edits": [("/ m_bar) * noise", "/ m_bar) * (0.0 * noise)")],
+     "tests": ["tests/test_tlasgr_sampler.py::"
+               "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
+    {"id": "tlasgr-noise-x2",
+     "what": "TLASGR Langevin noise std doubled",
+     "edits": [("/ m_bar) * noise", "/ m_bar) * (2.0 * noise)")],
+     "tests": ["tests/test_tlasgr_sampler.py::"
+               "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
+    {"id": "tlasgr-noise-half",
+     "what": "TLASGR Langevin noise std halved (sqrt(eps x / M) instead of sqrt(2 eps x / M))",
+     "edits": [("tf.sqrt(2.0 * step_size * tf.maximum(x, 0.0) / m_bar)",
+                "tf.sqrt(0.5 * step_size * tf.maximum(x, 0.0) / m_bar)")],
+     "tests": ["tests/test_tlasgr_sampler.py::"
+               "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
+    {"id": "hoisted-swap-c-o",
+     "what": "HoistedLSTM reads the c and o gate slices swapped",
+     "edits": [("z_i, z_f, z_c, z_o = tf.split(", "z_i, z_f, z_o, z_c = tf.split(")],
+     "tests": ["tests/test_reference_equivalence.py::"
+               "test_hoisted_lstm_values_and_gradients_equal_a_numpy_lstm"]},
+    {"id": "hoisted-drop-dc",
+     "what": "HoistedLSTM backward pass drops the carried cell gradient dc",
+     "edits": [("return tf.matmul(dz, recurrent_t), dc * f_t, dz",
+                "return tf.matmul(dz, recurrent_t), 0.0 * dc * f_t, dz")],
+     "tests": ["tests/test_reference_equivalence.py::"
+               "test_hoisted_lstm_values_and_gradients_equal_a_numpy_lstm"]},
+    {"id": "collection-logprob-averaging",
+     "what": "SG-MCMC predictive average of log p (geometric) instead of p (Gan et al. eq. 5)",
+     "edits": [("averaged = top + np.log(np.exp(log_probs - top).mean(axis=0))",
+                "averaged = log_probs.mean(axis=0)")],
+     "tests": ["tests/test_collection.py::"
+               "test_averaging_samples_beats_the_last_sample_on_real_text"]},
+    {"id": "rgbn-logprob-averaging",
+     "what": "rGBN S-sample perplexity averages log p instead of p",
+     "edits": [("lambda s, acc: (s + 1, ops.logaddexp(acc, log_probs(batch))),",
+                "lambda s, acc: (s + 1, acc + log_probs(batch)),"),
+               ("log_mean = log_sum - math.log(num_samples)",
+                "log_mean = log_sum / num_samples")],
+     "tests": ["tests/test_rgbn_rnn.py::"
+               "test_fit_learns_keeps_topics_on_the_simplex_and_beats_unigram"]},
+]
+
+#: Core modules for `--auto`, and the test files that guard each.
+CORE = {
+    "tfktopic/layers/factorized_lstm.py": ["tests/test_reference_equivalence.py",
+                                           "tests/test_tcnlm.py"],
+    "tfktopic/layers/hoisted_lstm.py": ["tests/test_reference_equivalence.py",
+                                        "tests/test_hoisted_lstm.py"],
+    "tfktopic/layers/topic_decoder.py": ["tests/test_reference_equivalence.py",
+                                         "tests/test_tcnlm.py"],
+    "tfktopic/layers/topic_encoders.py": ["tests/test_reference_equivalence.py",
+                                          "tests/test_topicrnn.py", "tests/test_rgbn_rnn.py"],
+    "tfktopic/layers/topic_gated_lstm.py": ["tests/test_rgbn_rnn.py"],
+    "tfktopic/layers/stopword_gate.py": ["tests/test_topicrnn.py"],
+    "tfktopic/layers/weibull.py": ["tests/test_weibull.py"],
+    "tfktopic/bayes/tlasgr.py": ["tests/test_tlasgr_sampler.py", "tests/test_tlasgr.py"],
+    "tfktopic/bayes/sgmcmc.py": ["tests/test_sgmcmc.py"],
+    "tfktopic/bayes/collection.py": ["tests/test_collection.py"],
+    # The models' objectives (the whole module is mutated: generation and config too).
+    "tfktopic/models/lstm_lm.py": ["tests/test_lstm_lm.py"],
+    "tfktopic/models/tcnlm.py": ["tests/test_tcnlm.py"],
+    "tfktopic/models/topicrnn.py": ["tests/test_topicrnn.py"],
+    "tfktopic/models/rgbn_rnn.py": ["tests/test_rgbn_rnn.py"],
+    "tfktopic/evaluation/perplexity.py": ["tests/test_perplexity.py"],
+    "tfktopic/evaluation/coherence.py": ["tests/test_coherence.py"],
+    "tfktopic/evaluation/bleu.py": ["tests/test_bleu.py"],
+}
+
+#: Things the scratch copy links to (read-only) besides the mutated package.
+SHARED_ENTRIES = ("pretrained", "scripts", "benchmarks", "README.md", "BENCHMARKS.md",
+                  "setup.py", "pytest.ini")
+
+
+# ---------------------------------------------------------------------- scratch copies
+
+def _scratch_copy(directory):
+    """Copy tfktopic/ and tests/ into `directory`; link the rest.
+
+    The tests find the real corpora at ../shared/data next to the repository,
+    so `directory`'s parent gets a link to the repository's ../shared.
+    """
+    directory = pathlib.Path(directory)
+    shared = directory.parent / "shared"
+    if (ROOT.parent / "shared").exists() and not shared.exists():
+        os.symlink(ROOT.parent / "shared", shared)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "tfktopic", directory / "tfktopic", ignore=ignore)
+    shutil.copytree(ROOT / "tests", directory / "tests", ignore=ignore)
+    for entry in SHARED_ENTRIES:
+        if (ROOT / entry).exists():
+            os.symlink(ROOT / entry, directory / entry)
+    return directory
+
+
+def _run_tests(directory, tests, timeout):
+    """Run pytest on `tests` inside `directory` with its package first on the path.
+
+    Returns (status, seconds, last line): status "killed", "survived" or "timeout".
+    """
+    env = dict(os.environ, PYTHONPATH=str(directory), PYTHONDONTWRITEBYTECODE="1")
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    start = time.time()
+    try:
+        done = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.time() - start, ""
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    summary = lines[-1] if lines else done.stderr.strip()[-200:]
+    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    if failed:   # which test failed, and why (an assertion, not an import error)
+        summary = f"{summary}; {failed[0][:300]}"
+    if done.returncode == 0:
+        if "skipped" in summary or "deselected" in summary:
+            # A skipped test kills nothing: report it instead of a survivor/pass.
+            return "skipped", time.time() - start, summary
+        return "survived", time.time() - start, summary
+    if done.returncode == 1:
+        return "killed", time.time() - start, summary
+    return f"error (pytest exit {done.returncode})", time.time() - start, summary
+
+
+def _assert_package_used(directory):
+    """The subprocess imports the scratch package, not the installed one."""
+    env = dict(os.environ, PYTHONPATH=str(directory))
+    where = subprocess.run([sys.executable, "-c", "import tfktopic; print(tfktopic.__file__)"],
+                           cwd=directory, env=env, capture_output=True, text=True).stdout
+    if not where.strip().startswith(str(directory)):
+        raise SystemExit(f"mutate.py: the scratch package is not the one imported ({where!r})")
+
+
+# ------------------------------------------------------------------------ named mutants
+
+def _apply_named(directory, mutation):
+    """Apply the text edits of `mutation` to the one file containing them all."""
+    package = pathlib.Path(directory) / "tfktopic"
+    matches = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text()
+        if all(text.count(old) == 1 for old, _ in mutation["edits"]):
+            matches.append((path, text))
+    if len(matches) != 1:
+        return f"{len(matches)} files contain every edit exactly once (need 1)"
+    path, text = matches[0]
+    for old, new in mutation["edits"]:
+        text = text.replace(old, new)
+    path.write_text(text)
+    return str(path.relative_to(directory))
+
+
+def run_named(mutations, timeout):
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tfktopic-mut-") as base:
+        baseline = _scratch_copy(pathlib.Path(base) / "baseline")
+        _assert_package_used(baseline)
+        tests = sorted({t for m in mutations for t in m["tests"]})
+        status, seconds, summary = _run_tests(baseline, tests, timeout)
+        print(f"baseline (unmutated) {status.replace('survived', 'passes')}: {summary} "
+              f"[{seconds:.0f} s]", flush=True)
+        if status != "survived":
+            raise SystemExit("mutate.py: the tests fail on the unmutated package; fix that first")
+        for mutation in mutations:
+            directory = _scratch_copy(pathlib.Path(base) / mutation["id"])
+            where = _apply_named(directory, mutation)
+            if not where.startswith("tfktopic"):
+                results.append({"id": mutation["id"], "status": "not applied", "detail": where})
+                print(f"{mutation['id']}: NOT APPLIED ({where})", flush=True)
+                continue
+            status, seconds, summary = _run_tests(directory, mutation["tests"], timeout)
+            results.append({"id": mutation["id"], "what": mutation["what"], "file": where,
+                            "tests": mutation["tests"], "status": status,
+                            "seconds": round(seconds, 1), "summary": summary})
+            print(f"{mutation['id']}: {status.upper()} by {', '.join(mutation['tests'])} "
+                  f"({where}; {summary}) [{seconds:.0f} s]", flush=True)
+    return results
+
+
+# --------------------------------------------------------------------- generated mutants
+
+_OPERATOR_SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult}
+_FUNCTION_SWAPS = {"sigmoid": "tanh", "tanh": "sigmoid", "exp": "log", "log": "exp",
+                   "softplus": "relu", "log_softmax": "softmax", "lgamma": "digamma",
+                   "digamma": "lgamma"}
+
+
+def _candidate_sites(tree):
+    """(kind, node path) of every mutable site inside a function body."""
+    sites = []
+
+    def visit(node, path, in_function):
+        in_function = in_function or isinstance(node, (ast.FunctionDef, ast.Lambda))
+        if in_function:
+            if isinstance(node, ast.BinOp) and type(node.op) in _OPERATOR_SWAPS:
+                sites.append(("operator", path))
+            elif isinstance(node, ast.Attribute) and node.attr in _FUNCTION_SWAPS:
+                sites.append(("function", path))
+            elif (isinstance(node, ast.Constant) and type(node.value) in (int, float)
+                  and not isinstance(node.value, bool)):
+                sites.append(("constant", path))
+        for field, value in ast.iter_fields(node):
+            if isinstance(node, ast.Expr) and isinstance(value, ast.Constant):
+                continue   # docstrings
+            if isinstance(value, list):
+                for index, child in enumerate(value):
+                    if isinstance(child, ast.AST):
+                        visit(child, path + ((field, index),), in_function)
+            elif isinstance(value, ast.AST):
+                visit(value, path + ((field, None),), in_function)
+
+    visit(tree, (), False)
+    return sites
+
+
+def _node_at(tree, path):
+    node = tree
+    for field, index in path:
+        node = getattr(node, field) if index is None else getattr(node, field)[index]
+    return node
+
+
+def _mutate_site(tree, kind, path):
+    """A mutated copy of `tree` and a description of the change."""
+    tree = copy.deepcopy(tree)
+    node = _node_at(tree, path)
+    line = getattr(node, "lineno", "?")
+    if kind == "operator":
+        old = type(node.op)
+        node.op = _OPERATOR_SWAPS[old]()
+        return tree, f"line {line}: {old.__name__} -> {_OPERATOR_SWAPS[old].__name__}"
+    if kind == "function":
+        old = node.attr
+        node.attr = _FUNCTION_SWAPS[old]
+        return tree, f"line {line}: {old} -> {node.attr}"
+    old = node.value
+    node.value = old + 1
+    return tree, f"line {line}: constant {old!r} -> {node.value!r}"
+
+
+def run_auto(modules, timeout, max_mutants):
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tfktopic-mut-") as base:
+        directory = _scratch_copy(pathlib.Path(base) / "auto")
+        _assert_package_used(directory)
+        for module in modules:
+            source_path = directory / module
+            if not source_path.exists():   # moved by a refactoring: update CORE
+                print(f"{module}: NOT FOUND (update CORE in tools/mutate.py)", flush=True)
+                results.append({"module": module, "change": "-", "status": "not applied"})
+                continue
+            original = source_path.read_text()
+            tree = ast.parse(original)
+            sites = _candidate_sites(tree)
+            if max_mutants:
+                sites = sites[:max_mutants]
+            print(f"{module}: {len(sites)} mutants, tests {CORE[module]}", flush=True)
+            for kind, path in sites:
+                mutated, change = _mutate_site(tree, kind, path)
+                try:
+                    source_path.write_text(ast.unparse(mutated))
+                    status, seconds, summary = _run_tests(directory, CORE[module], timeout)
+                finally:
+                    source_path.write_text(original)
+                results.append({"module": module, "change": change, "status": status,
+                                "seconds": round(seconds, 1), "summary": summary})
+                print(f"  {change}: {status.upper()} [{seconds:.0f} s]", flush=True)
+    return results
+
+
+# ------------------------------------------------------------------------------ main
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the named mutants")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these named mutants")
+    parser.add_argument("--auto", nargs="+", metavar="MODULE",
+                        help="generated mutants of these core modules ('all': every one)")
+    parser.add_argument("--max-mutants", type=int, default=0,
+                        help="with --auto: at most this many mutants per module (0: all)")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds per mutant's test run (a timeout counts as killed)")
+    parser.add_argument("--report", help="write the results as JSON to this file")
+    args = parser.parse_args(argv)
+    if args.list:
+        for mutation in MUTATIONS:
+            print(f"{mutation['id']:26s} {mutation['what']}\n{'':26s} killed by "
+                  f"{', '.join(mutation['tests'])}")
+        return 0
+    if args.auto:
+        modules = sorted(CORE) if args.auto == ["all"] else args.auto
+        unknown = [m for m in modules if m not in CORE]
+        if unknown:
+            parser.error(f"--auto: not a core module: {', '.join(unknown)} "
+                         f"(choose from {', '.join(sorted(CORE))})")
+        results = run_auto(modules, args.timeout, args.max_mutants)
+    else:
+        chosen = MUTATIONS
+        if args.only:
+            known = {m["id"] for m in MUTATIONS}
+            unknown = [i for i in args.only if i not in known]
+            if unknown:
+                parser.error(f"--only: unknown mutant {', '.join(unknown)} (see --list)")
+            chosen = [m for m in MUTATIONS if m["id"] in args.only]
+        results = run_named(chosen, args.timeout)
+    survivors = [r for r in results if r["status"] in ("survived", "skipped")]
+    missing = [r for r in results if r["status"] == "not applied"]
+    print(f"\n{len(results)} mutants: {len(results) - len(survivors) - len(missing)} killed, "
+          f"{len(survivors)} survived, {len(missing)} not applied")
+    for result in survivors:
+        print(f"  {result['status'].upper()}: "
+              f"{result.get('id') or result['module'] + ' ' + result['change']}")
+    if args.report:
+        pathlib.Path(args.report).write_text(json.dumps(results, indent=1))
+    return 2 if missing else (1 if survivors else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
