@@ -617,3 +617,22 @@ def test_first_gradient_init_fills_coordinates_without_gradient():
     opt = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0)
     opt.apply_gradients([(np.zeros(3, "float32"), silent)])
     np.testing.assert_allclose(opt._sq_averages[0].numpy(), [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("cls", [SGLD, PSGLD])
+def test_normalize_gradients_to_rescales_every_step(cls):
+    """The authors' "clipping": the global norm is set to c, small gradients grow too."""
+    opt = cls(learning_rate=0.1, num_examples=10, temperature=0.0, prior_precision=0.0,
+              normalize_gradients_to=5.0)
+    for g in ([[0.3, 0.4]], [[30.0, 40.0]]):
+        grads = opt._clip_gradients([tf.constant(g), None,
+                                     tf.IndexedSlices(tf.constant([[0.0, 0.0]]),
+                                                      tf.constant([0]), tf.constant([3, 2]))])
+        assert grads[1] is None
+        np.testing.assert_allclose(grads[0].numpy(), [[3.0, 4.0]], rtol=1e-6)
+    if cls is SGLD:  # one SGD step (T = 0), gradient norm 0.5: moves by lr·5 in norm
+        var = keras.Variable(np.zeros((1, 2), "float32"))
+        opt.apply_gradients([(tf.constant([[0.3, 0.4]]), var)])
+        np.testing.assert_allclose(np.linalg.norm(var.numpy()), 0.5, rtol=1e-6)
+    with pytest.raises(ValueError, match="normalize_gradients_to"):
+        cls(num_examples=10, normalize_gradients_to=0.0)

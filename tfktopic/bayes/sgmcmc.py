@@ -153,8 +153,8 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
     denominator D of the diagonal preconditioner G = 1/D (`None` for G = I)
     and the new slot values. With `fused_update=True` and T > 0, `_step` runs
     as one XLA-compiled kernel per variable (one pass over the weights
-    instead of one per elementwise op; the noise generator gives the same
-    values with and without XLA, up to last-ulp rounding).
+    instead of one per elementwise op); the noise ξ is drawn before it by TF's
+    own kernels, which are faster than XLA's for Philox and log / cos / sin.
     """
 
     def __init__(
@@ -167,9 +167,12 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         seed,
         name,
         fused_update=True,
+        normalize_gradients_to=None,
         **kwargs,
     ):
         learning_rate = _check_learning_rate(learning_rate)
+        if normalize_gradients_to is not None:
+            _check_number("normalize_gradients_to", normalize_gradients_to, 0, strict=True)
         if num_examples is None:
             raise ValueError(
                 "`num_examples` (the training-set size N the mean loss is "
@@ -195,7 +198,33 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         self.noise_burnin_steps = int(noise_burnin_steps)
         self.seed = int(seed)
         self.fused_update = fused_update
+        self.normalize_gradients_to = (None if normalize_gradients_to is None
+                                       else float(normalize_gradients_to))
         self._fused_step = None
+
+    def _clip_gradients(self, grads):
+        """Keras' clipping, then (optionally) the authors' global-norm rescale.
+
+        Gan et al.'s Theano optimizers guard g ← g·c/‖g‖ by an `if` that is
+        always true (reference notes A1.2), so the global gradient norm is
+        set to c at *every* step; `normalize_gradients_to=c` reproduces it.
+        """
+        grads = super()._clip_gradients(grads)
+        if self.normalize_gradients_to is None:
+            return grads
+        present = [g for g in grads if g is not None]
+        norm = tf.linalg.global_norm(present)
+        factor = self.normalize_gradients_to / tf.maximum(norm, 1e-12)
+
+        def scale(g):
+            if g is None:
+                return None
+            if isinstance(g, tf.IndexedSlices):
+                return tf.IndexedSlices(g.values * tf.cast(factor, g.values.dtype), g.indices,
+                                        g.dense_shape)
+            return g * tf.cast(factor, g.dtype)
+
+        return [scale(g) for g in grads]
 
     # -- hooks of the subclasses --------------------------------------------
     def _slots(self, variable):
@@ -207,11 +236,11 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         return None, slots
 
     # -- the update --------------------------------------------------------
-    def _step(self, value, gradient, slots, learning_rate, step, index):
+    def _step(self, value, gradient, slots, learning_rate, step, xi):
         """One Langevin step of one variable, as a pure function.
 
-        θ ← θ − η·G·(ḡ + (prior_precision/N)·θ) + sqrt(2·η·T·G/N)·ξ, with ξ
-        keyed on (seed, step·n_vars + index) (module docstring).
+        θ ← θ − η·G·(ḡ + (prior_precision/N)·θ) + sqrt(2·η·T·G/N)·ξ
+        (module docstring).
 
         Args:
             value: the variable's current value.
@@ -219,7 +248,7 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
             slots: tuple of the variable's optimizer-slot values.
             learning_rate: η (scalar tensor, after schedules).
             step: the optimizer's `iterations` (int64 scalar).
-            index: the variable's index (int64 scalar).
+            xi: the N(0, I) draw ξ of this step and variable (`None` at T = 0).
 
         Returns:
             (new value, tuple of new slot values).
@@ -244,9 +273,6 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
                 lr, ops.cast(2.0 * self.temperature / self.num_examples, dtype))
             if denominator is not None:
                 scale = ops.divide(scale, denominator)
-            num_vars = max(len(self._trainable_variables), 1)
-            xi = stateless_standard_normal(
-                tf.shape(value), self.seed, step * num_vars + index, dtype)
             noise = ops.multiply(ops.sqrt(scale), xi)
             if self.noise_burnin_steps > 0:
                 active = ops.greater_equal(step, self.noise_burnin_steps)
@@ -267,7 +293,14 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
             gradient = tf.convert_to_tensor(gradient)
         slots = self._slots(variable)
         step = ops.cast(ops.convert_to_tensor(self.iterations), "int64")
-        index = tf.constant(self._get_variable_index(variable), tf.int64)
+        xi = None
+        if self.temperature > 0:
+            # Drawn outside the fused kernel: TF's CPU kernels for Philox,
+            # log and cos/sin are several times faster than XLA's.
+            index = self._get_variable_index(variable)
+            num_vars = max(len(self._trainable_variables), 1)
+            xi = stateless_standard_normal(
+                tf.shape(variable), self.seed, step * num_vars + index, variable.dtype)
         step_fn = self._step
         # At T = 0 there is no noise to generate and the unfused graph keeps
         # the update bit-identical to Keras' SGD / RMSprop (XLA may contract
@@ -279,7 +312,7 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         value, new_slots = step_fn(
             tf.convert_to_tensor(variable), gradient,
             tuple(tf.convert_to_tensor(slot) for slot in slots),
-            tf.convert_to_tensor(learning_rate), step, index)
+            tf.convert_to_tensor(learning_rate), step, xi)
         for slot, new in zip(slots, new_slots):
             self.assign(slot, new)
         self.assign(variable, value)
@@ -294,6 +327,7 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
                 "noise_burnin_steps": self.noise_burnin_steps,
                 "seed": self.seed,
                 "fused_update": self.fused_update,
+                "normalize_gradients_to": self.normalize_gradients_to,
             }
         )
         return config
@@ -332,6 +366,9 @@ class SGLD(_LangevinOptimizer):
         fused_update: run each variable's update as one XLA-compiled kernel
             when T > 0 (default True; equal to the unfused graph up to float
             rounding).
+        normalize_gradients_to: rescale the global gradient norm to this value
+            at every step (after Keras' clipping), as the authors' code does
+            (reference notes A1.2); None (default) leaves the gradients.
         name: optimizer name.
         **kwargs: base optimizer arguments: `clipnorm`, `clipvalue`,
             `global_clipnorm`, `loss_scale_factor`,
@@ -358,6 +395,7 @@ class SGLD(_LangevinOptimizer):
         noise_burnin_steps=0,
         seed=None,
         fused_update=True,
+        normalize_gradients_to=None,
         name="sgld",
         **kwargs,
     ):
@@ -370,6 +408,7 @@ class SGLD(_LangevinOptimizer):
             seed=seed,
             name=name,
             fused_update=fused_update,
+            normalize_gradients_to=normalize_gradients_to,
             **kwargs,
         )
 
@@ -460,6 +499,9 @@ class PSGLD(_LangevinOptimizer):
         fused_update: run each variable's update (V, G, drift, noise) as one
             XLA-compiled kernel when T > 0 (default True; a speed option, the
             result equals the unfused graph's up to float rounding).
+        normalize_gradients_to: rescale the global gradient norm to this value
+            at every step (after Keras' clipping), as the authors' code does
+            (reference notes A1.2); None (default) leaves the gradients.
         name: optimizer name.
         **kwargs: base optimizer arguments (`clipnorm`, `clipvalue`,
             `global_clipnorm`, `gradient_accumulation_steps`, ...).
@@ -490,6 +532,7 @@ class PSGLD(_LangevinOptimizer):
         noise_burnin_steps=0,
         seed=None,
         fused_update=True,
+        normalize_gradients_to=None,
         name="psgld",
         **kwargs,
     ):
@@ -516,6 +559,7 @@ class PSGLD(_LangevinOptimizer):
             seed=seed,
             name=name,
             fused_update=fused_update,
+            normalize_gradients_to=normalize_gradients_to,
             **kwargs,
         )
         self.rho = float(rho)
