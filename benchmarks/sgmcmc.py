@@ -95,6 +95,70 @@ def _averaging_cost(vocab, hidden, quick):
                           "combine_s": combine_time, "hidden_dim": hidden})
 
 
+def averaging_scaling(mode):
+    """Cost of the predictive average against the number of samples S (issue 15).
+
+    Two parts: collecting a sample is one deterministic pass over the
+    evaluation data (timed for every collected sample: it must not grow with
+    the samples already stored), and combining S stored samples into the
+    averaged perplexity (log-sum-exp over the S per-token log-probabilities,
+    from ``.npy`` files) on PTB-test-sized predictions (82,430 tokens).
+    Linear means: the per-sample collection time is flat, and the combine
+    time per sample is flat in S.
+    """
+    import tempfile
+
+    from tfktopic.bayes import PredictiveSamples, SampleCollector
+
+    quick = mode == "quick"
+    sizes = [1, 2, 4, 8, 16] if quick else [1, 2, 4, 8, 16, 32, 64]
+    tokens = 82_430
+    rng = np.random.default_rng(0)
+    combine = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = pathlib.Path(tmp)
+        stored = []
+        for k in range(max(sizes)):
+            log_probs = np.log(rng.uniform(1e-4, 1.0, tokens)).astype(np.float32)
+            np.save(directory / f"test_sample_{k:05d}.npy", log_probs)
+            stored.append(f"test_sample_{k:05d}.npy")
+        (directory / "samples.json").write_text(json.dumps(
+            {"kind": "lm", "steps": list(range(len(stored))), "files": {"test": stored},
+             "labels": {}}))
+        samples = PredictiveSamples.load(directory, "test")
+        for size in sizes:
+            best = min(_timed(lambda: samples.perplexity(num_samples=size, scheme="forward"))
+                       for _ in range(3))
+            combine[size] = best
+    vocab, hidden = 10_000, (32 if quick else 200)
+    test = _random_windows(vocab, 20, 20, num_batches=10 if quick else 40, seed=1)
+    model = _lstm(vocab, hidden)
+    model.compile(optimizer="sgd")
+    collector = SampleCollector(test)
+    collector.set_model(model)
+    collector.collect(0)  # trace once
+    collect_times = [_timed(lambda s=s: collector.collect(s + 1)) for s in range(max(sizes[:5]))]
+    per_sample = {str(s): combine[s] / s for s in sizes}
+    slope, intercept = np.polyfit(sizes, [combine[s] for s in sizes], 1)
+    config = {"tokens": tokens, "combine_seconds": {str(k): v for k, v in combine.items()},
+              "combine_seconds_per_sample": per_sample, "linear_fit_slope_s": float(slope),
+              "linear_fit_intercept_s": float(intercept),
+              "collect_seconds_each": collect_times,
+              "collect_tokens": 20 * 20 * (10 if quick else 40), "hidden_dim": hidden}
+    # S = 1 skips the log-sum-exp; compare per-sample costs from S = 8 on.
+    return [record("speed", "psgld_averaging", "combine_seconds_per_sample",
+                   per_sample[str(max(sizes))], "psgld_averaging_8_samples", per_sample["8"],
+                   protocol=f"combine S={max(sizes)} vs S=8 stored samples, seconds per "
+                            "sample (ratio 1.0 = linear)",
+                   dataset="random log-probs, PTB-test size", config=config)]
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def quality_ptb(mode):
     """PTB: pSGLD + thinned averaging vs a single RMSprop model, same budget (medium = full)."""
     quick = mode == "quick"
@@ -185,5 +249,5 @@ def _save_curves(curves, quick, references):
     plt.close(fig)
 
 
-SPEED = {"psgld_lstm": speed_optimizers}
+SPEED = {"psgld_lstm": speed_optimizers, "psgld_averaging": averaging_scaling}
 QUALITY = {"psgld_lstm": quality_ptb}
