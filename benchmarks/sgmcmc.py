@@ -40,30 +40,53 @@ def _random_windows(vocab_size, batch_size, steps, num_batches=8, seed=0):
 
 
 def speed_optimizers(mode):
-    """Step time of pSGLD / RMSprop and SGLD / SGD on the PTB-small LSTM (medium = full)."""
+    """Step time of pSGLD / RMSprop and SGLD / SGD on the PTB-small LSTM (medium = full).
+
+    The machine may be shared, so the four optimizers are timed interleaved
+    in one process: `rounds` rounds of `timed` steps each, and the reported
+    ratio is the median of the per-round ratios (spread in the config).
+    The RMSprop baseline is `keras.optimizers.RMSprop` (rho 0.99).
+    """
     quick = mode == "quick"
     from tfktopic.bayes import PSGLD, SGLD
 
     vocab, hidden, batch, steps = 10_000, (64 if quick else 200), 20, 20
     data = _random_windows(vocab, batch, steps)
-    timed = 10 if quick else 40
+    timed, rounds = (5, 3) if quick else (8, 12)
     config = {"vocab_size": vocab, "hidden_dim": hidden, "num_layers": 2, "batch_size": batch,
-              "num_steps": steps, "timed_steps": timed}
-    times = {}
-    for name, make in (("rmsprop_lstm", lambda: keras.optimizers.RMSprop(1e-3, rho=0.99)),
-                       ("psgld_lstm", lambda: PSGLD(1e-3, num_examples=900_000, seed=0)),
-                       ("sgd_lstm", lambda: keras.optimizers.SGD(1.0)),
-                       ("sgld_lstm", lambda: SGLD(1.0, num_examples=900_000, seed=0))):
+              "num_steps": steps, "timed_steps_per_round": timed, "rounds": rounds}
+    makers = {"rmsprop_lstm": lambda: keras.optimizers.RMSprop(1e-3, rho=0.99),
+              "psgld_lstm": lambda: PSGLD(1e-3, num_examples=900_000, seed=0),
+              "sgd_lstm": lambda: keras.optimizers.SGD(1.0),
+              "sgld_lstm": lambda: SGLD(1.0, num_examples=900_000, seed=0)}
+    models = {}
+    for name, make in makers.items():
         model = _lstm(vocab, hidden)
         model.compile(optimizer=make())
-        times[name] = time_train_steps(model, data, steps=timed)
-    out = [record("speed", "psgld_lstm", "step_time", times["psgld_lstm"], "rmsprop_lstm",
-                  times["rmsprop_lstm"], protocol="train step", dataset="random ids",
-                  config=config),
-           record("speed", "sgld_lstm", "step_time", times["sgld_lstm"], "rmsprop_lstm",
-                  times["rmsprop_lstm"], protocol="train step", dataset="random ids",
-                  config={**config, "sgd_step_time": times["sgd_lstm"],
-                          "sgld_over_sgd": times["sgld_lstm"] / times["sgd_lstm"]})]
+        time_train_steps(model, data, steps=1)  # trace and warm up
+        models[name] = model
+    times = {name: [] for name in makers}
+    for _ in range(rounds):
+        for name, model in models.items():
+            times[name].append(time_train_steps(model, data, steps=timed, warmup=1))
+
+    def ratios(a, b):
+        r = np.asarray(times[a]) / np.asarray(times[b])
+        return {"median": float(np.median(r)), "min": float(r.min()), "max": float(r.max()),
+                "per_round": r.tolist()}
+
+    psgld, sgld = ratios("psgld_lstm", "rmsprop_lstm"), ratios("sgld_lstm", "sgd_lstm")
+    medians = {name: float(np.median(t)) for name, t in times.items()}
+    out = [record("speed", "psgld_lstm", "step_time", psgld["median"] * medians["rmsprop_lstm"],
+                  "rmsprop_lstm", medians["rmsprop_lstm"],
+                  protocol="train step; value = median per-round ratio x median RMSprop time",
+                  dataset="random ids",
+                  config={**config, "ratio": psgld, "median_step_s": medians}),
+           record("speed", "sgld_lstm", "step_time", sgld["median"] * medians["sgd_lstm"],
+                  "sgd_lstm", medians["sgd_lstm"],
+                  protocol="train step; value = median per-round ratio x median SGD time",
+                  dataset="random ids",
+                  config={**config, "ratio": sgld, "median_step_s": medians})]
     out.append(_averaging_cost(vocab, hidden, quick))
     return out
 
@@ -93,6 +116,70 @@ def _averaging_cost(vocab, hidden, quick):
                   dataset="random ids",
                   config={"num_samples": samples + 1, "per_sample_eval_s": predict_time,
                           "combine_s": combine_time, "hidden_dim": hidden})
+
+
+def averaging_scaling(mode):
+    """Cost of the predictive average against the number of samples S (issue 15).
+
+    Two parts: collecting a sample is one deterministic pass over the
+    evaluation data (timed for every collected sample: it must not grow with
+    the samples already stored), and combining S stored samples into the
+    averaged perplexity (log-sum-exp over the S per-token log-probabilities,
+    from ``.npy`` files) on PTB-test-sized predictions (82,430 tokens).
+    Linear means: the per-sample collection time is flat, and the combine
+    time per sample is flat in S.
+    """
+    import tempfile
+
+    from tfktopic.bayes import PredictiveSamples, SampleCollector
+
+    quick = mode == "quick"
+    sizes = [1, 2, 4, 8, 16] if quick else [1, 2, 4, 8, 16, 32, 64]
+    tokens = 82_430
+    rng = np.random.default_rng(0)
+    combine = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = pathlib.Path(tmp)
+        stored = []
+        for k in range(max(sizes)):
+            log_probs = np.log(rng.uniform(1e-4, 1.0, tokens)).astype(np.float32)
+            np.save(directory / f"test_sample_{k:05d}.npy", log_probs)
+            stored.append(f"test_sample_{k:05d}.npy")
+        (directory / "samples.json").write_text(json.dumps(
+            {"kind": "lm", "steps": list(range(len(stored))), "files": {"test": stored},
+             "labels": {}}))
+        samples = PredictiveSamples.load(directory, "test")
+        for size in sizes:
+            best = min(_timed(lambda: samples.perplexity(num_samples=size, scheme="forward"))
+                       for _ in range(3))
+            combine[size] = best
+    vocab, hidden = 10_000, (32 if quick else 200)
+    test = _random_windows(vocab, 20, 20, num_batches=10 if quick else 40, seed=1)
+    model = _lstm(vocab, hidden)
+    model.compile(optimizer="sgd")
+    collector = SampleCollector(test)
+    collector.set_model(model)
+    collector.collect(0)  # trace once
+    collect_times = [_timed(lambda s=s: collector.collect(s + 1)) for s in range(max(sizes[:5]))]
+    per_sample = {str(s): combine[s] / s for s in sizes}
+    slope, intercept = np.polyfit(sizes, [combine[s] for s in sizes], 1)
+    config = {"tokens": tokens, "combine_seconds": {str(k): v for k, v in combine.items()},
+              "combine_seconds_per_sample": per_sample, "linear_fit_slope_s": float(slope),
+              "linear_fit_intercept_s": float(intercept),
+              "collect_seconds_each": collect_times,
+              "collect_tokens": 20 * 20 * (10 if quick else 40), "hidden_dim": hidden}
+    # S = 1 skips the log-sum-exp; compare per-sample costs from S = 8 on.
+    return [record("speed", "psgld_averaging", "combine_seconds_per_sample",
+                   per_sample[str(max(sizes))], "psgld_averaging_8_samples", per_sample["8"],
+                   protocol=f"combine S={max(sizes)} vs S=8 stored samples, seconds per "
+                            "sample (ratio 1.0 = linear)",
+                   dataset="random log-probs, PTB-test size", config=config)]
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def quality_ptb(mode):
@@ -185,5 +272,5 @@ def _save_curves(curves, quick, references):
     plt.close(fig)
 
 
-SPEED = {"psgld_lstm": speed_optimizers}
+SPEED = {"psgld_lstm": speed_optimizers, "psgld_averaging": averaging_scaling}
 QUALITY = {"psgld_lstm": quality_ptb}

@@ -409,8 +409,6 @@ def test_user_errors_name_the_file_in_one_line(tcnlm_run, tmp_path, capsys, monk
     monkeypatch.delenv("TF_CONFIG", raising=False)
     assert "--strategy multiworker: TF_CONFIG is not set" in _one_error_line(
         capsys, ["train", "lstm", "--strategy", "multiworker", "--out", tmp_path / "x"])
-    assert "SG-MCMC training is available for lstm and doc_lstm only, not tcnlm" in \
-        _one_error_line(capsys, ["train", "tcnlm", "--optimizer", "sgld", "--out", tmp_path / "x"])
     assert "--set: expected KEY=VALUE, got 'hidden_dim'" in _one_error_line(
         capsys, ["train", "tcnlm", "--set", "hidden_dim", "--out", tmp_path / "x"])
     assert "pretrained:: give a pretrained model name" in _one_error_line(

@@ -190,12 +190,13 @@ def test_psgld_at_zero_temperature_is_rmsprop():
         np.testing.assert_array_equal(a, b)
 
 
-def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v_init, seed):
+def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v_init, seed,
+                 v_floor=0.0, grads_fn=None):
     """Hand-written reference of the full pSGLD update, with the same noise draws."""
     sq = [np.ones_like(v) if v_init == "ones" else np.zeros_like(v) for v in values]
     out = []
     for t in range(steps):
-        grads = _random_grads(t, values)
+        grads = (grads_fn or _random_grads)(t, values)
         new_values = []
         for i, (v, g) in enumerate(zip(values, grads)):
             s = np.float32(rho) * sq[i] + np.float32(1 - rho) * np.square(g)
@@ -203,6 +204,7 @@ def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v
                 s = np.square(g)
                 s = np.where(s > 0, s, s[s > 0].mean() if (s > 0).any() else 1.0)
             sq[i] = s
+            s = np.maximum(s, np.float32(v_floor))
             if placement == "outside":
                 denom = np.sqrt(s) + np.float32(eps)
             else:
@@ -232,6 +234,77 @@ def test_psgld_matches_hand_written_update(placement, v_init, temperature):
     for got_t, want_t in zip(got, want):
         for a, b in zip(got_t, want_t):
             np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+
+
+def test_psgld_v_floor_matches_hand_written_update():
+    # Gradients of size ~1 against a floor of 4: the floor is active everywhere.
+    kw = dict(lr=2e-3, n=40, temperature=1.0, prec=1.5, rho=0.99, eps=1e-5,
+              placement="outside", v_init="zeros", seed=11, v_floor=4.0)
+    opt = PSGLD(learning_rate=kw["lr"], num_examples=kw["n"], prior_precision=kw["prec"],
+                rho=kw["rho"], epsilon=kw["eps"], v_init="zeros", v_floor=4.0, seed=11)
+    got = _run_steps(opt, _random_grads, _INIT, 3)
+    want = _numpy_psgld([v.copy() for v in _INIT], 3, **kw)
+    unfloored = _numpy_psgld([v.copy() for v in _INIT], 3, **{**kw, "v_floor": 0.0})
+    for got_t, want_t, other_t in zip(got, want, unfloored):
+        for a, b, c in zip(got_t, want_t, other_t):
+            np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+            assert not np.allclose(a, c)
+    # V itself (the slot) is not floored: the floor acts inside G only.
+    assert float(opt._sq_averages[0].numpy().min()) < 4.0
+
+
+def test_sparse_v_hold_keeps_v_of_coordinates_without_gradient():
+    var = keras.Variable(np.zeros(3, "float32"))
+    opt = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0, rho=0.5,
+                v_init="zeros", sparse_v="hold")
+    decay = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0, rho=0.5,
+                  v_init="zeros")
+    other = keras.Variable(np.zeros(3, "float32"))
+    for g in ([2.0, 2.0, 0.0], [0.0, 4.0, 0.0]):
+        opt.apply_gradients([(np.array(g, "float32"), var)])
+        decay.apply_gradients([(np.array(g, "float32"), other)])
+    # coordinate 0: 0.5*4 = 2 after step 1, held at 2 on step 2 (decay: 1).
+    np.testing.assert_allclose(opt._sq_averages[0].numpy(), [2.0, 0.5 * 2 + 0.5 * 16, 0.0])
+    np.testing.assert_allclose(decay._sq_averages[0].numpy(), [1.0, 9.0, 0.0])
+
+
+def _sparse_grads(t, values):
+    grads = _random_grads(t, values)
+    grads[0][t % 3] = 0.0  # one row of the matrix without gradient per step
+    return grads
+
+
+def test_sparse_v_hold_matches_hand_written_lazy_update():
+    kw = dict(lr=2e-3, n=40, temperature=1.0, prec=0.0, rho=0.9, eps=1e-5,
+              placement="outside", v_init="ones", seed=5)
+    opt = PSGLD(learning_rate=kw["lr"], num_examples=kw["n"], prior_precision=0.0,
+                rho=0.9, v_init="ones", sparse_v="hold", seed=5)
+    got = _run_steps(opt, _sparse_grads, _INIT, 4)
+    # Lazy V by hand: rows without gradient keep V, the rest decay as usual.
+    values, sq = [v.copy() for v in _INIT], [np.ones_like(v) for v in _INIT]
+    for t in range(4):
+        grads = _sparse_grads(t, values)
+        for i, g in enumerate(grads):
+            s = np.float32(0.9) * sq[i] + np.float32(0.1) * np.square(g)
+            sq[i] = np.where(g != 0, s, sq[i])
+            denom = np.sqrt(sq[i]) + np.float32(1e-5)
+            xi = stateless_standard_normal(g.shape, 5, t * 2 + i).numpy()
+            noise = np.sqrt(np.float32(2e-3) * np.float32(2 / 40) / denom) * xi
+            values[i] = values[i] - (np.float32(2e-3) * g / denom - noise)
+        for a, b in zip(got[t], values):
+            np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("cls", [SGLD, PSGLD])
+def test_fused_update_equals_unfused(cls):
+    kwargs = dict(learning_rate=1e-2, num_examples=20, seed=4)
+    fused = _run_steps(cls(**kwargs), _random_grads, _INIT, 4)
+    plain = _run_steps(cls(fused_update=False, **kwargs), _random_grads, _INIT, 4)
+    for a_t, b_t in zip(fused, plain):
+        for a, b in zip(a_t, b_t):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    moved = max(np.abs(a - b).max() for a, b in zip(fused[-1], _INIT))
+    assert moved > 1e-2
 
 
 # --------------------------------------------------------------------------
@@ -373,7 +446,8 @@ def test_resuming_from_optimizer_state_reproduces_next_steps(cls):
 def test_get_config_round_trip_with_schedule():
     opt = PSGLD(learning_rate=_schedule(), num_examples=123, temperature=0.5,
                 prior_precision=2.0, rho=0.95, epsilon=1e-6, epsilon_placement="inside",
-                v_init="first_gradient", noise_burnin_steps=7, seed=9, global_clipnorm=5.0)
+                v_init="first_gradient", noise_burnin_steps=7, seed=9, global_clipnorm=5.0,
+                v_floor=1e-8, sparse_v="hold", fused_update=False)
     config = opt.get_config()
     clone = keras.optimizers.deserialize(keras.optimizers.serialize(opt))
     assert isinstance(clone, PSGLD)
@@ -449,6 +523,9 @@ def test_bad_arguments_raise_value_error_naming_them(cls, kwargs, name):
     (dict(epsilon=0.0), "epsilon"),
     (dict(epsilon_placement="middle"), "epsilon_placement"),
     (dict(v_init="random"), "v_init"),
+    (dict(v_floor=-1.0), "v_floor"),
+    (dict(sparse_v="lazy"), "sparse_v"),
+    (dict(fused_update="yes"), "fused_update"),
 ])
 def test_psgld_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -540,3 +617,22 @@ def test_first_gradient_init_fills_coordinates_without_gradient():
     opt = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0)
     opt.apply_gradients([(np.zeros(3, "float32"), silent)])
     np.testing.assert_allclose(opt._sq_averages[0].numpy(), [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("cls", [SGLD, PSGLD])
+def test_normalize_gradients_to_rescales_every_step(cls):
+    """The authors' "clipping": the global norm is set to c, small gradients grow too."""
+    opt = cls(learning_rate=0.1, num_examples=10, temperature=0.0, prior_precision=0.0,
+              normalize_gradients_to=5.0)
+    for g in ([[0.3, 0.4]], [[30.0, 40.0]]):
+        grads = opt._clip_gradients([tf.constant(g), None,
+                                     tf.IndexedSlices(tf.constant([[0.0, 0.0]]),
+                                                      tf.constant([0]), tf.constant([3, 2]))])
+        assert grads[1] is None
+        np.testing.assert_allclose(grads[0].numpy(), [[3.0, 4.0]], rtol=1e-6)
+    if cls is SGLD:  # one SGD step (T = 0), gradient norm 0.5: moves by lr·5 in norm
+        var = keras.Variable(np.zeros((1, 2), "float32"))
+        opt.apply_gradients([(tf.constant([[0.3, 0.4]]), var)])
+        np.testing.assert_allclose(np.linalg.norm(var.numpy()), 0.5, rtol=1e-6)
+    with pytest.raises(ValueError, match="normalize_gradients_to"):
+        cls(num_examples=10, normalize_gradients_to=0.0)

@@ -110,9 +110,14 @@ def _first_square(gradient):
 class _LangevinOptimizer(keras.optimizers.Optimizer):
     """Shared machinery of SGLD and pSGLD (drift, prior, seeded noise).
 
-    Subclasses implement `_preconditioner(gradient, variable)` returning the
-    denominator D of the diagonal preconditioner G = 1/D (or `None` for G = I)
-    after updating their slots.
+    The update of one variable is the pure function `_step` of (value,
+    gradient, slot values, learning rate, step, variable index); subclasses
+    provide their slots (`_slots`) and the pure `_precondition` returning the
+    denominator D of the diagonal preconditioner G = 1/D (`None` for G = I)
+    and the new slot values. With `fused_update=True` and T > 0, `_step` runs
+    as one XLA-compiled kernel per variable (one pass over the weights
+    instead of one per elementwise op); the noise ξ is drawn before it by TF's
+    own kernels, which are faster than XLA's for Philox and log / cos / sin.
     """
 
     def __init__(
@@ -124,9 +129,13 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         noise_burnin_steps,
         seed,
         name,
+        fused_update=True,
+        normalize_gradients_to=None,
         **kwargs,
     ):
         learning_rate = _check_learning_rate(learning_rate)
+        if normalize_gradients_to is not None:
+            _check_number("normalize_gradients_to", normalize_gradients_to, 0, strict=True)
         if num_examples is None:
             raise ValueError(
                 "`num_examples` (the training-set size N the mean loss is "
@@ -135,6 +144,9 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         _check_number("temperature", temperature, 0)
         _check_number("prior_precision", prior_precision, 0)
         _check_number("noise_burnin_steps", noise_burnin_steps, 0, integer=True)
+        if not isinstance(fused_update, bool):
+            raise ValueError(
+                f"`fused_update` must be True or False; received fused_update={fused_update!r}")
         if seed is None:
             # Drawn from numpy's global generator, so that
             # keras.utils.set_random_seed makes it reproducible; stored in the
@@ -148,23 +160,88 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         self.prior_precision = float(prior_precision)
         self.noise_burnin_steps = int(noise_burnin_steps)
         self.seed = int(seed)
+        self.fused_update = fused_update
+        self.normalize_gradients_to = (None if normalize_gradients_to is None
+                                       else float(normalize_gradients_to))
+        self._fused_step = None
 
-    # -- pieces shared by both samplers ------------------------------------
-    def _noise(self, variable):
-        """ξ ~ N(0, I) of the variable's shape, keyed on (seed, step, index).
+    def _clip_gradients(self, grads):
+        """Keras' clipping, then (optionally) the authors' global-norm rescale.
+
+        Gan et al.'s Theano optimizers guard g ← g·c/‖g‖ by an `if` that is
+        always true (reference notes A1.2), so the global gradient norm is
+        set to c at *every* step; `normalize_gradients_to=c` reproduces it.
+        """
+        grads = super()._clip_gradients(grads)
+        if self.normalize_gradients_to is None:
+            return grads
+        present = [g for g in grads if g is not None]
+        norm = tf.linalg.global_norm(present)
+        factor = self.normalize_gradients_to / tf.maximum(norm, 1e-12)
+
+        def scale(g):
+            if g is None:
+                return None
+            if isinstance(g, tf.IndexedSlices):
+                return tf.IndexedSlices(g.values * tf.cast(factor, g.values.dtype), g.indices,
+                                        g.dense_shape)
+            return g * tf.cast(factor, g.dtype)
+
+        return [scale(g) for g in grads]
+
+    # -- hooks of the subclasses --------------------------------------------
+    def _slots(self, variable):
+        """The optimizer variables that belong to `variable` (a list)."""
+        return []
+
+    def _precondition(self, gradient, slots, step):
+        """Pure: (denominator D of G = 1/D or None, new slot values)."""
+        return None, slots
+
+    # -- the update --------------------------------------------------------
+    def _step(self, value, gradient, slots, learning_rate, step, xi):
+        """One Langevin step of one variable, as a pure function.
+
+        θ ← θ − η·G·(ḡ + (prior_precision/N)·θ) + sqrt(2·η·T·G/N)·ξ
+        (module docstring).
+
+        Args:
+            value: the variable's current value.
+            gradient: the (clipped, dense) gradient of the mean loss.
+            slots: tuple of the variable's optimizer-slot values.
+            learning_rate: η (scalar tensor, after schedules).
+            step: the optimizer's `iterations` (int64 scalar).
+            xi: the N(0, I) draw ξ of this step and variable (`None` at T = 0).
 
         Returns:
-            A tensor of `variable.shape` and dtype; identical on every replica
-            and for every run with the same seed and optimizer `iterations`.
+            (new value, tuple of new slot values).
         """
-        index = self._get_variable_index(variable)
-        num_vars = max(len(self._trainable_variables), 1)
-        step = ops.cast(ops.convert_to_tensor(self.iterations), "int64")
-        return stateless_standard_normal(
-            tf.shape(variable), self.seed, step * num_vars + index, variable.dtype)
+        dtype = value.dtype
+        lr = ops.cast(learning_rate, dtype)
+        gradient = ops.cast(gradient, dtype)
+        denominator, slots = self._precondition(gradient, slots, step)
 
-    def _preconditioner(self, gradient, variable):
-        return None
+        drift_gradient = gradient
+        if self.prior_precision > 0:
+            coefficient = ops.cast(self.prior_precision / self.num_examples, dtype)
+            drift_gradient = ops.add(gradient, ops.multiply(coefficient, value))
+        if denominator is None:
+            increment = ops.multiply(drift_gradient, lr)
+        else:
+            increment = ops.divide(ops.multiply(lr, drift_gradient), denominator)
+
+        if self.temperature > 0:
+            # Per-step noise variance 2·η·T·G/N  (= ε·T·G, ε = 2η/N).
+            scale = ops.multiply(
+                lr, ops.cast(2.0 * self.temperature / self.num_examples, dtype))
+            if denominator is not None:
+                scale = ops.divide(scale, denominator)
+            noise = ops.multiply(ops.sqrt(scale), xi)
+            if self.noise_burnin_steps > 0:
+                active = ops.greater_equal(step, self.noise_burnin_steps)
+                noise = ops.multiply(noise, ops.cast(active, dtype))
+            increment = ops.subtract(increment, noise)
+        return ops.subtract(value, increment), tuple(slots)
 
     def update_step(self, gradient, variable, learning_rate):
         """One Langevin step for one variable (see the module docstring).
@@ -177,34 +254,31 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         if isinstance(gradient, tf.IndexedSlices):
             # The noise perturbs every row (also rows absent from the batch).
             gradient = tf.convert_to_tensor(gradient)
-        dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
-        gradient = ops.cast(gradient, dtype)
-
-        denominator = self._preconditioner(gradient, variable)
-
-        drift_gradient = gradient
-        if self.prior_precision > 0:
-            coefficient = ops.cast(self.prior_precision / self.num_examples, dtype)
-            drift_gradient = ops.add(gradient, ops.multiply(coefficient, variable))
-        if denominator is None:
-            increment = ops.multiply(drift_gradient, lr)
-        else:
-            increment = ops.divide(ops.multiply(lr, drift_gradient), denominator)
-
+        slots = self._slots(variable)
+        step = ops.cast(ops.convert_to_tensor(self.iterations), "int64")
+        xi = None
         if self.temperature > 0:
-            # Per-step noise variance 2·η·T·G/N  (= ε·T·G, ε = 2η/N).
-            scale = ops.multiply(
-                lr, ops.cast(2.0 * self.temperature / self.num_examples, dtype))
-            if denominator is not None:
-                scale = ops.divide(scale, denominator)
-            noise = ops.multiply(ops.sqrt(scale), self._noise(variable))
-            if self.noise_burnin_steps > 0:
-                active = ops.greater_equal(
-                    ops.convert_to_tensor(self.iterations), self.noise_burnin_steps)
-                noise = ops.multiply(noise, ops.cast(active, dtype))
-            increment = ops.subtract(increment, noise)
-        self.assign_sub(variable, increment)
+            # Drawn outside the fused kernel: TF's CPU kernels for Philox,
+            # log and cos/sin are several times faster than XLA's.
+            index = self._get_variable_index(variable)
+            num_vars = max(len(self._trainable_variables), 1)
+            xi = stateless_standard_normal(
+                tf.shape(variable), self.seed, step * num_vars + index, variable.dtype)
+        step_fn = self._step
+        # At T = 0 there is no noise to generate and the unfused graph keeps
+        # the update bit-identical to Keras' SGD / RMSprop (XLA may contract
+        # a·b + c into one FMA, which rounds differently).
+        if self.fused_update and self.temperature > 0:
+            if self._fused_step is None:
+                self._fused_step = tf.function(self._step, jit_compile=True)
+            step_fn = self._fused_step
+        value, new_slots = step_fn(
+            tf.convert_to_tensor(variable), gradient,
+            tuple(tf.convert_to_tensor(slot) for slot in slots),
+            tf.convert_to_tensor(learning_rate), step, xi)
+        for slot, new in zip(slots, new_slots):
+            self.assign(slot, new)
+        self.assign(variable, value)
 
     def get_config(self):
         config = super().get_config()
@@ -215,6 +289,8 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
                 "prior_precision": self.prior_precision,
                 "noise_burnin_steps": self.noise_burnin_steps,
                 "seed": self.seed,
+                "fused_update": self.fused_update,
+                "normalize_gradients_to": self.normalize_gradients_to,
             }
         )
         return config
@@ -250,6 +326,12 @@ class SGLD(_LangevinOptimizer):
         seed: integer seed of the noise; `None` draws one from numpy's global
             generator (reproducible under `keras.utils.set_random_seed`) and
             stores it in the config.
+        fused_update: run each variable's update as one XLA-compiled kernel
+            when T > 0 (default True; equal to the unfused graph up to float
+            rounding).
+        normalize_gradients_to: rescale the global gradient norm to this value
+            at every step (after Keras' clipping), as the authors' code does
+            (reference notes A1.2); None (default) leaves the gradients.
         name: optimizer name.
         **kwargs: base optimizer arguments: `clipnorm`, `clipvalue`,
             `global_clipnorm`, `loss_scale_factor`,
@@ -275,6 +357,8 @@ class SGLD(_LangevinOptimizer):
         prior_precision=1.0,
         noise_burnin_steps=0,
         seed=None,
+        fused_update=True,
+        normalize_gradients_to=None,
         name="sgld",
         **kwargs,
     ):
@@ -286,6 +370,8 @@ class SGLD(_LangevinOptimizer):
             noise_burnin_steps=noise_burnin_steps,
             seed=seed,
             name=name,
+            fused_update=fused_update,
+            normalize_gradients_to=normalize_gradients_to,
             **kwargs,
         )
 
@@ -302,6 +388,7 @@ class SGLD(_LangevinOptimizer):
 
 _V_INITS = ("ones", "zeros", "first_gradient")
 _EPS_PLACEMENTS = ("outside", "inside")
+_SPARSE_V = ("decay", "hold")
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -363,8 +450,21 @@ class PSGLD(_LangevinOptimizer):
         epsilon_placement: `"outside"` (λ + sqrt(V), paper) or `"inside"`
             (sqrt(V + λ), Keras RMSprop / authors' code / TFP).
         v_init: `"ones"`, `"first_gradient"` or `"zeros"` (see above).
+        v_floor: lower bound on V inside G (0 = none): G ≤ 1/(λ + sqrt(v_floor))
+            for coordinates whose gradients have faded (rare words' embedding
+            rows and softmax columns), so their noise 2·η·T·G/N stays bounded.
+        sparse_v: `"decay"` (default, Li et al.: V ← ρ·V + (1 − ρ)·ḡ² on every
+            step) or `"hold"` (sparse-aware, lazy RMSprop: V changes only where
+            ḡ ≠ 0, so embedding rows of words absent from the batch keep the V
+            of their last gradient instead of decaying towards 0).
         noise_burnin_steps: no noise during the first this-many steps.
         seed: integer noise seed (`None`: drawn from numpy, stored in config).
+        fused_update: run each variable's update (V, G, drift, noise) as one
+            XLA-compiled kernel when T > 0 (default True; a speed option, the
+            result equals the unfused graph's up to float rounding).
+        normalize_gradients_to: rescale the global gradient norm to this value
+            at every step (after Keras' clipping), as the authors' code does
+            (reference notes A1.2); None (default) leaves the gradients.
         name: optimizer name.
         **kwargs: base optimizer arguments (`clipnorm`, `clipvalue`,
             `global_clipnorm`, `gradient_accumulation_steps`, ...).
@@ -390,8 +490,12 @@ class PSGLD(_LangevinOptimizer):
         epsilon=1e-5,
         epsilon_placement="outside",
         v_init="first_gradient",
+        v_floor=0.0,
+        sparse_v="decay",
         noise_burnin_steps=0,
         seed=None,
+        fused_update=True,
+        normalize_gradients_to=None,
         name="psgld",
         **kwargs,
     ):
@@ -405,6 +509,10 @@ class PSGLD(_LangevinOptimizer):
         if v_init not in _V_INITS:
             raise ValueError(
                 f"`v_init` must be one of {_V_INITS}; received v_init={v_init!r}")
+        _check_number("v_floor", v_floor, 0)
+        if sparse_v not in _SPARSE_V:
+            raise ValueError(
+                f"`sparse_v` must be one of {_SPARSE_V}; received sparse_v={sparse_v!r}")
         super().__init__(
             learning_rate=learning_rate,
             num_examples=num_examples,
@@ -413,12 +521,16 @@ class PSGLD(_LangevinOptimizer):
             noise_burnin_steps=noise_burnin_steps,
             seed=seed,
             name=name,
+            fused_update=fused_update,
+            normalize_gradients_to=normalize_gradients_to,
             **kwargs,
         )
         self.rho = float(rho)
         self.epsilon = float(epsilon)
         self.epsilon_placement = epsilon_placement
         self.v_init = v_init
+        self.v_floor = float(v_floor)
+        self.sparse_v = sparse_v
 
     def build(self, var_list):
         """Create the squared-gradient averages V (one slot per variable).
@@ -433,20 +545,25 @@ class PSGLD(_LangevinOptimizer):
         self._sq_averages = self.add_optimizer_variables(
             var_list, "sq_average", initializer=initializer)
 
-    def _preconditioner(self, gradient, variable):
-        """Update V and return the denominator D of G = 1/D."""
-        sq_avg = self._sq_averages[self._get_variable_index(variable)]
-        new_sq_avg = ops.add(
-            ops.multiply(self.rho, sq_avg),
-            ops.multiply(1 - self.rho, ops.square(gradient)),
-        )
+    def _slots(self, variable):
+        return [self._sq_averages[self._get_variable_index(variable)]]
+
+    def _precondition(self, gradient, slots, step):
+        """V update and the denominator D of G = 1/D (pure; see the class doc)."""
+        (sq_avg,) = slots
+        square = ops.square(gradient)
+        new_sq_avg = ops.add(ops.multiply(self.rho, sq_avg), ops.multiply(1 - self.rho, square))
+        if self.sparse_v == "hold":
+            # Lazy (sparse-aware) RMSprop: V of a coordinate moves only on
+            # the steps that give it a gradient.
+            new_sq_avg = ops.where(ops.not_equal(gradient, 0), new_sq_avg, sq_avg)
         if self.v_init == "first_gradient":
-            first = ops.equal(ops.convert_to_tensor(self.iterations), 0)
-            new_sq_avg = ops.where(first, _first_square(gradient), new_sq_avg)
-        self.assign(sq_avg, new_sq_avg)
+            new_sq_avg = ops.cond(ops.equal(step, 0), lambda: _first_square(gradient),
+                                  lambda: new_sq_avg)
+        v = ops.maximum(new_sq_avg, self.v_floor) if self.v_floor > 0 else new_sq_avg
         if self.epsilon_placement == "inside":
-            return ops.sqrt(ops.add(sq_avg, self.epsilon))
-        return ops.add(ops.sqrt(sq_avg), self.epsilon)
+            return ops.sqrt(ops.add(v, self.epsilon)), (new_sq_avg,)
+        return ops.add(ops.sqrt(v), self.epsilon), (new_sq_avg,)
 
     def get_config(self):
         config = super().get_config()
@@ -456,6 +573,8 @@ class PSGLD(_LangevinOptimizer):
                 "epsilon": self.epsilon,
                 "epsilon_placement": self.epsilon_placement,
                 "v_init": self.v_init,
+                "v_floor": self.v_floor,
+                "sparse_v": self.sparse_v,
             }
         )
         return config

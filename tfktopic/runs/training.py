@@ -82,7 +82,7 @@ def build_optimizer(settings, num_train_tokens, seed=0):
 
     training = settings["training"]
     kind = training["optimizer"]
-    if kind in ("sgld", "psgld"):  # lstm / doc_lstm only (checked by train_run)
+    if kind in ("sgld", "psgld"):  # every model (N = training tokens)
         from tfktopic.bayes.setups import optimizer
 
         return optimizer(kind, training["learning_rate"], num_examples=num_train_tokens,
@@ -245,7 +245,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         stopwords: "gensim", "none" or a stop-list file (default: the preset's).
         embeddings: a word2vec ``.bin`` / ``.txt`` file or converted
             KeyedVectors; the embedding size follows the vectors.
-        optimizer: "adam", or "sgld" / "psgld" (lstm, doc_lstm; the step sizes
+        optimizer: "adam", or "sgld" / "psgld" (every model; the step sizes
             of `tfktopic.bayes.setups`' PTB "small" preset).
         strategy: "none", "mirrored" or "multiworker" (`tfktopic.distribute`).
         seed: split, shuffling and initialisation seed.
@@ -288,9 +288,6 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     for key in ("epochs", "batch_size"):
         if int(training[key]) < 1:
             raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
-    if training["optimizer"] in ("sgld", "psgld") and model_name not in ("lstm", "doc_lstm"):
-        raise ValueError(f"--optimizer {training['optimizer']}: SG-MCMC training is available "
-                         f"for lstm and doc_lstm only, not {model_name}")
     _check_stopwords(data, preset)
     if embeddings is not None and not pathlib.Path(embeddings).exists():
         raise TfktopicError(f"{embeddings}: no such word2vec file (--embeddings)")
