@@ -7,8 +7,10 @@ import math
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ElementTree
 import sys
 
+import matplotlib.image
 import numpy as np
 import pytest
 
@@ -281,6 +283,12 @@ def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):
         assert message in _one_error_line(capsys, ["generate", out, *argv])
     line = _one_error_line(capsys, ["topics", out, "--dot", tmp_path / "t.dot"])
     assert "--dot/--svg draw the topic hierarchy of rgbn_rnn or gbn_rnn" in line
+    # A picture of any topic model: a grid of each topic's top words (drawn as <text>).
+    assert _run_cli(["topics", out, "--picture", tmp_path / "t.svg"])[0] == 0
+    drawn = " ".join("".join(node.itertext()) for node in
+                     ElementTree.parse(tmp_path / "t.svg").getroot().iter()
+                     if node.tag.endswith("text"))
+    assert all(word in drawn for topic in results["topics"] for word in topic[:3])
 
 
 def test_rgbn_topic_hierarchy_layers_and_paragraphs(rgbn_run, tmp_path, capsys):
@@ -295,12 +303,14 @@ def test_rgbn_topic_hierarchy_layers_and_paragraphs(rgbn_run, tmp_path, capsys):
     assert len(hierarchy["layers"][0]["topics"][0]["words"]) == 5
     dot = (tmp_path / "h.dot").read_text()
     assert dot.startswith("digraph") and "L1_T3 -> L0_T" in dot
-    if shutil.which("dot"):
-        assert _run_cli(["topics", out, "--svg", tmp_path / "h.svg"])[0] == 0
-        assert "<svg" in (tmp_path / "h.svg").read_text()
-    else:
-        assert "--svg needs Graphviz's `dot` program" in _one_error_line(
-            capsys, ["topics", out, "--svg", tmp_path / "h.svg"])
+    # SVG with or without Graphviz on PATH (without: drawn by tfktopic.pictures), and a
+    # PNG picture of the hierarchy with the top words of a top-layer topic on it.
+    assert _run_cli(["topics", out, "--svg", tmp_path / "h.svg"])[0] == 0
+    assert ElementTree.parse(tmp_path / "h.svg").getroot().tag.endswith("svg")
+    assert _run_cli(["topics", out, "--picture", tmp_path / "h.png"])[0] == 0
+    assert matplotlib.image.imread(tmp_path / "h.png").shape[0] > 50
+    assert "--svg h.pdf: the file must end in .svg" in _one_error_line(
+        capsys, ["topics", out, "--svg", "h.pdf"])
     for layer in ("1", "2"):
         code, text = _run_cli(["generate", out, "--topic", "0", "--layer", layer, "--num", "2"])
         assert code == 0 and len(_printed_lines(text)) == 2

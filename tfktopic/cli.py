@@ -2,7 +2,7 @@
 
     tfktopic train tcnlm --corpus lee --out runs/lee-tcnlm
     tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other]
-    tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg]
+    tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg] [--picture OUT.png]
     tfktopic generate runs/lee-tcnlm [--topic K [--layer L] | --document FILE] [--paragraph N]
     tfktopic export runs/lee-tcnlm --saved-model exported/lee-tcnlm
     tfktopic report --corpus ../shared/data/apnews/apnews.txt --format tdlm \
@@ -125,7 +125,7 @@ def _topics(args):
     from tfktopic.runs import load_run, topics_report
 
     topics_report(load_run(args.run), top_n=args.top_n, json_path=args.json,
-                  dot_path=args.dot, svg_path=args.svg)
+                  dot_path=args.dot, svg_path=args.svg, picture_path=args.picture)
     return 0
 
 
@@ -279,7 +279,11 @@ def _parser():
                         help="write the topics (rGBN/GBN: the hierarchy) as JSON")
     topics.add_argument("--dot", default=None, help="rGBN/GBN: write the hierarchy as DOT")
     topics.add_argument("--svg", default=None,
-                        help="rGBN/GBN: render the hierarchy as SVG (needs Graphviz's dot)")
+                        help="rGBN/GBN: render the hierarchy as SVG (Graphviz's layout when "
+                             "`dot` is installed, else drawn with matplotlib)")
+    topics.add_argument("--picture", default=None,
+                        help="any topic model: a .svg or .png picture of the topics (rGBN/GBN: "
+                             "the hierarchy; others: top words with their weights)")
     topics.set_defaults(handler=_topics)
 
     generate = commands.add_parser(

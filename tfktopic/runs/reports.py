@@ -49,20 +49,35 @@ def print_topics(run, top_n, log):
     return layers[0]
 
 
-def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None, log=print):
-    """Print the topics; write the JSON and (rGBN / GBN) the hierarchy's DOT / SVG.
+def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
+                  picture_path=None, log=print):
+    """Print the topics; write the JSON, the hierarchy's DOT / SVG and a picture.
+
+    Args:
+        run: a `Run`.
+        top_n: words per topic.
+        json_path: write the topics (rGBN / GBN: the `topic_hierarchy` dict).
+        dot_path, svg_path: rGBN / GBN: the hierarchy as Graphviz DOT, and as SVG
+            (Graphviz's layout when ``dot`` is on PATH, else `tfktopic.pictures`).
+        picture_path: any topic model: a ``.svg`` / ``.png`` picture drawn with
+            matplotlib (rGBN / GBN: the hierarchy; others: a grid of each
+            topic's top words and their weights).
 
     Returns:
         The JSON-ready dict (for rGBN / GBN the `topic_hierarchy` dict).
     """
     import shutil
 
+    from tfktopic import pictures
+
     if (dot_path or svg_path) and run.name not in HIERARCHICAL_MODELS:
         raise ValueError(f"--dot/--svg draw the topic hierarchy of rgbn_rnn or gbn_rnn; "
-                         f"{run.path} holds a {run.name} model")
-    if svg_path and shutil.which("dot") is None:
-        raise ValueError("--svg needs Graphviz's `dot` program, which is not on PATH; install "
-                         "Graphviz or write --dot OUT.dot and render it elsewhere")
+                         f"{run.path} holds a {run.name} model (--picture draws any model's "
+                         "topics)")
+    for flag, path, suffixes in (("--svg", svg_path, (".svg",)),
+                                 ("--picture", picture_path, pictures.FORMATS)):
+        if path and pathlib.Path(path).suffix.lower() not in suffixes:
+            raise ValueError(f"{flag} {path}: the file must end in {' or '.join(suffixes)}")
     _require(run, TOPIC_MODELS, "topics")
     print_topics(run, top_n, log)
     if run.name in HIERARCHICAL_MODELS:
@@ -76,14 +91,41 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None, l
                 pathlib.Path(dot_path).write_text(dot, encoding="utf-8")
                 say(log, f"wrote {dot_path}")
             if svg_path:
-                hierarchy_to_svg(dot, svg_path)
+                if shutil.which("dot") is not None:
+                    hierarchy_to_svg(dot, svg_path)
+                else:  # no Graphviz: the same picture from matplotlib
+                    pictures.save_hierarchy(payload, svg_path)
                 say(log, f"wrote {svg_path}")
+        if picture_path:
+            pictures.save_hierarchy(payload, picture_path)
+            say(log, f"wrote {picture_path}")
     else:
         payload = {"model": run.name, "top_n": int(top_n), "topics": run_topics(run, top_n)}
+        if picture_path:
+            pictures.save_topic_grid(_topic_weights(run, top_n), picture_path,
+                                     title=f"{run.name}: top words per topic")
+            say(log, f"wrote {picture_path}")
     if json_path:
         write_json(json_path, jsonable(payload))
         say(log, f"wrote {json_path}")
     return payload
+
+
+def _topic_weights(run, top_n):
+    """(words, weights) of each topic: its word distribution (a softmax of the
+    row where the model's topic-word matrix holds logits, e.g. TopicRNN's B)."""
+    import numpy as np
+
+    matrix = np.asarray(run.model.topic_word_matrix(), dtype=np.float64)
+    if np.any(matrix < 0) or not np.allclose(matrix.sum(axis=1), 1.0, atol=1e-3):
+        matrix = np.exp(matrix - matrix.max(axis=1, keepdims=True))
+        matrix /= matrix.sum(axis=1, keepdims=True)
+    words = list(run.topic_vocab.words)
+    topics = []
+    for row in matrix:
+        order = np.argsort(-row, kind="stable")[:int(top_n)]
+        topics.append(([words[i] for i in order], [float(row[i]) for i in order]))
+    return topics
 
 
 def run_splits(config):
