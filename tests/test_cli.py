@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from tfktopic import cli
-from tfktopic.data import load_corpus
 
 # TensorFlow's own start-up lines (absl logs before InitializeLog, which no environment
 # variable silences in TF 2.21); everything else on stderr is tfktopic's.
@@ -227,10 +226,13 @@ def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, 
         assert code == 0
         scores.append(json.loads(target.read_text()))
     assert scores[0]["protocol"] == "all_other" and "whole corpus, 12 documents" in scores[0]["corpus"]
-    # NPMI recomputed by brute force over the 12 documents' sliding windows.
-    documents = load_corpus("lee").subset(range(12))
+    # NPMI recomputed by brute force over the sliding windows of the reference corpus,
+    # which is the run's training split whatever corpus is scored (tfktopic.runs NPMI rule).
+    from tfktopic.runs import run_splits
+
+    train = run_splits(json.loads((out / "run.json").read_text()))["train"]
     expected = _brute_force_npmi(results["topics"],
-                                 [[w for s in doc for w in s] for doc in documents])
+                                 [[w for s in doc for w in s] for doc in train])
     np.testing.assert_allclose(scores[0]["npmi"]["per_topic"], expected, atol=1e-9)
     assert scores[0]["perplexity"] == scores[1]["perplexity"] and "bleu" not in scores[0]
 

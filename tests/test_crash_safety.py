@@ -15,6 +15,7 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 
 from tfktopic.runs import checkpoints, train_run
 
@@ -128,11 +129,7 @@ def _assert_same_state(found_dir, expected_dir):
     assert not differ, f"{found_dir.name}: variables differ after the resume: {differ[:5]}"
 
 
-def test_every_family_killed_inside_an_epoch_resumes_exactly(tmp_path):
-    """SIGINT (KeyboardInterrupt) at batch 2 of epoch 2, then the same command again:
-    weights, optimizer state, RNG states and test perplexity equal the uninterrupted
-    run's, bit for bit, for every model family."""
-    names = list(FAMILIES)
+def _check_killed_inside_an_epoch_resumes_exactly(tmp_path, names):
     reference = _spawn(tmp_path / "reference", "full", names)
     killed = _results(_spawn(tmp_path / "killed", "kill", names))
     assert killed == {name: "interrupted" for name in names}
@@ -145,6 +142,24 @@ def test_every_family_killed_inside_an_epoch_resumes_exactly(tmp_path):
         _assert_same_state(tmp_path / "killed" / name, tmp_path / "reference" / name)
     assert resumed == expected
 
+
+#: The default run covers a plain LSTM and the model with the most state (rGBN-RNN: Weibull
+#: noise, TLASGR's MCMC state, a decaying learning rate); the slow test covers every family.
+QUICK_FAMILIES = ("lstm", "rgbn_rnn")
+
+
+def test_lstm_and_rgbn_killed_inside_an_epoch_resume_exactly(tmp_path):
+    """SIGINT (KeyboardInterrupt) at batch 2 of epoch 2, then the same command again:
+    weights, optimizer state, RNG states and test perplexity equal the uninterrupted
+    run's, bit for bit."""
+    _check_killed_inside_an_epoch_resumes_exactly(tmp_path, list(QUICK_FAMILIES))
+
+
+@pytest.mark.slow
+def test_every_family_killed_inside_an_epoch_resumes_exactly(tmp_path):
+    """The same for the other model families (``python -m pytest -m slow``)."""
+    _check_killed_inside_an_epoch_resumes_exactly(
+        tmp_path, [name for name in FAMILIES if name not in QUICK_FAMILIES])
 
 
 def test_a_sigkilled_process_resumes_exactly(tmp_path):
