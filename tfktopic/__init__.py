@@ -1,10 +1,13 @@
 """tfktopic: topic-guided and Bayesian recurrent language models for Keras 3.
 
 Subpackages:
-    tfktopic.data        corpus readers, vocabularies, contexts, tf.data, word2vec
-    tfktopic.evaluation  perplexity, NPMI coherence, BLEU
-    tfktopic.models      language models (the LSTM baselines so far)
-    tfktopic.bayes       SGLD and pSGLD optimizers
+    tfktopic.data        corpus readers, vocabularies, contexts, document streams, tf.data,
+                         word2vec
+    tfktopic.evaluation  perplexity, NPMI coherence and topic diversity, BLEU, paired
+                         bootstrap comparisons
+    tfktopic.models      the model base class, registry and every language model
+    tfktopic.bayes       SGLD / pSGLD, sample collection, TLASGR-MCMC
+    tfktopic.runs        the one run path (prepare_data, build_model, train_run, ...)
 """
 
 from tfktopic.startup import quiet_command_line
