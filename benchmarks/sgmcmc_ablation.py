@@ -2,7 +2,7 @@
 
     python -m benchmarks.sgmcmc_ablation --out runs/ablation            # every run (hours)
     python -m benchmarks.sgmcmc_ablation --out runs/ablation --runs paper/rmsprop
-    python -m benchmarks.sgmcmc_ablation --quick --out /tmp/ablation    # smoke run, minutes
+    python -m benchmarks.sgmcmc_ablation --quick --out runs/ablation-quick   # smoke run, minutes
 
 Runs (one directory each under ``--out``; re-running the command continues
 an interrupted run from its last epoch and skips finished ones, whose

@@ -35,6 +35,8 @@ import os
 import sys
 import warnings
 
+from tfktopic.startup import silence_native_stderr
+
 __all__ = ["main"]
 
 
@@ -392,11 +394,7 @@ def _quiet():
     except (AttributeError, OSError, ValueError):
         real = False  # captured (tests): Python's stderr does not go to fd 2 anyway
     try:
-        sys.stderr.flush()
-        saved_fd = os.dup(2)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
+        saved_fd = silence_native_stderr()
         if real:
             sys.stderr = os.fdopen(os.dup(saved_fd), "w", buffering=1,
                                    encoding=saved_stderr.encoding, errors="backslashreplace")

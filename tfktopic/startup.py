@@ -15,7 +15,7 @@ writing to the real stderr. Library users are never affected.
 import os
 import sys
 
-__all__ = ["is_command_line", "quiet_command_line"]
+__all__ = ["is_command_line", "quiet_command_line", "silence_native_stderr"]
 
 
 def is_command_line():
@@ -24,6 +24,24 @@ def is_command_line():
     orig = list(getattr(sys, "orig_argv", []))
     module = len(orig) >= 3 and orig[1] == "-m" and orig[2] in ("tfktopic", "tfktopic.cli")
     return script == "tfktopic" or module
+
+
+def silence_native_stderr():
+    """Point file descriptor 2 at /dev/null (native code's stderr).
+
+    Returns:
+        A new descriptor of the real stderr: the caller writes its own lines
+        there and ``os.dup2``s it back to 2 to undo.
+
+    Raises:
+        OSError: the descriptors cannot be duplicated.
+    """
+    sys.stderr.flush()
+    real = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    return real
 
 
 def quiet_command_line():
@@ -36,11 +54,7 @@ def quiet_command_line():
         return False
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
-        sys.stderr.flush()
-        real = os.dup(2)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
+        real = silence_native_stderr()
         sys.stderr = os.fdopen(real, "w", buffering=1, encoding=sys.stderr.encoding,
                                errors="backslashreplace")
     except (OSError, AttributeError, ValueError):

@@ -38,11 +38,12 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from keras import ops
 
-from tfktopic.evaluation.perplexity import Perplexity, masked_token_nll
+from tfktopic.evaluation.perplexity import Perplexity
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models.document_lstm import stream_inputs
+from tfktopic.models.topicrnn import elbo_terms
 
 __all__ = ["DocumentTopicRNN"]
 
@@ -169,18 +170,9 @@ class DocumentTopicRNN(keras.Model):
         targets, mask = data["targets"], ops.cast(data["mask"], "float32")
         hidden = self.hidden_states(data, training=training)
         theta, mean, log_std = self.infer_topics(data["context_bow"], training=training)
-        stop = self.gate.stop_indicator(targets)
-        outputs = self.gate(hidden, theta, stop_indicator=stop, marginal=not training)
-        token_nll, num_tokens = masked_token_nll(targets, outputs["logits"], mask)
-        stop_log_prob = tfd.Bernoulli(logits=outputs["stop_logits"], dtype="float32").log_prob(stop)
-        stop_nll = -ops.sum(stop_log_prob * mask)
-        kl = ops.cast(self.encoder.kl(mean, log_std), "float32")
         share = ops.sum(mask, axis=-1) / ops.maximum(ops.cast(data["doc_targets"], "float32"), 1.0)
-        terms = {"token_nll": token_nll, "stop_nll": stop_nll, "kl": ops.sum(share * kl),
-                 "num_tokens": num_tokens}
-        if not training:
-            terms["marginal_nll"], _ = masked_token_nll(targets, outputs["log_probs"], mask,
-                                                        from_logits=False)
+        terms = elbo_terms(self.gate, self.encoder, hidden, theta, mean, log_std, targets, mask,
+                           share, training)
         return terms
 
     @staticmethod

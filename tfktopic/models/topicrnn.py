@@ -56,7 +56,7 @@ from tfktopic.models import topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS
 
-__all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier"]
+__all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier", "elbo_terms"]
 
 tfd = tfp.distributions
 
@@ -76,6 +76,40 @@ def _positive_int(name, value):
     if number < 1 or number != value:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return number
+
+
+def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_weights,
+               training):
+    """TopicRNN's ELBO terms (eq. 5) over a batch of windows, as sums (nats).
+
+    Written once for the sentence-level `TopicRNN` and the streamed
+    `tfktopic.models.document_topicrnn.DocumentTopicRNN`.
+
+    Args:
+        gate: the `StopwordGate`.
+        encoder: the `GaussianTopicEncoder` (its `kl`).
+        hidden: [B, T, H] RNN outputs.
+        theta, mean, log_std: the topic sample and q's parameters, [B, K].
+        targets, mask: [B, T] target ids and float mask.
+        kl_weights: [B] share of its document's KL each window is charged.
+        training: observed l_t only (True), or also the marginal over l_t.
+
+    Returns:
+        dict: ``token_nll`` (-sum log p(y_t | h_t, l_t, theta)), ``stop_nll``
+        (-sum log p(l_t | h_t)), ``kl`` (sum of kl_weights * KL), ``num_tokens``
+        and, when not training, ``marginal_nll`` (l_t marginalised).
+    """
+    stop = gate.stop_indicator(targets)
+    outputs = gate(hidden, theta, stop_indicator=stop, marginal=not training)
+    token_nll, num_tokens = masked_token_nll(targets, outputs["logits"], mask)
+    stop_log_prob = tfd.Bernoulli(logits=outputs["stop_logits"], dtype="float32").log_prob(stop)
+    kl = ops.cast(encoder.kl(mean, log_std), "float32")
+    terms = {"token_nll": token_nll, "stop_nll": -ops.sum(stop_log_prob * mask),
+             "kl": ops.sum(kl_weights * kl), "num_tokens": num_tokens}
+    if not training:
+        terms["marginal_nll"], _ = masked_token_nll(targets, outputs["log_probs"], mask,
+                                                    from_logits=False)
+    return terms
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -273,20 +307,13 @@ class TopicRNN(TopicLanguageModel):
         targets, mask = data["targets"], ops.cast(data["mask"], "float32")
         hidden = self.hidden_states(data["tokens"], training=training)
         theta, mean, log_std = self.topic_posterior(data["context_bow"], training=training)
-        stop = self.gate.stop_indicator(targets)
-        outputs = self.gate(hidden, theta, stop_indicator=stop, marginal=not training)
-        token_nll, num_tokens = masked_token_nll(targets, outputs["logits"], mask)
-        stop_log_prob = tfd.Bernoulli(logits=outputs["stop_logits"], dtype="float32").log_prob(stop)
-        stop_nll = -ops.sum(stop_log_prob * mask)
-        kl = ops.cast(self.encoder.kl(mean, log_std), "float32")
-        kl_charged = ops.sum(self._kl_weights(data, ops.sum(mask, axis=-1)) * kl)
-        terms = {"token_nll": token_nll, "stop_nll": stop_nll, "kl": kl_charged,
-                 "num_tokens": num_tokens, "units": num_tokens,
-                 "nll_sum": token_nll + stop_nll}
-        if not training:
-            terms["marginal_nll"], _ = masked_token_nll(targets, outputs["log_probs"], mask,
-                                                        from_logits=False)
-            terms["nll_sum"] = terms["marginal_nll"]
+        kl_weights = self._kl_weights(data, ops.sum(mask, axis=-1))
+        terms = elbo_terms(self.gate, self.encoder, hidden, theta, mean, log_std, targets, mask,
+                           kl_weights, training)
+        token_nll, stop_nll, kl_charged = terms["token_nll"], terms["stop_nll"], terms["kl"]
+        num_tokens = terms["num_tokens"]
+        terms["units"] = num_tokens
+        terms["nll_sum"] = terms["marginal_nll"] if not training else token_nll + stop_nll
         per_token = lambda value: value / ops.maximum(num_tokens, 1.0)
         terms["loss"] = per_token(token_nll + stop_nll + kl_charged)
         terms["report"] = {name: (per_token(terms[name]), num_tokens)
