@@ -1,7 +1,7 @@
 """rGBN-RNN / GBN-RNN benchmarks (issue 4; Guo, Chen, Lu, Zhou, ICML 2020).
 
 Record names (DESIGN.md §7): ``model`` is exactly ``rgbn_rnn``, ``gbn_rnn``,
-``lstm`` (sentence-level `LSTMLanguageModel`), ``doc_lstm`` (document-level,
+``lstm`` (sentence-level `LSTMLanguageModel`), ``doc_lstm_chunked`` (document-level,
 state carried across the J windows of a chunk) or ``lda`` (gensim); the
 **layer count is in ``config["num_layers"]``** of every record (the LSTM
 baselines of an L-layer model are L-layer LSTMs of the same width).
@@ -38,7 +38,7 @@ training part. Training contexts: ``all_other`` (the papers'); test contexts:
 * ``perplexity`` (sentence-level, zero LSTM state per window, theta at its
   Weibull mean; `evaluate_perplexity`) of gbn_rnn / rgbn_rnn with 1 and 3
   layers, baseline ``lstm`` of the same depth (and, for 3 layers, also the
-  1-layer ``lstm``); extra records with baseline ``doc_lstm`` (its depth in
+  1-layer ``lstm``); extra records with baseline ``doc_lstm_chunked`` (its depth in
   ``config["baseline_layers"]``); the LSTMs' own records. Every model is scored on
   exactly the same test tokens (checked). doc_lstm carries its state across
   the 8 windows of a chunk (training and test chunking of `document_dataset`).
@@ -198,7 +198,7 @@ def _settings(name, layers, mode, speed=False, seed=0):
     hidden = _hidden_sizes(mode, layers, speed)[0]
     model = {"embedding_dim": hidden if speed and mode == "quick" else cfg["embedding_dim"],
              "hidden_dim": hidden, "num_layers": layers, "dropout": cfg["dropout"],
-             "document_level": name == "doc_lstm"}
+             "document_level": name == "doc_lstm_chunked"}
     # batch_size counts sentence windows: 64 = the B x J windows of an rGBN batch.
     return {"name": name, "model": model, "data": {},
             "training": {**runs.TRAINING_DEFAULTS, **training,
@@ -329,7 +329,7 @@ def _speed(name, mode):
 def _trained(name, layers, mode, seed=0):
     """Train once per (model, layers, mode, seed) with `runs.fit_model`; (model, info)."""
     data = _data(mode, kind="rgbn_rnn" if name in ("rgbn_rnn", "gbn_rnn") else name)
-    settings = _settings(name, layers, mode, seed=seed if name not in ("lstm", "doc_lstm") else 0)
+    settings = _settings(name, layers, mode, seed=seed if name not in ("lstm", "doc_lstm_chunked") else 0)
     seed = settings["model"].get("seed", 0)  # the LSTM baselines: always seed 0
     model = runs.build_model(settings, data, seed=seed)
     start = time.perf_counter()
@@ -347,7 +347,7 @@ def _test_perplexity(name, layers, mode, seed=0):
     """`runs.score_perplexity` on the test split (doc_lstm: chunks of 8 windows)."""
     data = _data(mode, kind="rgbn_rnn" if name in ("rgbn_rnn", "gbn_rnn") else name)
     model, info = _trained(name, layers, mode, seed)
-    batch = 64 if name in ("lstm", "doc_lstm") else COMMON["batch_size"]  # windows / chunks
+    batch = 64 if name in ("lstm", "doc_lstm_chunked") else COMMON["batch_size"]  # windows / chunks
     result, _ = runs.score_perplexity(name, model, data.parts["test"], data.lm_vocab,
                                       data.topic_vocab, data.data, "preceding", batch_size=batch,
                                       whole_documents=False)
@@ -404,7 +404,7 @@ def _quality(name, mode):
         # LSTM at `doc_lstm_layers` (medium: 1 layer, which is both the stronger
         # and the affordable one) or the same depth.
         baselines = [("lstm", layers)] + ([("lstm", 1)] if layers > 1 else []) + [
-            ("doc_lstm", cfg.get("doc_lstm_layers") or layers)]
+            ("doc_lstm_chunked", cfg.get("doc_lstm_layers") or layers)]
         base = {key: _test_perplexity(*key, mode) for key in baselines}
         for (b, depth), (ppl, tokens, info) in base.items():
             if (b, depth, mode) not in _EMITTED:

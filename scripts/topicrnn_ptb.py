@@ -99,9 +99,6 @@ def main(argv=None):
     from tfktopic.data import document_sequences, read_ptb
     from tfktopic.data.pipeline import document_dataset
     from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-    from tfktopic.models.topicrnn import PRESETS
-
-    preset = PRESETS[f"ptb_{args.neurons}"]
     settings = runs.preset_settings("topicrnn", f"ptb_{args.neurons}")
     training = settings["training"]
     training["epochs"] = args.epochs or (2 if args.quick else training["epochs"])
@@ -145,7 +142,7 @@ def main(argv=None):
     datasets = None
     if args.level == "document":
         datasets = (chunks("train", "all_other", True), chunks("valid", "preceding", False))
-    patience = preset["early_stopping_patience"]
+    patience = training["patience"]
     model, train_seconds = fit(settings, data, args, patience, datasets)
     print(f"model: Topic{args.cell.upper()} {args.neurons} units, K={model.num_topics}, "
           f"variant {args.variant}, level {args.level}, {model.count_params():,} parameters; "
@@ -177,7 +174,7 @@ def main(argv=None):
     if args.baseline:
         # A plain RNN LM of the same cell and size on the same windows and budget
         # (embedding size = hidden size, as TopicRNN's default).
-        name = "doc_lstm" if args.level == "document" else "lstm"
+        name = "doc_lstm_chunked" if args.level == "document" else "lstm"
         baseline = {"name": name, "data": data.data, "training": training,
                     "model": {"embedding_dim": args.neurons, "hidden_dim": args.neurons,
                               "cell": args.cell, "document_level": args.level == "document"}}

@@ -362,7 +362,7 @@ def test_doc_lstm_starts_from_word2vec_embeddings(tmp_path, capsys):
     out = tmp_path / "doc_lstm"
     # With a learning rate of 1e-30 (0 is refused) Adam's steps vanish below float32
     # resolution: the trained embedding is exactly the word2vec matrix.
-    code, text = _run_cli(["train", "doc_lstm", *TINY, "--batch-size", "512", "--embeddings",
+    code, text = _run_cli(["train", "doc_lstm", *TINY, "--batch-size", "16", "--embeddings",
                            vectors_path, "--learning-rate", "1e-30", "--out", out])
     assert code == 0 and "embedding size 10 (instead of the preset's 32)" in text
     assert "document-level" in text

@@ -25,8 +25,13 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 FAMILIES = {
     "lstm": dict(batch_size=32, overrides={"hidden_dim": 16, "embedding_dim": 16,
                                            "dropout": 0.3}),
-    "doc_lstm": dict(batch_size=64, overrides={"hidden_dim": 16, "embedding_dim": 16,
-                                               "dropout": 0.3}),
+    # streamed: 4 parallel document streams (the carried state is part of the saved state)
+    "doc_lstm": dict(batch_size=4, overrides={"hidden_dim": 16, "embedding_dim": 16,
+                                              "dropout": 0.3}),
+    "doc_lstm_chunked": dict(batch_size=64, overrides={"hidden_dim": 16, "embedding_dim": 16,
+                                                       "dropout": 0.3}),
+    "doc_topicrnn": dict(batch_size=4, overrides={"hidden_dim": 16, "num_topics": 4,
+                                                  "encoder_units": [16], "dropout": 0.3}),
     "lda_lstm": dict(batch_size=32, overrides={"hidden_dim": 16, "embedding_dim": 16,
                                                "num_topics": 4, "lda_iterations": 5,
                                                "lda_passes": 1, "dropout": 0.3}),
@@ -143,12 +148,13 @@ def _check_killed_inside_an_epoch_resumes_exactly(tmp_path, names):
     assert resumed == expected
 
 
-#: The default run covers a plain LSTM and the model with the most state (rGBN-RNN: Weibull
-#: noise, TLASGR's MCMC state, a decaying learning rate); the slow test covers every family.
-QUICK_FAMILIES = ("lstm", "rgbn_rnn")
+#: The default run covers the streamed document LSTM (its LSTM state is carried across
+#: batches and epochs) and the model with the most state (rGBN-RNN: Weibull noise,
+#: TLASGR's MCMC state, a decaying learning rate); the slow test covers every family.
+QUICK_FAMILIES = ("doc_lstm", "rgbn_rnn")
 
 
-def test_lstm_and_rgbn_killed_inside_an_epoch_resume_exactly(tmp_path):
+def test_doc_lstm_and_rgbn_killed_inside_an_epoch_resume_exactly(tmp_path):
     """SIGINT (KeyboardInterrupt) at batch 2 of epoch 2, then the same command again:
     weights, optimizer state, RNG states and test perplexity equal the uninterrupted
     run's, bit for bit."""

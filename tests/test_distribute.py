@@ -84,7 +84,8 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     # name: (document chunks?, constructor, the layer that samples theta)
     FAMILIES = {
         "lstm": (False, lambda: LSTMLanguageModel(V, **SMALL), None),
-        "doc_lstm": (True, lambda: LSTMLanguageModel(V, document_level=True, **SMALL), None),
+        "doc_lstm_chunked": (True, lambda: LSTMLanguageModel(V, document_level=True, **SMALL),
+                             None),
         "lda_lstm": (False, lambda: LDALSTMLanguageModel(V, VC, num_topics=4, lda=LDA, **SMALL),
                      None),
         "topicrnn": (False, lambda: TopicRNN(V, LM_TO_TOPIC, num_topics=4, encoder_units=(16,),
@@ -237,7 +238,7 @@ _WORKER_SCRIPT = textwrap.dedent("""
 MIRRORED_JOBS = {
     # Two processes run in parallel (2 cores); ":sampled" adds a mirrored run
     # with theta sampled (the TopicRNN / TCNLM Gaussian encoder, the rGBN Weibull one).
-    "mirrored_lm": ["lstm", "doc_lstm", "lda_lstm", "topicrnn:sampled", "tcnlm"],
+    "mirrored_lm": ["lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn:sampled", "tcnlm"],
     "mirrored_rgbn": ["rgbn_rnn:sampled", "gbn_rnn"],
 }
 FAMILY_JOB = {name.split(":")[0]: job for job, names in MIRRORED_JOBS.items() for name in names}

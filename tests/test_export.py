@@ -22,9 +22,11 @@ from tfktopic.data.pipeline import document_dataset, sentence_dataset
 from tfktopic.errors import VocabularyError
 from tfktopic.export import export_saved_model
 from tfktopic.models import RGBNRNN, TCNLM, LDALSTMLanguageModel, LSTMLanguageModel, TopicRNN
+from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.document_topicrnn import DocumentTopicRNN
 
-FAMILIES = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn")
-CHUNKED = ("doc_lstm", "rgbn_rnn")
+FAMILIES = ("lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn")
+CHUNKED = ("doc_lstm_chunked", "rgbn_rnn")
 TOPIC_MODELS = ("lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn")
 INPUTS = ("tokens", "targets", "mask", "context_bow")
 
@@ -89,7 +91,7 @@ def _model(name, lm, topic, num_documents):
     small = dict(embedding_dim=16, hidden_dim=16)
     if name == "lstm":
         return LSTMLanguageModel(V, **small)
-    if name == "doc_lstm":
+    if name == "doc_lstm_chunked":
         return LSTMLanguageModel(V, document_level=True, **small)
     if name == "lda_lstm":
         rng = np.random.default_rng(0)   # an LDA's lambda / alpha (gensim is not the subject)
@@ -163,7 +165,7 @@ def served(tmp_path_factory):
         expected[name] = (x, _reference(model, name, x))
         manifest.append({"path": str(path), "inputs": str(root / f"{name}_in.npz"),
                          "outputs": str(root / f"{name}_out.npz"),
-                         "ignores_context": name in ("lstm", "doc_lstm")})
+                         "ignores_context": name in ("lstm", "doc_lstm_chunked")})
     (root / "manifest.json").write_text(json.dumps(manifest))
     process = subprocess.run([sys.executable, "-c", LOADER, str(root / "manifest.json")],
                              cwd=root, capture_output=True, text=True, timeout=600,
@@ -195,7 +197,7 @@ def test_fresh_process_outputs_equal_in_process_model(served, name):
     assert topic_keys or name not in TOPIC_MODELS
     for key in topic_keys:
         np.testing.assert_allclose(out[key], ref[key], rtol=1e-5, atol=1e-6, err_msg=key)
-    if name in ("lstm", "doc_lstm"):
+    if name in ("lstm", "doc_lstm_chunked"):
         np.testing.assert_array_equal(out["log_probs_no_context"], out["log_probs"])
 
 
@@ -240,6 +242,36 @@ def test_stateful_model_is_served_from_a_zero_state_and_reexported(tmp_path):
         np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
     got = signature(tokens=tf.constant(tokens[:1]), context_bow=tf.zeros((1, 1)))["log_probs"]
     np.testing.assert_allclose(got.numpy(), expected[:1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("topical", [False, True], ids=["doc_lstm", "doc_topicrnn"])
+def test_a_streamed_model_serves_each_request_as_a_new_document(tmp_path, topical):
+    """A served streamed model starts every request from a zero state, whatever its
+    carried state (and serving leaves that state alone): its log-probabilities are
+    those of a document's first window (reset = 1) in the model, for any batch size."""
+    keras.utils.set_random_seed(0)
+    lm_to_topic = np.array([-1, -1, -1, -1] + list(range(16)))
+    model = (DocumentTopicRNN(20, lm_to_topic, num_topics=3, hidden_dim=8, embedding_dim=8,
+                              encoder_units=(8,), max_streams=2) if topical
+             else DocumentLSTMLanguageModel(20, embedding_dim=8, hidden_dim=8, max_streams=2))
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 20, (2, 6)).astype(np.int32)
+    bow = rng.integers(0, 3, (2, 16)).astype(np.float32)
+    first = {"tokens": tokens, "reset": np.ones(2, np.float32), "context_bow": bow}
+    expected = _log_softmax(model(first))
+    later = {**first, "reset": np.zeros(2, np.float32)}
+    assert not np.allclose(_log_softmax(model(later)), expected)   # a carried state
+    carried = [v.numpy().copy() for v in model.non_trainable_weights]
+    serving = tf.saved_model.load(str(export_saved_model(model, tmp_path / "streamed")))
+    signature = serving.signatures["next_token_log_probs"]
+    width = 16 if topical else 1
+    for rows in (2, 5):                              # more rows than max_streams too
+        got = signature(tokens=tf.constant(np.tile(tokens, (3, 1))[:rows]),
+                        context_bow=tf.constant(np.tile(bow, (3, 1))[:rows, :width]))
+        np.testing.assert_allclose(got["log_probs"].numpy()[:2], expected, rtol=1e-5,
+                                   atol=1e-5)
+    for before, variable in zip(carried, model.non_trainable_weights):
+        np.testing.assert_array_equal(before, variable.numpy())
 
 
 def test_bad_input_gives_clear_errors(tmp_path):

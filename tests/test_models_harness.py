@@ -16,6 +16,7 @@ import tensorflow as tf
 from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, load_corpus,
                            sentence_examples)
 from tfktopic.data.pipeline import document_dataset, sentence_dataset
+from tfktopic.data.streams import document_streams, stream_batches
 from tfktopic import presets
 from tfktopic.models import registry
 from tfktopic.models.base import TopicLanguageModel
@@ -34,8 +35,11 @@ def data():
     sentences = sentence_examples(train, lm, topic, max_len=12, context_len=60)
     chunks = document_sequences(train, lm, topic, sentences_per_chunk=3, max_len=12,
                                 context_len=60)
+    streams = document_streams(train, lm, topic)
+    stream_batch = next(stream_batches(streams, 4, bptt=12, context="all_other"))
     return {
         "train": train, "lm": lm, "topic": topic, "num_documents": len(chunks.tokens),
+        "stream_batch": {k: tf.constant(v) for k, v in stream_batch.items()},
         "sentence_batch": next(iter(sentence_dataset(sentences, batch_size=16, shuffle=False,
                                                      document_targets=True))),
         "chunk_batch": next(iter(document_dataset(chunks, batch_size=4, shuffle=False))),
@@ -43,6 +47,8 @@ def data():
 
 
 def _batch(name, data):
+    if name in settings.STREAMED_MODELS:
+        return data["stream_batch"]
     chunked = name in settings.CHUNKED_MODELS
     return data["chunk_batch"] if chunked else data["sentence_batch"]
 
@@ -50,7 +56,10 @@ def _batch(name, data):
 #: Tiny constructor settings of each family (dropout 0: evaluation is deterministic).
 TINY = {
     "lstm": {"embedding_dim": 12, "hidden_dim": 16},
-    "doc_lstm": {"embedding_dim": 12, "hidden_dim": 16},
+    "doc_lstm": {"embedding_dim": 12, "hidden_dim": 16, "max_streams": 4},
+    "doc_lstm_chunked": {"embedding_dim": 12, "hidden_dim": 16},
+    "doc_topicrnn": {"num_topics": NUM_TOPICS, "hidden_dim": 16, "encoder_units": (16,),
+                     "max_streams": 4},
     "lda_lstm": {"num_topics": NUM_TOPICS, "embedding_dim": 12, "hidden_dim": 16},
     "topicrnn": {"num_topics": NUM_TOPICS, "hidden_dim": 16, "encoder_units": (16,)},
     "tcnlm": {"num_topics": NUM_TOPICS, "embedding_dim": 12, "hidden_dim": 16,
@@ -81,7 +90,9 @@ def models(data):
     return built
 
 
-EXTRA_LOGS = {"lstm": (), "doc_lstm": (), "lda_lstm": (), "topicrnn": ("token_nll", "stop_nll", "kl"),
+EXTRA_LOGS = {"lstm": (), "doc_lstm": (), "doc_lstm_chunked": (), "lda_lstm": (),
+              "topicrnn": ("token_nll", "stop_nll", "kl"),
+              "doc_topicrnn": ("token_nll", "stop_nll", "kl"),
               "tcnlm": ("kl", "tm_nll", "diversity"), "rgbn_rnn": ("kl", "tm_nll"),
               "gbn_rnn": ("kl", "tm_nll")}
 
@@ -97,12 +108,14 @@ def test_traits_agree_with_the_run_tables(models, name):
     assert isinstance(models[name], entry.model_class)
     assert entry.has_topics == (name in settings.TOPIC_MODELS)
     assert entry.chunked == (name in settings.CHUNKED_MODELS)
+    assert entry.streamed == (name in settings.STREAMED_MODELS)
     assert entry.hierarchical == (name in settings.HIERARCHICAL_MODELS)
     assert entry.generates == (name in settings.GENERATING_MODELS)
     model = models[name]
     assert isinstance(model, TopicLanguageModel)
-    assert (model.has_topics, model.chunked, model.hierarchical, model.generates) == (
-        entry.has_topics, entry.chunked, entry.hierarchical, entry.generates)
+    assert (model.has_topics, model.chunked, model.streamed, model.hierarchical,
+            model.generates) == (entry.has_topics, entry.chunked, entry.streamed,
+                                 entry.hierarchical, entry.generates)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -115,8 +128,9 @@ def test_from_preset_builds_the_presets_sizes(data, name):
         assert config[key] == expected, key
     cls = registry.get(name).model_class
     V, Vc = len(data["lm"]), len(data["topic"])
-    args = {"lstm": (V,), "doc_lstm": (V,), "lda_lstm": (V, Vc),
-            "topicrnn": (V, data["topic"].lm_to_topic), "tcnlm": (V, Vc),
+    args = {"lstm": (V,), "doc_lstm": (V,), "doc_lstm_chunked": (V,), "lda_lstm": (V, Vc),
+            "topicrnn": (V, data["topic"].lm_to_topic),
+            "doc_topicrnn": (V, data["topic"].lm_to_topic), "tcnlm": (V, Vc),
             "rgbn_rnn": (V, Vc, data["num_documents"]),
             "gbn_rnn": (V, Vc, data["num_documents"])}[name]
     extra = {"seed": 0} if name in ("rgbn_rnn", "gbn_rnn") else {}   # the registry's seed

@@ -9,7 +9,8 @@ from tfktopic import presets
 from tfktopic.models import TCNLM, LSTMLanguageModel, lda_lstm, registry, tcnlm, topicrnn
 from tfktopic.runs import settings
 
-LM_FAMILIES = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm")
+LM_FAMILIES = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_topicrnn",
+               "tcnlm")
 
 
 def test_every_model_has_presets_in_the_schema():

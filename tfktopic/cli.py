@@ -8,7 +8,8 @@
     tfktopic report --corpus ../shared/data/apnews/apnews.txt --format tdlm \
         --stopwords ../shared/data/stopwords/mallet_en.txt
 
-``train MODEL`` (lstm, doc_lstm, lda_lstm, topicrnn, tcnlm, rgbn_rnn, gbn_rnn)
+``train MODEL`` (lstm, doc_lstm, doc_lstm_chunked, lda_lstm, topicrnn, doc_topicrnn, tcnlm,
+rgbn_rnn, gbn_rnn)
 trains on a corpus split 80/10/10 by document, with a progress bar and a
 validation pass every epoch, checkpoints to the run directory ``--out``
 (running the same command again after an interruption resumes), then prints
@@ -95,7 +96,8 @@ def _train(args):
               epochs=args.epochs, batch_size=args.batch_size, max_documents=args.max_documents,
               stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
               learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
-              overrides=args.set, verbose=args.verbose)
+              overrides=args.set, verbose=args.verbose, split_seed=args.split_seed,
+              patience=args.patience)
     return 0
 
 
@@ -221,7 +223,10 @@ def _parser():
                        help="preset of the model family, e.g. small (default), paper, "
                             "reference_code (rGBN), paper_large (TCNLM)")
     train.add_argument("--epochs", type=_positive, default=None,
-                       help="override the preset's epochs")
+                       help="override the preset's epochs (with --patience: the maximum)")
+    train.add_argument("--patience", type=_positive, default=None,
+                       help="early stopping: stop after N epochs without a lower validation "
+                            "perplexity; the best epoch is kept (default: the preset's)")
     train.add_argument("--batch-size", type=_positive, default=None,
                        help="override the preset's batch size (windows; rGBN: documents)")
     train.add_argument("--learning-rate", type=_learning_rate, default=None,
@@ -242,7 +247,11 @@ def _parser():
                        help="override a preset setting, e.g. --set hidden_dim=16 "
                             "--set 'hidden_sizes=[16, 8]' (repeatable; JSON values)")
     train.add_argument("--out", default="runs/train", help="run directory (default: runs/train)")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=int, default=0,
+                       help="initialisation and shuffling seed (and the split's by default)")
+    train.add_argument("--split-seed", type=int, default=None,
+                       help="seed of the 80/10/10 split by document (default: --seed); fix it "
+                            "to compare training seeds on one split")
     train.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
                        help="1: progress bar (default), 2: one line per epoch")
     train.set_defaults(handler=_train)

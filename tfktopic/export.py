@@ -26,7 +26,8 @@ __all__ = ["export_saved_model", "SIGNATURES"]
 #: Every signature name an export can have (``serving_default`` aliases the first).
 SIGNATURES = ("next_token_log_probs", "score_sentences", "topic_proportions", "vocabulary")
 
-_SUPPORTED = "LSTMLanguageModel, LDALSTMLanguageModel, TopicRNN, TCNLM, RGBNRNN (TopicLanguageModel)"
+_SUPPORTED = ("LSTMLanguageModel, DocumentLSTMLanguageModel, LDALSTMLanguageModel, TopicRNN, "
+              "DocumentTopicRNN, TCNLM, RGBNRNN (TopicLanguageModel)")
 
 
 class _Family:
@@ -50,13 +51,16 @@ def _family(model):
     """The `_Family` of a model, from its class traits (`TopicLanguageModel`)."""
     if not isinstance(model, TopicLanguageModel):
         raise TypeError(f"export_saved_model supports {_SUPPORTED}; got {type(model).__name__}")
+    # A streamed model serves every request as a new document (zero state, nothing carried).
+    fresh = {"carry": False} if model.streamed else {}
     if model.has_topics:
         return _Family(model.chunked, model.topic_vocab_size,
                        lambda tokens, context_bow: model(
-                           {"tokens": tokens, "context_bow": context_bow}, training=False),
+                           {"tokens": tokens, "context_bow": context_bow}, training=False,
+                           **fresh),
                        model.topic_outputs)
     return _Family(model.chunked, None,
-                   lambda tokens, context_bow: model({"tokens": tokens}, training=False))
+                   lambda tokens, context_bow: model({"tokens": tokens}, training=False, **fresh))
 
 
 def _stateless_copy(model):

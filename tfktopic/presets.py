@@ -150,8 +150,10 @@ def _rgbn_entries(recurrent):
 _FAMILIES = {
     "lstm": lstm_presets.PRESETS,
     "doc_lstm": lstm_presets.PRESETS,
+    "doc_lstm_chunked": lstm_presets.PRESETS,
     "lda_lstm": lda_lstm_presets.PRESETS,
     "topicrnn": topicrnn_presets.PRESETS,
+    "doc_topicrnn": topicrnn_presets.STREAMED_PRESETS,
     "tcnlm": tcnlm_presets.PRESETS,
     "rgbn_rnn": _rgbn_entries(recurrent=True),
     "gbn_rnn": _rgbn_entries(recurrent=False),
@@ -169,8 +171,8 @@ def preset(model_name, name):
     """The `Preset` `name` of a model.
 
     Args:
-        model_name: "lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm",
-            "rgbn_rnn" or "gbn_rnn".
+        model_name: a model name of `tfktopic.models.registry` ("lstm",
+            "doc_lstm", "tcnlm", ...).
         name: a preset name (`names`).
 
     Returns:

@@ -34,6 +34,7 @@ __all__ = [
     "Corpus",
     "FORMATS",
     "load_corpus",
+    "infer_format",
     "read_tdlm",
     "read_ptb",
     "read_imdb",
@@ -392,7 +393,10 @@ def read_lee():
     return read_text(path, documents="line")
 
 
-def _infer_format(path):
+def infer_format(path):
+    """The format of a corpus path: "imdb" (a directory or ``*.jsonl[.gz]``) or "ptb"
+    (``ptb.*``); ValueError naming ``format=`` otherwise."""
+    path = pathlib.Path(path)
     name = path.name.lower()
     if path.is_dir() or name.endswith(".jsonl.gz") or name.endswith(".jsonl"):
         return "imdb"
@@ -424,7 +428,7 @@ def load_corpus(name_or_path, format=None, **kwargs):
         format = "lee"
     path = pathlib.Path(os.fspath(name_or_path))
     if format is None:
-        format = _infer_format(path)
+        format = infer_format(path)
     readers = {"tdlm": read_tdlm, "ptb": read_ptb, "imdb": read_imdb, "text": read_text}
     if format == "lee":
         return read_lee(**kwargs)

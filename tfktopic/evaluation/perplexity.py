@@ -146,11 +146,17 @@ class PerplexityResult:
         nll_sum: total negative log-likelihood (nats).
         num_tokens: number of predicted tokens.
         protocol: context protocol ("preceding", "all_other", "stream", ...).
+        document_nll: `None`, or float64 [D] the NLL sum of each document
+            (`evaluate_perplexity` with document ids; the unit of the
+            paired bootstrap, `tfktopic.evaluation.comparison`).
+        document_tokens: `None`, or int64 [D] the predicted tokens of each document.
     """
 
     nll_sum: float
     num_tokens: int
     protocol: str = ""
+    document_nll: np.ndarray = None
+    document_tokens: np.ndarray = None
 
     @property
     def nll(self):
@@ -171,8 +177,8 @@ class PerplexityResult:
 _SCORERS = weakref.WeakKeyDictionary()
 
 
-def _batch_sums_function(predict, from_logits):
-    """A `tf.function` batch -> (nll_sum, num_tokens) for `predict` (cached per model)."""
+def _row_sums_function(predict, from_logits):
+    """A `tf.function` batch -> (nll [B], num_tokens [B]) per row (cached per model)."""
     cache = _SCORERS.setdefault(predict, {}) if isinstance(predict, keras.Model) else {}
     if from_logits not in cache:
         if isinstance(predict, keras.Model):
@@ -182,16 +188,21 @@ def _batch_sums_function(predict, from_logits):
             call = predict
 
         @tf.function(reduce_retracing=True)
-        def batch_sums(batch):
-            return masked_token_nll(batch["targets"], call(batch), batch.get("mask"),
-                                    from_logits)
+        def row_sums(batch):
+            log_p = masked_token_log_probs(batch["targets"], call(batch), batch.get("mask"),
+                                           from_logits)
+            mask = batch.get("mask")
+            mask = ops.ones_like(log_p) if mask is None else ops.cast(mask, "float32")
+            rows = ops.shape(log_p)[0]
+            return (-ops.sum(ops.reshape(log_p, (rows, -1)), axis=1),
+                    ops.sum(ops.reshape(mask, (rows, -1)), axis=1))
 
-        cache[from_logits] = batch_sums
+        cache[from_logits] = row_sums
     return cache[from_logits]
 
 
-def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
-    """Perplexity of `predict` over every batch of `dataset`.
+def evaluate_perplexity(predict, dataset, from_logits=True, protocol="", documents=None):
+    """Perplexity of `predict` over every batch of `dataset`, optionally per document.
 
     Args:
         predict: a callable taking a batch dict and returning logits or
@@ -200,17 +211,55 @@ def evaluate_perplexity(predict, dataset, from_logits=True, protocol=""):
         dataset: an iterable of batch dicts with ``targets`` and ``mask``.
         from_logits: whether `predict` returns logits.
         protocol: the context protocol, recorded in the result.
+        documents: per-document sums too: the number D of documents, with
+            each batch row's document id either in the batch (``document``
+            int [B], -1 for an idle row: streamed batches) or given here as
+            a pair ``(D, row_documents)``, the document of every row of the
+            dataset in order (`SentenceExamples.document_index`).
 
     Returns:
-        A `PerplexityResult` (sums accumulated in float64 on the host).
+        A `PerplexityResult` (sums accumulated in float64 on the host; with
+        `documents`, its ``document_nll`` and ``document_tokens``).
+
+    Example:
+    >>> result = evaluate_perplexity(model, dataset, documents=(len(part), examples.document_index))  # doctest: +SKIP
+    >>> result.document_nll.sum() / result.document_tokens.sum() == result.nll           # doctest: +SKIP
     """
-    batch_sums = _batch_sums_function(predict, from_logits)
+    row_sums = _row_sums_function(predict, from_logits)
     total, count = 0.0, 0.0
+    num_documents, row_documents = (documents if isinstance(documents, tuple)
+                                    else (documents, None))
+    if num_documents is not None:
+        doc_nll = np.zeros(int(num_documents), np.float64)
+        doc_tokens = np.zeros(int(num_documents), np.float64)
+    offset = 0
     for batch in dataset:
-        nll_sum, num = batch_sums(batch)
-        total += float(nll_sum)
-        count += float(num)
-    return PerplexityResult(total, int(round(count)), protocol)
+        nll, num = (np.asarray(v, np.float64) for v in row_sums(batch))
+        total += float(nll.sum())
+        count += float(num.sum())
+        if num_documents is None:
+            continue
+        if row_documents is not None:
+            ids = np.asarray(row_documents[offset:offset + len(nll)], np.int64)
+            if len(ids) != len(nll):
+                raise ValueError(f"documents: {len(row_documents)} row ids for more rows")
+        elif "document" in batch:
+            ids = np.asarray(batch["document"], np.int64)
+        else:
+            raise ValueError("documents: the batches have no 'document' ids; pass "
+                             "(D, row_documents)")
+        offset += len(nll)
+        real = ids >= 0
+        np.add.at(doc_nll, ids[real], nll[real])
+        np.add.at(doc_tokens, ids[real], num[real])
+    if row_documents is not None and offset != len(row_documents):
+        raise ValueError(f"documents: {len(row_documents)} row ids but the dataset has "
+                         f"{offset} rows")
+    result = PerplexityResult(total, int(round(count)), protocol)
+    if num_documents is not None:
+        result.document_nll = doc_nll
+        result.document_tokens = np.rint(doc_tokens).astype(np.int64)
+    return result
 
 
 def unigram_perplexity(lm_vocab, examples):

@@ -43,6 +43,8 @@ class CarriedStateLSTM(keras.layers.Layer):
         inputs: float [B, T, D] (B <= max_streams).
         reset: float [B]; 1 zeroes row b's carried state before this window.
         training: dropout, and which state set is used.
+        carry: False starts every row from a zero state and leaves the
+            carried states untouched (any batch size; e.g. a served model).
 
     Returns:
         float [B, T, units], the top layer's outputs.
@@ -87,7 +89,12 @@ class CarriedStateLSTM(keras.layers.Layer):
             for mode in _MODES}
         self.built = True
 
-    def call(self, inputs, reset, training=False):
+    def call(self, inputs, reset, training=False, carry=True):
+        if not carry:  # a fresh start, the carried states untouched (e.g. serving)
+            x = inputs
+            for lstm, dropout in zip(self.lstms, self.dropouts):
+                x = dropout(lstm(x, training=training)[0], training=training)
+            return x
         states = self.states["train" if training else "eval"]
         rows = ops.shape(inputs)[0]
         keep = 1.0 - ops.cast(ops.reshape(reset, (-1, 1)), inputs.dtype)

@@ -46,7 +46,8 @@ single-device values.
 
 **Traits** (class attributes, read by the run code, export and the CLI):
 `has_topics` (``topics()`` and ``topic_proportions()``), `chunked` (trained
-on document chunks ``[B, J, T]``), `hierarchical` (layers of topics, Phi and
+on document chunks ``[B, J, T]``), `streamed` (windows of parallel document
+streams, state carried), `hierarchical` (layers of topics, Phi and
 Pi), `generates` (``generate()``).
 """
 
@@ -100,6 +101,9 @@ class TopicLanguageModel(keras.Model):
     has_topics = False
     #: Inputs are document chunks ``[B, J, T]`` (the state is carried across the J windows).
     chunked = False
+    #: Inputs are windows of parallel document streams with a ``reset`` flag and a
+    #: state carried across calls (`tfktopic.data.streams`).
+    streamed = False
     #: Topics come in layers (Phi, Pi; `tfktopic.models.rgbn.topic_hierarchy`).
     hierarchical = False
     #: ``generate()`` is defined.

@@ -20,12 +20,13 @@ returns next-token logits [B, T, V]; ``train_step`` / ``test_step`` report
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.data.streams import stream_examples
-from tfktopic.evaluation.perplexity import Perplexity, evaluate_perplexity, masked_token_nll
+from tfktopic.evaluation.perplexity import evaluate_perplexity, masked_token_nll
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
+from tfktopic.models import lstm_presets
+from tfktopic.models.base import TopicLanguageModel
 
 __all__ = ["DocumentLSTMLanguageModel", "stream_inputs", "score_stream_perplexity"]
 
@@ -45,7 +46,7 @@ def stream_inputs(inputs):
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class DocumentLSTMLanguageModel(keras.Model):
+class DocumentLSTMLanguageModel(TopicLanguageModel):
     """LSTM language model over parallel document streams with a carried state.
 
     Args:
@@ -69,6 +70,10 @@ class DocumentLSTMLanguageModel(keras.Model):
     ...           steps_per_epoch=steps_per_epoch(streams, 32))           # doctest: +SKIP
     """
 
+    #: Inputs are parallel document streams with a ``reset`` flag (`tfktopic.data.streams`).
+    streamed = True
+    presets = lstm_presets.PRESETS
+
     def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
                  max_streams=64, embeddings=None, **kwargs):
         super().__init__(**kwargs)
@@ -89,8 +94,6 @@ class DocumentLSTMLanguageModel(keras.Model):
         self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
                                     dropout=self.dropout, name="carried_lstm")
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.perplexity = Perplexity(name="ppl")
         self.build()
 
     def build(self, input_shape=None):
@@ -102,39 +105,19 @@ class DocumentLSTMLanguageModel(keras.Model):
         self.softmax.build((None, None, self.hidden_dim))
         self.built = True
 
-    def call(self, inputs, training=False):
-        """Next-token logits [B, T, V] of one window of B streams (state carried)."""
+    def call(self, inputs, training=False, carry=True):
+        """Next-token logits [B, T, V] of one window of B streams (state carried;
+        ``carry=False``: every row from a zero state, the carried state untouched)."""
         tokens, reset = stream_inputs(inputs)
         x = self.embedding_dropout(self.embedding(tokens), training=training)
-        return self.softmax(self.rnn(x, reset, training=training))
+        return self.softmax(self.rnn(x, reset, training=training, carry=carry))
 
-    def _objective(self, data, training):
+    def objective(self, data, training=False):
+        """The mean token NLL of a window batch (`TopicLanguageModel`'s contract)."""
         logits = self(data, training=training)
         nll_sum, num_tokens = masked_token_nll(data["targets"], logits, data["mask"])
-        return nll_sum / ops.maximum(num_tokens, 1.0), nll_sum, num_tokens
-
-    def _report(self, loss, nll_sum, num_tokens):
-        self.loss_tracker.update_state(loss, sample_weight=num_tokens)
-        self.perplexity.update_from_sums(nll_sum, num_tokens)
-        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-                "ppl": self.perplexity.result()}
-
-    def train_step(self, data):
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        with tf.GradientTape() as tape:
-            loss, nll_sum, num_tokens = self._objective(data, training=True)
-            scaled = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
-        return self._report(loss, nll_sum, num_tokens)
-
-    def test_step(self, data):
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        return self._report(*self._objective(data, training=False))
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.perplexity]
+        return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
+                "nll_sum": nll_sum, "num_tokens": num_tokens}
 
     def reset_states(self):
         """Zero the carried states (training and evaluation)."""

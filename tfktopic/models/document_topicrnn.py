@@ -34,24 +34,21 @@ carries (n / N) KL, N = the batch's ``doc_targets``):
 
 import keras
 import numpy as np
-import tensorflow as tf
-import tensorflow_probability as tfp
 from keras import ops
 
-from tfktopic.evaluation.perplexity import Perplexity
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
+from tfktopic.models import topicrnn_presets
+from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.document_lstm import stream_inputs
 from tfktopic.models.topicrnn import elbo_terms
 
 __all__ = ["DocumentTopicRNN"]
 
-tfd = tfp.distributions
-
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class DocumentTopicRNN(keras.Model):
+class DocumentTopicRNN(TopicLanguageModel):
     """TopicLSTM over parallel document streams with a carried LSTM state.
 
     Args:
@@ -80,6 +77,12 @@ class DocumentTopicRNN(keras.Model):
     ...           epochs=5, steps_per_epoch=steps_per_epoch(streams, 32))  # doctest: +SKIP
     """
 
+    has_topics = True
+    #: Inputs are parallel document streams with a ``reset`` flag (`tfktopic.data.streams`).
+    streamed = True
+    reported_terms = ("token_nll", "stop_nll", "kl")
+    presets = topicrnn_presets.STREAMED_PRESETS
+
     def __init__(self, vocab_size, lm_to_topic, num_topics=50, hidden_dim=200, embedding_dim=None,
                  num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
                  bow_normalization="total", max_streams=64, seed=None, embeddings=None,
@@ -107,6 +110,7 @@ class DocumentTopicRNN(keras.Model):
         self.max_streams = int(max_streams)
         self.seed = seed
         self.num_content = int((self.lm_to_topic >= 0).sum())
+        self.topic_vocab_size = self.num_content  # V_c, as every topic model
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
             weights=None if embeddings is None else [np.asarray(embeddings, np.float32)],
@@ -119,11 +123,6 @@ class DocumentTopicRNN(keras.Model):
                                             name="encoder")
         self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
                                  variant=variant, name="stopword_gate")
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.perplexity = Perplexity(name="ppl")
-        self.token_nll_tracker = keras.metrics.Mean(name="token_nll")
-        self.stop_nll_tracker = keras.metrics.Mean(name="stop_nll")
-        self.kl_tracker = keras.metrics.Mean(name="kl")
         self.build()
 
     def build(self, input_shape=None):
@@ -137,11 +136,12 @@ class DocumentTopicRNN(keras.Model):
         self.built = True
 
     # ----------------------------------------------------------------- forward
-    def hidden_states(self, inputs, training=False):
-        """Top-layer LSTM states h_t [B, T, H] of one window (state carried, reset per row)."""
+    def hidden_states(self, inputs, training=False, carry=True):
+        """Top-layer LSTM states h_t [B, T, H] of one window (state carried, reset per row;
+        ``carry=False``: from a zero state, the carried state untouched)."""
         tokens, reset = stream_inputs(inputs)
         x = self.embedding_dropout(self.embedding(tokens), training=training)
-        return self.rnn(x, reset, training=training)
+        return self.rnn(x, reset, training=training, carry=carry)
 
     def infer_topics(self, context_bow, training=False):
         """q(theta | X_c): (theta, mean, log_std); theta sampled when training."""
@@ -152,9 +152,9 @@ class DocumentTopicRNN(keras.Model):
                              f"lm_to_topic has {self.num_content} words")
         return self.encoder(context_bow, training=training)
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=False, carry=True):
         """Marginal log-probabilities log p(y_t | y_<t, theta) [B, T, C] (§3, l_t marginalised)."""
-        hidden = self.hidden_states(inputs, training=training)
+        hidden = self.hidden_states(inputs, training=training, carry=carry)
         theta, _, _ = self.infer_topics(inputs["context_bow"], training=training)
         return self.gate(hidden, theta)["log_probs"]
 
@@ -165,7 +165,11 @@ class DocumentTopicRNN(keras.Model):
         Returns:
             dict of float32 scalars ``token_nll``, ``stop_nll``, ``kl`` (sum of
             (n_w / N_w) KL_w), ``num_tokens`` and, when not training,
-            ``marginal_nll`` (l_t marginalised, theta = mean of q).
+            ``marginal_nll`` (l_t marginalised, theta = mean of q); and the
+            `TopicLanguageModel` contract: ``loss`` = (token_nll + stop_nll +
+            kl) / num_tokens (the negative ELBO per token), ``units`` =
+            num_tokens, ``nll_sum`` (training: the joint token_nll + stop_nll;
+            evaluation: marginal_nll) and ``report``.
         """
         targets, mask = data["targets"], ops.cast(data["mask"], "float32")
         hidden = self.hidden_states(data, training=training)
@@ -173,61 +177,27 @@ class DocumentTopicRNN(keras.Model):
         share = ops.sum(mask, axis=-1) / ops.maximum(ops.cast(data["doc_targets"], "float32"), 1.0)
         terms = elbo_terms(self.gate, self.encoder, hidden, theta, mean, log_std, targets, mask,
                            share, training)
+        num_tokens = terms["num_tokens"]
+        per_token = lambda value: value / ops.maximum(num_tokens, 1.0)
+        terms["units"] = num_tokens
+        terms["nll_sum"] = (terms["token_nll"] + terms["stop_nll"] if training
+                            else terms["marginal_nll"])
+        terms["loss"] = per_token(terms["token_nll"] + terms["stop_nll"] + terms["kl"])
+        terms["report"] = {name: (per_token(terms[name]), num_tokens)
+                           for name in self.reported_terms}
         return terms
-
-    @staticmethod
-    def per_token_loss(terms):
-        """The negative ELBO per predicted token: (token_nll + stop_nll + kl) / num_tokens."""
-        return (terms["token_nll"] + terms["stop_nll"] + terms["kl"]) / ops.maximum(
-            terms["num_tokens"], 1.0)
-
-    def _report(self, terms, loss, nll_sum):
-        count = terms["num_tokens"]
-        per_token = lambda value: value / ops.maximum(count, 1.0)
-        self.loss_tracker.update_state(loss, sample_weight=count)
-        self.perplexity.update_from_sums(nll_sum, count)
-        self.token_nll_tracker.update_state(per_token(terms["token_nll"]), sample_weight=count)
-        self.stop_nll_tracker.update_state(per_token(terms["stop_nll"]), sample_weight=count)
-        self.kl_tracker.update_state(per_token(terms["kl"]), sample_weight=count)
-        return {"loss": self.loss_tracker.result(), "nll": self.perplexity.nll(),
-                "ppl": self.perplexity.result(), "token_nll": self.token_nll_tracker.result(),
-                "stop_nll": self.stop_nll_tracker.result(), "kl": self.kl_tracker.result()}
-
-    def train_step(self, data):
-        """One step on the negative ELBO per token (``ppl`` of the joint -log p(y, l))."""
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        with tf.GradientTape() as tape:
-            terms = self.objective(data, training=True)
-            loss = self.per_token_loss(terms)
-            scaled = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
-        return self._report(terms, loss, terms["token_nll"] + terms["stop_nll"])
-
-    def test_step(self, data):
-        """Evaluation (theta = mean of q): ``nll`` / ``ppl`` of the marginal over l_t."""
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        terms = self.objective(data, training=False)
-        return self._report(terms, self.per_token_loss(terms), terms["marginal_nll"])
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.perplexity, self.token_nll_tracker,
-                self.stop_nll_tracker, self.kl_tracker]
 
     def reset_states(self):
         """Zero the carried LSTM states (training and evaluation)."""
         self.rnn.reset_states()
 
-    def topics(self, top_n=10, vocabulary=None):
-        """Top content words of each row of B: int array [K, top_n], or words."""
-        if not 1 <= int(top_n) <= self.num_content:
-            raise ValueError(f"top_n must be in [1, {self.num_content}], got {top_n}")
-        ids = np.argsort(-np.asarray(self.gate.topic_word), axis=1, kind="stable")[:, :top_n]
-        if vocabulary is None:
-            return ids
-        words = list(vocabulary.words if hasattr(vocabulary, "words") else vocabulary)
-        return [[words[i] for i in row] for row in ids]
+    def topic_word_matrix(self):
+        """B [K, V_c], the topic-word weights of the stop-word gate."""
+        return np.asarray(self.gate.topic_word)
+
+    def topic_proportions(self, bow):
+        """theta at the mean of q(theta | X_c), float [B, K]."""
+        return self.infer_topics(self._check_bow_width(bow, self.num_content), training=False)[1]
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size,

@@ -7,8 +7,8 @@ module (``tfktopic/models/<family>_presets.py``) and one line in `MODELS` here
 Example:
 >>> from tfktopic.models import registry
 >>> registry.names()
-('lstm', 'doc_lstm', 'lda_lstm', 'topicrnn', 'tcnlm', 'rgbn_rnn', 'gbn_rnn')
->>> registry.get("tcnlm").has_topics, registry.get("doc_lstm").chunked
+('lstm', 'doc_lstm', 'doc_lstm_chunked', 'lda_lstm', 'topicrnn', 'doc_topicrnn', 'tcnlm', 'rgbn_rnn', 'gbn_rnn')
+>>> registry.get("tcnlm").has_topics, registry.get("doc_lstm").streamed
 (True, True)
 >>> model = registry.build_model("tcnlm", {"num_topics": 5, "hidden_dim": 16},
 ...                              lm_vocab=lm_vocab, topic_vocab=topic_vocab)  # doctest: +SKIP
@@ -17,6 +17,8 @@ Example:
 import dataclasses
 import typing
 
+from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.document_topicrnn import DocumentTopicRNN
 from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn import RGBNRNN
@@ -61,6 +63,10 @@ class ModelEntry:
         return self._trait("chunked")
 
     @property
+    def streamed(self):
+        return self._trait("streamed")
+
+    @property
     def hierarchical(self):
         return self._trait("hierarchical")
 
@@ -72,6 +78,25 @@ class ModelEntry:
 def _lstm(settings, context):
     return LSTMLanguageModel(len(context["lm_vocab"]), embeddings=context["embeddings"],
                              **settings)
+
+
+def _streams(settings, context):
+    """The streamed models' ``max_streams``: the run's batch size (parallel streams)."""
+    settings = dict(settings)
+    batch = (context.get("training") or {}).get("batch_size")
+    if "max_streams" not in settings and batch is not None:
+        settings["max_streams"] = int(batch)
+    return settings
+
+
+def _doc_lstm(settings, context):
+    return DocumentLSTMLanguageModel(len(context["lm_vocab"]), embeddings=context["embeddings"],
+                                     **_streams(settings, context))
+
+
+def _doc_topicrnn(settings, context):
+    return DocumentTopicRNN(len(context["lm_vocab"]), context["topic_vocab"].lm_to_topic,
+                            embeddings=context["embeddings"], **_streams(settings, context))
 
 
 def _lda_lstm(settings, context):
@@ -114,12 +139,17 @@ def _rgbn(settings, context):
 MODELS = {entry.name: entry for entry in (
     ModelEntry("lstm", LSTMLanguageModel, _lstm,
                description="sentence-level LSTM baseline"),
-    ModelEntry("doc_lstm", LSTMLanguageModel, _lstm, {"document_level": True},
+    ModelEntry("doc_lstm", DocumentLSTMLanguageModel, _doc_lstm,
+               description=("document-level LSTM, streamed (Zheng et al.'s baseline): state "
+                            "carried through each document, truncated BPTT of 30")),
+    ModelEntry("doc_lstm_chunked", LSTMLanguageModel, _lstm, {"document_level": True},
                description=("document-level LSTM, chunked: state carried within 8-sentence "
                             "chunks in training (not the streamed baseline)")),
     ModelEntry("lda_lstm", LDALSTMLanguageModel, _lda_lstm,
                description="LSTM with LDA topic proportions before the softmax"),
     ModelEntry("topicrnn", TopicRNN, _topicrnn, description="TopicRNN (Dieng et al. 2017)"),
+    ModelEntry("doc_topicrnn", DocumentTopicRNN, _doc_topicrnn,
+               description="TopicRNN on the streamed document LSTM (as Zheng et al.)"),
     ModelEntry("tcnlm", TCNLM, _tcnlm, description="TCNLM (Wang et al. 2018)"),
     ModelEntry("rgbn_rnn", RGBNRNN, _rgbn, {"recurrent": True},
                description="rGBN-RNN (Guo et al. 2020)"),

@@ -28,7 +28,7 @@ _PTB_TRAINING = {
     "learning_rate": 1e-3,          # ours (not given)
     "batch_size": 64,               # ours (not given)
     "epochs": 15,                   # §4.1: at most 15 epochs, early stopping on validation
-    "early_stopping_patience": 2,   # ours
+    "patience": 2,                  # ours: early stopping on validation perplexity
 }
 
 
@@ -77,5 +77,24 @@ PRESETS = {
                  "max_len": 30, "context_len": 300},
         "training": {"optimizer": "adam", "learning_rate": 2e-3, "batch_size": 64, "epochs": 6,
                      "clipnorm": 5.0},
+    },
+}
+
+#: The presets of the streamed document-level TopicRNN (`DocumentTopicRNN`, a TopicLSTM):
+#: the LSTM presets above without ``cell``, and ``paper``: Zheng, Vafa & Blei's TopicRNN
+#: (``carolinazheng/revisiting-tglms`` train.py defaults; reference sgmcmc_and_topicrnn.md).
+STREAMED_PRESETS = {
+    **{name: {**entry, "model": {k: v for k, v in entry["model"].items() if k != "cell"}}
+       for name, entry in PRESETS.items() if entry["model"].get("cell") == "lstm"},
+    "paper": {
+        "description": "Zheng et al.'s TopicRNN: 300-d embeddings, 1 x 600 LSTM, dropout 0.4, "
+                       "50 topics, theta encoder 2 x 256, Adam 1e-3, batch 64, BPTT 30",
+        "model": {"embedding_dim": 300, "hidden_dim": 600, "num_layers": 1, "num_topics": 50,
+                  "encoder_units": (256, 256), "variant": "disjoint", "dropout": 0.4},
+        "data": {"min_count": 10, "stopwords": "mallet", "max_freq_fraction": 0.0,
+                 "max_len": 30, "context_len": 300, "bptt": 30,
+                 "train_context": "whole_document"},
+        "training": {"optimizer": "adam", "learning_rate": 1e-3, "batch_size": 64,
+                     "epochs": 30},
     },
 }

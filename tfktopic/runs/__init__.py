@@ -75,7 +75,7 @@ from tfktopic.runs.reports import (document_bow, evaluate_run, export_run, gener
                                    run_splits, run_topics, topics_report)
 from tfktopic.runs.settings import (CHUNKED_MODELS, DATA_DEFAULTS, GENERATING_MODELS,
                                     GENERATION, HIERARCHICAL_MODELS, MODELS, OPTIMIZERS,
-                                    PRESET_FAMILY, SPLIT, TOPIC_MODELS, TRAINING_DEFAULTS,
+                                    SPLIT, STREAMED_MODELS, TOPIC_MODELS, TRAINING_DEFAULTS,
                                     apply_overrides, preset_settings)
 from tfktopic.runs.training import build_model, build_optimizer, fit_model, train_run
 
@@ -119,7 +119,7 @@ __all__ = [
     "DATA_DEFAULTS",
     "GENERATION",
     "OPTIMIZERS",
-    "PRESET_FAMILY",
+    "STREAMED_MODELS",
     "SPLIT",
     "TRAINING_DEFAULTS",
 ]

@@ -15,9 +15,10 @@ import pathlib
 import numpy as np
 
 from tfktopic.errors import TfktopicError
-from tfktopic.runs.settings import CHUNKED_MODELS, SPLIT
+from tfktopic.runs.settings import CHUNKED_MODELS, LSTM_BASELINES, SPLIT, STREAMED_MODELS, TOPIC_MODELS
 
-__all__ = ["RunData", "prepare_data", "resolve_format", "read_corpus", "split_corpus",
+__all__ = ["RunData", "StreamExamples", "prepare_data", "resolve_format", "read_corpus",
+           "given_split", "split_corpus",
            "resolve_data_rules", "build_vocabularies", "make_examples", "make_dataset",
            "score_perplexity", "npmi_reference", "NPMI_REFERENCE", "NPMI_WINDOW",
            "perplexity_message", "protocol_label", "normalize_protocol"]
@@ -34,14 +35,14 @@ def resolve_format(corpus, format=None):
     Raises:
         ValueError: when it cannot be inferred (message names ``--format``).
     """
-    from tfktopic.data.corpora import FORMATS, _infer_format
+    from tfktopic.data.corpora import FORMATS, infer_format
 
     if format is not None:
         return format
     if str(corpus) == "lee":
         return "lee"
     try:
-        return _infer_format(pathlib.Path(str(corpus)))
+        return infer_format(pathlib.Path(str(corpus)))
     except ValueError:
         raise ValueError(f"--format: cannot tell the format of {str(corpus)!r}; pass --format "
                          f"{'|'.join(FORMATS)}") from None
@@ -84,6 +85,28 @@ def subset_documents(corpus, max_documents=None, subset_seed=None):
         return corpus.subset(range(n))
     order = np.random.default_rng(int(subset_seed)).permutation(len(corpus))
     return corpus.subset(sorted(order[:n].tolist()))
+
+
+def given_split(corpus):
+    """The train / valid / test files of a corpus that comes split, or `None`.
+
+    A path named ``NAME.train.EXT`` next to ``NAME.valid.EXT`` and
+    ``NAME.test.EXT`` (Mikolov's PTB: ``ptb.train.txt``, ...) is used with its
+    own split -- the papers' -- instead of an 80/10/10 split by document.
+
+    Returns:
+        dict ``train`` / ``valid`` / ``test`` of paths, or `None`.
+    """
+    if str(corpus) == "lee" or not isinstance(corpus, (str, pathlib.PurePath)):
+        return None
+    path = pathlib.Path(str(corpus))
+    parts = path.name.split(".")
+    if "train" not in parts:
+        return None
+    i = parts.index("train")
+    files = {split: path.with_name(".".join(parts[:i] + [split] + parts[i + 1:]))
+             for split in ("train", "valid", "test")}
+    return files if all(f.is_file() for f in files.values()) else None
 
 
 def split_corpus(corpus, seed):
@@ -170,12 +193,46 @@ def _windows_per_document(corpus, max_len):
             for document in corpus]
 
 
+@dataclasses.dataclass
+class StreamExamples:
+    """A corpus part as document streams, with how they are cut (streamed models).
+
+    Attributes:
+        streams: `tfktopic.data.streams.DocumentStreams` (one per document).
+        bptt: targets per window.
+        context: topic context of each window (`None` for the LSTM; one of
+            `tfktopic.data.streams.CONTEXTS` for the streamed TopicRNN).
+        context_len: topic words kept per context.
+    """
+
+    streams: object
+    bptt: int = 30
+    context: str = None
+    context_len: int = None
+
+    def __len__(self):
+        return len(self.streams)
+
+    @property
+    def num_targets(self):
+        return self.streams.num_targets
+
+
+def train_protocol(model_name, data):
+    """The training context of a model: "all_other" (the papers'), or for the
+    streamed models the data setting ``train_context`` ("all_other" or Zheng et
+    al.'s "whole_document")."""
+    return str(data.get("train_context", "all_other")) if model_name in STREAMED_MODELS \
+        else "all_other"
+
+
 def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="preceding",
                   whole_documents=False):
-    """Sentence windows or document chunks of a corpus part for a model.
+    """Sentence windows, document chunks or document streams of a corpus part for a model.
 
     Args:
-        model_name: one of `MODELS`; `CHUNKED_MODELS` get document chunks.
+        model_name: one of `MODELS`; `CHUNKED_MODELS` get document chunks,
+            `STREAMED_MODELS` document streams (`StreamExamples`).
         corpus: a `Corpus` (part).
         lm_vocab, topic_vocab: the run's vocabularies.
         data: data settings (``max_len``, ``context_len``, ``sentences_per_chunk``).
@@ -186,11 +243,21 @@ def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="pre
             carries its state over whole documents.
 
     Returns:
-        `SentenceExamples` or `DocumentSequences`.
+        `SentenceExamples`, `DocumentSequences` or `StreamExamples`.
     """
     from tfktopic.data import document_sequences, sentence_examples
 
     max_len, context_len = int(data["max_len"]), int(data["context_len"])
+    if model_name in STREAMED_MODELS:
+        from tfktopic.data.streams import CONTEXTS, document_streams
+
+        topical = model_name in TOPIC_MODELS
+        if topical and protocol not in CONTEXTS:
+            raise ValueError(f"{model_name}: the context must be one of {CONTEXTS}, got "
+                             f"{protocol!r}")
+        streams = document_streams(corpus, lm_vocab, topic_vocab if topical else None)
+        return StreamExamples(streams, int(data.get("bptt", 30)),
+                              protocol if topical else None, context_len if topical else None)
     if model_name in CHUNKED_MODELS:
         J = int(data["sentences_per_chunk"])
         if whole_documents:
@@ -201,19 +268,30 @@ def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="pre
                              context_len=context_len, protocol=protocol)
 
 
-def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0, drop_remainder=False):
+def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0, drop_remainder=False,
+                 initial_epoch=0):
     """The tf.data pipeline of `examples` for a model.
 
     Sentence models get ``sentence_dataset`` batches of `batch_size` windows
     (TopicRNN with ``doc_targets``); rGBN / GBN ``document_dataset`` batches of
-    `batch_size` chunks (the papers' B documents); the document-level LSTM
-    batches of about `batch_size` windows (``batch_size // J`` chunks, at least 1).
-    `drop_remainder` gives fixed-shape batches (timing).
+    `batch_size` chunks (the papers' B documents); the chunked document-level
+    LSTM batches of about `batch_size` windows (``batch_size // J`` chunks, at
+    least 1); the streamed models `batch_size` parallel document streams
+    (`tfktopic.data.streams.document_stream_dataset`: endless when shuffled,
+    starting at `initial_epoch`; always fixed shapes). `drop_remainder` gives
+    fixed-shape batches (timing).
     """
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
 
+    if model_name in STREAMED_MODELS:
+        from tfktopic.data.streams import document_stream_dataset
+
+        return document_stream_dataset(examples.streams, int(batch_size), examples.bptt,
+                                       shuffle=shuffle, seed=seed, initial_epoch=initial_epoch,
+                                       context=examples.context,
+                                       context_len=examples.context_len)
     if model_name in CHUNKED_MODELS:
-        if model_name == "doc_lstm":
+        if model_name == "doc_lstm_chunked":
             # batch_size counts sentence windows, as for the sentence-level LSTM.
             batch_size = max(1, int(batch_size) // examples.tokens.shape[1])
         return document_dataset(examples, batch_size=int(batch_size), shuffle=shuffle,
@@ -257,15 +335,33 @@ class RunData:
 
     @property
     def unit(self):
-        """"chunks" (document-chunked models) or "windows"."""
+        """"documents" (streamed), "chunks" (document-chunked models) or "windows"."""
+        if self.model_name in STREAMED_MODELS:
+            return "documents"
         return "chunks" if self.model_name in CHUNKED_MODELS else "windows"
 
-    def dataset(self, split, batch_size, shuffle=None, seed=0, drop_remainder=False):
+    def dataset(self, split, batch_size, shuffle=None, seed=0, drop_remainder=False,
+                initial_epoch=0):
         """The tf.data pipeline of a split (`make_dataset`; shuffled for "train" by default)."""
         if shuffle is None:
             shuffle = split == "train"
         return make_dataset(self.model_name, self.examples[split], batch_size, shuffle=shuffle,
-                            seed=seed, drop_remainder=drop_remainder)
+                            seed=seed, drop_remainder=drop_remainder,
+                            initial_epoch=initial_epoch)
+
+    def steps(self, split, batch_size, drop_remainder=False):
+        """Batches of one epoch of a split (streamed training: `steps_per_epoch`)."""
+        examples = self.examples[split]
+        if self.model_name in STREAMED_MODELS:
+            from tfktopic.data.streams import num_batches, steps_per_epoch
+
+            if split == "train":
+                return steps_per_epoch(examples.streams, int(batch_size), examples.bptt)
+            return num_batches(examples.streams, int(batch_size), examples.bptt)
+        rows = len(examples)
+        if self.model_name == "doc_lstm_chunked":
+            batch_size = max(1, int(batch_size) // examples.tokens.shape[1])
+        return rows // int(batch_size) if drop_remainder else -(-rows // int(batch_size))
 
     def for_model(self, model_name):
         """The same split, vocabularies and data settings, with the examples of another model.
@@ -275,12 +371,14 @@ class RunData:
         """
         if model_name == self.model_name:
             return self
-        if (model_name in CHUNKED_MODELS) == (self.model_name in CHUNKED_MODELS):
+        if ((model_name in CHUNKED_MODELS) == (self.model_name in CHUNKED_MODELS)
+                and model_name not in STREAMED_MODELS and self.model_name not in STREAMED_MODELS):
             # Same kind of examples (windows, or chunks of J windows): shared.
             return dataclasses.replace(self, model_name=model_name)
         examples = {name: make_examples(model_name, self.parts[name], self.lm_vocab,
                                         self.topic_vocab, self.data,
-                                        protocol="all_other" if name == "train" else "preceding")
+                                        protocol=train_protocol(model_name, self.data)
+                                        if name == "train" else "preceding")
                     for name in self.parts}
         return dataclasses.replace(self, model_name=model_name, examples=examples)
 
@@ -324,8 +422,9 @@ def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subs
             ``data["stopwords"]`` a stop-list path, "gensim" or "none").
         corpus: "lee", a corpus path, a `Corpus`, or a dict ``train`` /
             ``valid`` / ``test`` of `Corpus` for a corpus that comes split
-            (e.g. PTB's three files; then no 80/10/10 split is made and
-            `max_documents` applies to each part).
+            (then no 80/10/10 split is made and `max_documents` applies to
+            each part). A path with sibling split files (`given_split`, e.g.
+            ``ptb.train.txt``) is read as such a dict.
         format: corpus format (inferred for lee, ``*.jsonl.gz``, ``ptb.*``).
         max_documents: use only N documents (the first N, or a seeded random
             N with `subset_seed`).
@@ -341,6 +440,10 @@ def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subs
     """
     model_name = model_name or settings["name"]
     data = settings["data"]
+    files = given_split(corpus)
+    if files is not None:
+        format = resolve_format(corpus, format)
+        corpus = {name: read_corpus(path, format, data) for name, path in files.items()}
     if isinstance(corpus, dict):
         if sorted(corpus) != ["test", "train", "valid"]:
             raise ValueError(f"a split corpus needs the parts train, valid and test, got "
@@ -358,7 +461,8 @@ def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subs
     data, notes = resolve_data_rules(data, len(parts["train"]))
     lm_vocab, topic_vocab = build_vocabularies(parts["train"], data)
     examples = {name: make_examples(model_name, part, lm_vocab, topic_vocab, data,
-                                    protocol="all_other" if name == "train" else "preceding")
+                                    protocol=train_protocol(model_name, data)
+                                    if name == "train" else "preceding")
                 for name, part in parts.items()}
     return RunData(model_name, source, parts, lm_vocab, topic_vocab, data, examples, notes)
 
@@ -393,13 +497,23 @@ def npmi_reference(train, words, window_size=NPMI_WINDOW):
 
 
 # --------------------------------------------------------------------------- scoring
-def protocol_label(model_name, protocol):
+def _streamed_label(data):
+    return (f"document-level, streamed: state carried through each document, truncated BPTT "
+            f"of {int(data.get('bptt', 30))} targets")
+
+
+def protocol_label(model_name, protocol, data=None):
     """The protocol label recorded with a perplexity (LSTMs: no topic context)."""
+    data = data or {}
     if model_name == "lstm":
         return "sentence-level, no topic context"
     if model_name == "doc_lstm":
+        return _streamed_label(data)
+    if model_name == "doc_lstm_chunked":
         return ("document-level, chunked: trained on 8-sentence chunks from a zero state, "
                 "scored with the state carried across each whole document")
+    if model_name in STREAMED_MODELS:
+        return f"{_streamed_label(data)}; topic context {protocol}"
     return protocol
 
 
@@ -407,7 +521,9 @@ def perplexity_message(model_name, result):
     """The line printed with a test perplexity, naming its protocol."""
     if model_name == "lstm":
         how = "sentence-level, zero state per sentence window"
-    elif model_name == "doc_lstm":
+    elif model_name in STREAMED_MODELS:
+        how = result.protocol
+    elif model_name == "doc_lstm_chunked":
         how = ("document-level, chunked in training (zero state per 8-sentence chunk), state "
                "carried across each whole test document")
     elif result.protocol == "preceding":
@@ -430,24 +546,37 @@ def score_perplexity(model_name, model, part, lm_vocab, topic_vocab, data, proto
                      batch_size=64, whole_documents=None):
     """Perplexity of `model` on a corpus part (the one scoring used by train and evaluate).
 
+    Validation during training is computed the same way (the same examples
+    and model call), so early stopping selects on what is reported.
+
     Args:
         model_name, model: the model (one of `MODELS`) and its Keras model.
         part: the `Corpus` part to score.
         lm_vocab, topic_vocab, data: the run's vocabularies and data settings.
         protocol: "preceding" (leak-free) or "all_other" (the papers').
-        batch_size: evaluation batch size (does not change the value).
-        whole_documents: chunked models: one chunk per document (default: for
-            doc_lstm, which then carries its state over whole documents).
+        batch_size: evaluation batch size (does not change the value; the
+            streamed models use at most their ``max_streams``).
+        whole_documents: the chunked document LSTM: one chunk per document
+            (default True: it then carries its state over whole documents).
 
     Returns:
-        (PerplexityResult, examples).
+        (PerplexityResult with the per-document sums ``document_nll`` /
+        ``document_tokens`` over the documents of `part`, examples).
     """
     from tfktopic.evaluation import evaluate_perplexity
 
     if whole_documents is None:
-        whole_documents = model_name == "doc_lstm"
+        whole_documents = model_name == "doc_lstm_chunked"
     examples = make_examples(model_name, part, lm_vocab, topic_vocab, data, protocol=protocol,
                              whole_documents=whole_documents)
+    if model_name in STREAMED_MODELS:
+        batch_size = min(int(batch_size), int(model.max_streams))
+        documents = len(part)
+    else:
+        documents = (len(part), examples.document_index)
     dataset = make_dataset(model_name, examples, batch_size, shuffle=False)
-    result = evaluate_perplexity(model, dataset, protocol=protocol_label(model_name, protocol))
+    # The streamed TopicRNN returns normalised log-probabilities (l_t marginalised); the
+    # log-softmax of `from_logits` leaves them unchanged, so every model is scored alike.
+    result = evaluate_perplexity(model, dataset, documents=documents,
+                                 protocol=protocol_label(model_name, protocol, data))
     return result, examples

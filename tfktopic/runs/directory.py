@@ -78,6 +78,11 @@ def read_run_config(directory):
     missing = [k for k in ("model", "data", "seed", "corpus") if k not in config]
     if missing:
         raise TfktopicError(f"{path}: not a tfktopic run file (missing {', '.join(missing)})")
+    if (config["model"] == "doc_lstm"
+            and (config.get("model_config") or {}).get("document_level")):
+        # Runs written before 0.2 called the chunked document LSTM "doc_lstm"
+        # (the streamed one took the name).
+        config["model"] = "doc_lstm_chunked"
     if config["model"] not in MODELS:
         raise TfktopicError(f"{path}: unknown model {config['model']!r}")
     return config

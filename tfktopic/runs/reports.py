@@ -6,7 +6,8 @@ import numpy as np
 
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.runs.data import (NPMI_REFERENCE, normalize_protocol, npmi_reference,
+from tfktopic.runs.data import (NPMI_REFERENCE, given_split, make_examples, normalize_protocol,
+                                npmi_reference, subset_documents,
                                 perplexity_message, read_corpus, resolve_format,
                                 score_perplexity, split_corpus)
 from tfktopic.runs.files import jsonable, say, write_json
@@ -129,10 +130,16 @@ def _topic_weights(run, top_n):
 
 
 def run_splits(config):
-    """The 80/10/10 split of a run's own corpus, recomputed from its ``run.json``."""
+    """The split of a run's own corpus, recomputed from its ``run.json``: the corpus's
+    own files (`given_split`) or the seeded 80/10/10 split by document."""
+    files = given_split(config["corpus"])
+    if files is not None:
+        return {name: subset_documents(read_corpus(path, config.get("format"), config["data"]),
+                                       config.get("max_documents"))
+                for name, path in files.items()}
     source = read_corpus(config["corpus"], config.get("format"), config["data"],
                          config.get("max_documents"))
-    return split_corpus(source, config["seed"])
+    return split_corpus(source, config.get("split_seed", config["seed"]))
 
 
 def _evaluation_corpus(run, corpus, format, max_documents):
@@ -184,8 +191,10 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
     part, description = _evaluation_corpus(run, corpus, format, max_documents)
     data = run.config["data"]
     batch = int(run.config.get("training", {}).get("batch_size", 64))
-    result, examples = score_perplexity(run.name, run.model, part, run.lm_vocab, run.topic_vocab,
-                                       data, protocol, batch)
+    result, _ = score_perplexity(run.name, run.model, part, run.lm_vocab, run.topic_vocab,
+                                 data, protocol, batch)
+    # Every model predicts the same targets: the sentence windows' (unigram, OOV rate).
+    examples = make_examples("lstm", part, run.lm_vocab, run.topic_vocab, data)
     unigram = unigram_perplexity(run.lm_vocab, examples)
     report = {"run": str(run.path), "model": run.name, "corpus": description,
               "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram}

@@ -14,24 +14,27 @@ TOPIC_MODELS = tuple(n for n in MODELS if registry.get(n).has_topics)
 HIERARCHICAL_MODELS = tuple(n for n in MODELS if registry.get(n).hierarchical)
 #: Models trained on document chunks [B, J, T] instead of sentence windows.
 CHUNKED_MODELS = tuple(n for n in MODELS if registry.get(n).chunked)
-#: The preset family (`tfktopic.presets`) of each model. The LSTM baselines
-#: take the sizes and data settings of TopicRNN's presets (same-size baseline).
-PRESET_FAMILY = {"lstm": "topicrnn", "doc_lstm": "topicrnn", "lda_lstm": "lda_lstm",
-                 "topicrnn": "topicrnn", "tcnlm": "tcnlm", "rgbn_rnn": "rgbn_rnn",
-                 "gbn_rnn": "rgbn_rnn"}
+#: Models trained on windows of parallel document streams (state carried, `tfktopic.data.streams`).
+STREAMED_MODELS = tuple(n for n in MODELS if registry.get(n).streamed)
+#: The LSTM baselines (no topic context): their perplexity has no context protocol.
+LSTM_BASELINES = ("lstm", "doc_lstm", "doc_lstm_chunked")
 OPTIMIZERS = ("adam", "sgld", "psgld")
 SPLIT = (0.8, 0.1, 0.1)
 RUN_FORMAT_VERSION = 1
 
 DATA_DEFAULTS = {"min_count": 3, "max_size": None, "stopwords": "gensim",
                  "max_freq_fraction": 0.001, "min_doc_freq": 1, "max_len": 30,
-                 "context_len": 300, "sentences_per_chunk": 8, "sentences_per_document": 10}
+                 "context_len": 300, "sentences_per_chunk": 8, "sentences_per_document": 10,
+                 "bptt": 30, "train_context": "all_other"}
+#: ``patience``: stop after that many epochs without a better validation
+#: perplexity (`None`: train all ``epochs``; `tfktopic.runs.stopping`).
 TRAINING_DEFAULTS = {"optimizer": "adam", "learning_rate": 1e-3, "batch_size": 64,
-                     "epochs": 10, "clipnorm": None}
+                     "epochs": 10, "clipnorm": None, "patience": None}
 _TRAINING_KEYS = ("optimizer", "learning_rate", "batch_size", "epochs", "clipnorm",
-                  "clipvalue", "decay_steps", "decay_rate", "lda_passes", "temperature")
+                  "clipvalue", "decay_steps", "decay_rate", "lda_passes", "temperature",
+                  "patience")
 # Flat preset keys that are neither data, training nor model settings.
-_IGNORED_KEYS = ("dataset", "early_stopping_patience", "classifier_units", "classifier_epochs",
+_IGNORED_KEYS = ("dataset", "classifier_units", "classifier_epochs",
                  "train_protocol")
 #: Data keys a preset may add to `DATA_DEFAULTS`: the corpus size a threshold was
 #: given for (resolved by `tfktopic.runs.data.resolve_data_rules`).
@@ -44,9 +47,14 @@ GENERATION = {"method": "top_k", "top_k": 10, "temperature": 1.0}
 def preset_settings(model_name, preset="small"):
     """The settings of a preset, split into model, data and training parts.
 
+    Reads `tfktopic.presets.preset` (the one preset table of every model) and
+    fills in `DATA_DEFAULTS` and `TRAINING_DEFAULTS`; a data rule given for a
+    corpus size (the preset's ``reference_documents``) is kept as
+    ``data["min_doc_freq_reference_docs"]`` for `tfktopic.runs.data.resolve_data_rules`.
+
     Args:
         model_name: one of `MODELS`.
-        preset: a preset name of the model's family (`tfktopic.presets.available`).
+        preset: a preset name of the model (`tfktopic.presets.names`).
 
     Returns:
         dict with ``name`` (`model_name`), ``model`` (constructor arguments),
@@ -65,40 +73,23 @@ def preset_settings(model_name, preset="small"):
 
     if model_name not in MODELS:
         raise ValueError(f"unknown model {model_name!r}; choose from {', '.join(MODELS)}")
-    family = PRESET_FAMILY[model_name]
-    names = presets.available(family)
+    names = presets.names(model_name)
     if preset not in names:
         raise ValueError(f"--preset: unknown preset {preset!r} for {model_name}; "
                          f"choose from {', '.join(names)}")
-    entry = presets.get(family, preset)
-    data, training = dict(DATA_DEFAULTS), dict(TRAINING_DEFAULTS)
-    if family == "tcnlm":
-        model = dict(entry["model"])
-        data.update({k: v for k, v in entry["data"].items() if k not in _IGNORED_KEYS})
-        training.update(entry["training"])
-    elif family == "rgbn_rnn":
-        from tfktopic.models.rgbn.presets import TRAINING_KEYS
-
-        model = {k: v for k, v in entry.items() if k not in TRAINING_KEYS}
-        model["recurrent"] = model_name == "rgbn_rnn"
-        for key in TRAINING_KEYS:
-            if key in entry:
-                (data if key in DATA_DEFAULTS else training)[key] = entry[key]
-    else:
-        flat = {k: v for k, v in entry.items() if k not in _IGNORED_KEYS}
-        data.update({k: flat.pop(k) for k in list(flat)
-                     if k in DATA_DEFAULTS or k in DATA_RULE_KEYS})
-        training.update({k: flat.pop(k) for k in list(flat) if k in _TRAINING_KEYS})
-        model = flat
-        if family == "lda_lstm":
-            training.setdefault("lda_passes", 5)
-            model.setdefault("lda_iterations", 50)
-        if model_name in ("lstm", "doc_lstm"):
-            model = {"embedding_dim": model.get("embedding_dim") or model["hidden_dim"],
-                     "hidden_dim": model["hidden_dim"], "num_layers": model.get("num_layers", 1),
-                     "dropout": model.get("dropout", 0.0)}
-            if model_name == "doc_lstm":
-                model["document_level"] = True
+    entry = presets.preset(model_name, preset)
+    parts = entry.settings()
+    data = {**DATA_DEFAULTS, **{k: v for k, v in parts["data"].items() if k not in _IGNORED_KEYS}}
+    if entry.reference_documents and "min_doc_freq" in parts["data"]:
+        data["min_doc_freq_reference_docs"] = int(entry.reference_documents)
+    training = {**TRAINING_DEFAULTS,
+                **{k: v for k, v in parts["training"].items() if k not in _IGNORED_KEYS}}
+    model = parts["model"]
+    if model_name == "lda_lstm":
+        training.setdefault("lda_passes", 5)
+        model.setdefault("lda_iterations", 50)
+    if model_name == "doc_lstm_chunked":
+        model["document_level"] = True
     return {"name": model_name, "model": model, "data": data, "training": training}
 
 

@@ -2,21 +2,23 @@
 
 import math
 import pathlib
+import time
 
 from tfktopic.errors import TfktopicError
 from tfktopic.models import registry
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.runs import checkpoints
+from tfktopic.runs import checkpoints, stopping
 from tfktopic.runs.checks import check_learning_rate, check_setting_keys, vocabulary_record
-from tfktopic.runs.data import (perplexity_message, prepare_data, resolve_format,
-                                score_perplexity)
+from tfktopic.runs.data import (given_split, make_examples, perplexity_message, prepare_data,
+                                resolve_format, score_perplexity)
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.lock import locked
 from tfktopic.runs.reports import generate_text, print_topics
 from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
-                                    OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, TOPIC_MODELS,
-                                    apply_overrides, preset_settings, parse_override)
+                                    OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, STREAMED_MODELS,
+                                    TOPIC_MODELS, apply_overrides, preset_settings,
+                                    parse_override)
 
 # ----------------------------------------------------------------------------- training
 def _check_stopwords(data, preset):
@@ -180,9 +182,15 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
     if datasets is None:
         datasets = (data.dataset("train", batch, shuffle=True, seed=seed),
                     data.dataset("valid", batch, shuffle=False) if validation else None)
-    # Repeated, epoch k's batches are the k-th reshuffle of the seeded pipeline
-    # whether the run starts at 0 or resumes at k (`checkpoints.epoch_data`).
-    train, steps = checkpoints.epoch_data(datasets[0], int(initial_epoch))
+    if data.model_name in STREAMED_MODELS:
+        # An endless seeded stream of document orders (numpy, not tf.data's seed):
+        # made here at the epoch it resumes from.
+        train = data.dataset("train", batch, seed=seed, initial_epoch=int(initial_epoch))
+        steps = data.steps("train", batch)
+    else:
+        # Repeated, epoch k's batches are the k-th reshuffle of the seeded pipeline
+        # whether the run starts at 0 or resumes at k (`checkpoints.epoch_data`).
+        train, steps = checkpoints.epoch_data(datasets[0], int(initial_epoch))
     valid = wrap(datasets[1]) if validation else None
     return model.fit(wrap(train), steps_per_epoch=steps, initial_epoch=int(initial_epoch),
                      validation_data=valid, epochs=int(settings["training"]["epochs"]),
@@ -192,17 +200,24 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
 def _signature(config):
     keys = ("model", "preset", "corpus", "format", "max_documents", "seed", "data",
             "model_config", "embeddings_path")
-    return jsonable({k: config.get(k) for k in keys})
+    # run.json written before split_seed existed: the split followed the seed
+    return jsonable({**{k: config.get(k) for k in keys},
+                     "split_seed": config.get("split_seed", config.get("seed"))})
 
 
 def _progress_callback(path, config):
     import keras
 
     class _Progress(keras.callbacks.Callback):
-        """Records finished epochs and the best validation perplexity in run.json."""
+        """Records finished epochs (logs, seconds) and the best validation perplexity."""
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.started = time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
             logs = {k: float(v) for k, v in (logs or {}).items()}
+            logs["seconds"] = round(time.perf_counter() - getattr(self, "started",
+                                                                   time.perf_counter()), 2)
             progress = config.setdefault("progress", {"epochs_done": 0, "best_val_ppl": None,
                                                       "history": []})
             progress["history"] = progress["history"][:epoch] + [{"epoch": epoch + 1, **logs}]
@@ -220,7 +235,7 @@ def _progress_callback(path, config):
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
-              verbose=1, log=print):
+              verbose=1, log=print, split_seed=None, patience=None):
     """Train a model into a run directory, then score it on the test split.
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
@@ -248,7 +263,14 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         optimizer: "adam", or "sgld" / "psgld" (every model; the step sizes
             of `tfktopic.bayes.setups`' PTB "small" preset).
         strategy: "none", "mirrored" or "multiworker" (`tfktopic.distribute`).
-        seed: split, shuffling and initialisation seed.
+        seed: shuffling and initialisation seed (and the split's, unless
+            `split_seed` is given).
+        split_seed: seed of the 80/10/10 split by document (default: `seed`);
+            fix it to compare training seeds on one split.
+        patience: early stopping: stop after this many epochs without a lower
+            validation perplexity (`epochs` is then the maximum; default: the
+            preset's ``patience``, usually none). What stopped the run is
+            recorded (`tfktopic.runs.stopping`).
         overrides: ``KEY=VALUE`` strings or a dict (`apply_overrides`).
         verbose: Keras `fit` verbosity (1: progress bar, 2: a line per epoch).
         log: callable receiving each output line (`None`: silent).
@@ -283,6 +305,11 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         training["clipnorm"] = ptb["clipnorm"]
     if learning_rate is not None:
         training["learning_rate"] = float(learning_rate)
+    if patience is not None:
+        training["patience"] = int(patience)
+    if training.get("patience") is not None and int(training["patience"]) < 1:
+        raise ValueError(f"--patience must be >= 1, got {training['patience']}")
+    split_seed = int(seed if split_seed is None else split_seed)
     check_learning_rate(training.get("learning_rate"))
     check_setting_keys(model_name, [k for k, _ in override_items], settings)
     for key in ("epochs", "batch_size"):
@@ -300,21 +327,25 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         "model": model_name, "preset": preset,
         "corpus": "lee" if str(corpus) == "lee" else str(pathlib.Path(corpus).resolve()),
         "format": format, "max_documents": max_documents, "seed": int(seed),
-        "split": list(SPLIT), "data": data, "training": {**training, "strategy": strategy},
+        "split_seed": split_seed, "data": data, "training": {**training, "strategy": strategy},
         "embeddings_path": None if embeddings is None else str(pathlib.Path(embeddings).resolve()),
     }
+    files = given_split(corpus)
+    config["split"] = ({"given": {k: str(v.resolve()) for k, v in files.items()}}
+                       if files is not None else list(SPLIT))
     run_json = out / "run.json"
     previous = None
     if run_json.exists():
         previous = read_run_config(out)
 
-    rundata = prepare_data(settings, corpus, format, max_documents, seed)
+    rundata = prepare_data(settings, corpus, format, max_documents, split_seed)
     for note in rundata.notes:
         say(log, f"note: {note}")
     parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
     data = settings["data"] = config["data"] = rundata.data  # the resolved data rules
+    how = "its own split files" if files is not None else "80/10/10 by document"
     say(log, f"{rundata.corpus.source or corpus}: {len(parts['train'])} / {len(parts['valid'])} / "
-             f"{len(parts['test'])} documents (train / valid / test), LM vocabulary "
+             f"{len(parts['test'])} documents (train / valid / test; {how}), LM vocabulary "
              f"{len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, "
              f"{len(rundata.examples['train'])} training {rundata.unit}")
     matrix = None
@@ -354,32 +385,55 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     config["progress"].update(epochs_done=resumed, best_val_ppl=best,
                               history=config["progress"]["history"][:resumed])
     guard, safety = checkpoints.training_callbacks(out, best, training.get("learning_rate"))
+    patience = training.get("patience")
+    history = lambda: config["progress"]["history"]
     callbacks = [*safety, _progress_callback(run_json, config)]
+    if patience:
+        callbacks.append(stopping.EarlyStopping(history, int(patience)))
     total = int(training["epochs"])
-    if resumed >= total:
-        say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
-                 "checkpoint")
+    stop = stopping.stop_reason(history(), patience, total)
+    if stop is not None:
+        say(log, f"{out}: training finished earlier ({stop['stopped_by']} after epoch "
+                 f"{stop['epochs']}; best epoch {stop['best_epoch']}); scoring the best checkpoint")
     else:
         if resumed:
             say(log, f"resuming from {backup} after epoch {resumed} of {total}")
-        say(log, f"training {model_name} (preset {preset}) for {total} epochs; checkpoints "
-                 f"in {out}")
-    fit_model(model, rundata, settings, callbacks, verbose, int(seed),
-              distribute=distribute_dataset, datasets=datasets, initial_epoch=resumed)
+        say(log, f"training {model_name} (preset {preset}) for "
+                 + (f"at most {total} epochs (early stopping, patience {patience})"
+                    if patience else f"{total} epochs") + f"; checkpoints in {out}")
+        fit_model(model, rundata, settings, callbacks, verbose, int(seed),
+                  distribute=distribute_dataset, datasets=datasets, initial_epoch=resumed)
     if guard.diverged is not None:
         config["status"] = "diverged"
         write_json(run_json, config)
         raise checkpoints.DivergedError(guard.message(out))
+    stop = stopping.stop_reason(config["progress"]["history"], patience, total) or {
+        "stopped_by": "interrupted", "epochs": len(config["progress"]["history"])}
+    config["progress"]["stop"] = stop
     if (out / "model.keras").exists():
         model = load_model(out / "model.keras")
 
-    result, test_examples = score_perplexity(model_name, model, parts["test"], lm_vocab,
-                                            topic_vocab, data, "preceding", batch)
-    unigram = unigram_perplexity(lm_vocab, test_examples)
+    result, _ = score_perplexity(model_name, model, parts["test"], lm_vocab, topic_vocab, data,
+                                 "preceding", batch)
+    # The unigram baseline scores the same target tokens (every model predicts them).
+    unigram = unigram_perplexity(lm_vocab, make_examples("lstm", parts["test"], lm_vocab,
+                                                         topic_vocab, data))
     say(log, "\n" + perplexity_message(model_name, result))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
+    say(log, f"training stopped by {stop['stopped_by']} after epoch {stop['epochs']}"
+             + (f" (best epoch {stop['best_epoch']})" if stop.get("best_epoch") else ""))
+    write_json(out / "test_documents.json", {
+        "about": "per-document NLL sums (nats) and predicted tokens of the test split, in "
+                 "split order: the unit of tfktopic.evaluation.comparison.paired_bootstrap",
+        "split_seed": split_seed, "protocol": result.protocol,
+        "nll": [round(float(v), 6) for v in result.document_nll],
+        "tokens": [int(v) for v in result.document_tokens]})
     summary = {"model": model_name, "preset": preset, "corpus": config["corpus"],
-               "test": result.as_dict(), "unigram_ppl": unigram}
+               "seed": int(seed), "split_seed": split_seed,
+               "test": result.as_dict(), "unigram_ppl": unigram,
+               "training": {**stop, "best_val_ppl": config["progress"].get("best_val_ppl"),
+                            "seconds": round(sum(h.get("seconds", 0.0)
+                                                 for h in config["progress"]["history"]), 1)}}
     run = Run(model, lm_vocab, topic_vocab, config, out)
     if model_name in TOPIC_MODELS:
         summary["topics"] = print_topics(run, 10, log)

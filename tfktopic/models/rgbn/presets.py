@@ -55,6 +55,19 @@ PRESETS = {
         "clipvalue": 1.0, "batch_size": 8, "sentences_per_chunk": 8, "max_len": 30,
         "context_len": 300, "epochs": 30, "min_count": 10, "temperature": 0.75,
     },
+    # The medium size of BENCHMARKS.md (the shared medium LM: 128-d embeddings,
+    # 256 units in the first layer, dropout 0.3, Adam 2e-3 clipped at 5) with the
+    # paper's topic sizes; per-layer tuples cut by num_layers ("--set num_layers=1":
+    # one 256-unit layer with 100 topics; 3 layers: 256-128-64, 100-80-50).
+    "medium": {
+        "num_layers": 3, "hidden_sizes": (256, 128, 64), "topic_sizes": (100, 80, 50),
+        "embedding_dim": 128, "dropout": 0.3, "encoder_recurrent": True, "scalar_k": False,
+        "gate_orientation": "paper", "tm_weight": 1.0, "kl_weights": (1.0, 1.0, 1.0),
+        "tau0": 1.0,
+        "learning_rate": 2e-3, "decay_steps": None, "decay_rate": None, "clipnorm": 5.0,
+        "clipvalue": None, "batch_size": 8, "sentences_per_chunk": 8, "max_len": 30,
+        "context_len": 300, "epochs": 6, "min_count": 10, "temperature": 0.75,
+    },
     # Small, CPU-friendly sizes for smoke runs and tests (not from the paper).
     "small": {
         "num_layers": 2, "hidden_sizes": (64, 48), "topic_sizes": (20, 10),

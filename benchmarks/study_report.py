@@ -1,0 +1,193 @@
+"""Tables of the comparison study, from its committed run records alone (DESIGN.md §5a).
+
+``python -m benchmarks.study report`` reads ``benchmarks/results/study/<corpus>/*/*.json``
+(written by `benchmarks.study` as each run finishes) and writes
+
+* ``benchmarks/results/study/<corpus>_summary.json`` -- per arm: the chosen
+  configuration, test perplexity per seed, mean +- sd, epochs to convergence,
+  what stopped each run; per claim: the paired document-level bootstrap
+  interval of the perplexity ratio and the verdict;
+* ``benchmarks/results/study/<corpus>_summary.md`` -- the same as the two
+  Markdown tables pasted into BENCHMARKS.md and README.md.
+
+A verdict needs both arms complete: the tuning done, 3 seeds of the chosen
+configuration, every one stopped by early stopping (converged). Then, with
+ratio = PPL(claimed better) / PPL(other) and its 95 % interval:
+"held" if the interval lies below 1, "not held" if it lies above 1,
+"inconclusive" if it contains 1. Otherwise the row says what is missing.
+"""
+
+import json
+import pathlib
+
+import numpy as np
+
+from benchmarks.study import RESULTS, SEEDS, chosen_config, grid, record_path
+from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
+
+#: (claim, paper, better arm, other arm, the paper's figure)
+CLAIMS = [
+    ("TopicRNN beats an RNN of the same size", "Dieng et al. 2017", "topicrnn", "lstm",
+     "PTB Table 2: 122.3 vs 142.1 (100 units); APNEWS: TCNLM Table 2 56.77 vs 64.13"),
+    ("TopicRNN beats an RNN of the same size (streamed, document level)",
+     "Zheng et al. 2023", "doc_topicrnn", "doc_lstm",
+     "Zheng et al.: no topic-guided LM beats the document LSTM"),
+    ("TCNLM beats LSTM", "Wang et al. 2018", "tcnlm", "lstm",
+     "Table 2 APNEWS small, 50 topics: 52.75 vs 64.13"),
+    ("TCNLM beats LDA+LSTM", "Wang et al. 2018", "tcnlm", "lda_lstm",
+     "Table 2: 52.75 vs 57.05"),
+    ("TCNLM beats TopicRNN", "Wang et al. 2018", "tcnlm", "topicrnn",
+     "Table 2: 52.75 vs 56.77"),
+    ("LDA+LSTM beats LSTM", "Lau et al. 2017 (TCNLM Table 2)", "lda_lstm", "lstm",
+     "Table 2: 57.05 vs 64.13"),
+    ("rGBN-RNN beats GBN-RNN (1 layer)", "Guo et al. 2020", "rgbn_rnn_1", "gbn_rnn_1",
+     "Table 1: rGBN-RNN below GBN-RNN at every depth"),
+    ("rGBN-RNN beats GBN-RNN (3 layers)", "Guo et al. 2020", "rgbn_rnn_3", "gbn_rnn_3",
+     "Table 1"),
+    ("more layers help rGBN-RNN (3 vs 1)", "Guo et al. 2020", "rgbn_rnn_3", "rgbn_rnn_1",
+     "Table 1: perplexity falls with depth"),
+    ("rGBN-RNN beats an LSTM of its depth (3 layers)", "Guo et al. 2020", "rgbn_rnn_3",
+     "lstm_3", "Table 1"),
+]
+CLAIMS += [
+    ("TopicRNN beats an RNN of the same size (PTB, 100 units)", "Dieng et al. 2017",
+     "topicrnn_100", "rnn_100", "Table 2: 122.3 vs 142.1"),
+]
+#: "topic-guided models beat a document-level LSTM" (Zheng et al.'s question), one row each.
+DOCUMENT_BASELINE_ARMS = ("doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn_1",
+                          "gbn_rnn_1", "rgbn_rnn_3")
+
+
+def _records(corpus, arm):
+    """The chosen configuration's seed records of an arm (possibly fewer than 3)."""
+    best = chosen_config(corpus, arm)
+    tuning = {c: json.loads(record_path(corpus, arm, c, 0).read_text())
+              for c in grid(corpus) if record_path(corpus, arm, c, 0).exists()}
+    if best is None:
+        return None, tuning, []
+    seeds = [json.loads(record_path(corpus, arm, best, s).read_text()) for s in SEEDS
+             if record_path(corpus, arm, best, s).exists()]
+    return best, tuning, seeds
+
+
+def arm_summary(corpus, arm):
+    best, tuning, seeds = _records(corpus, arm)
+    summary = {"arm": arm, "tuning": {c: {"best_val_ppl": r["training"]["best_val_ppl"],
+                                          "test_ppl": r.get("test", {}).get("perplexity"),
+                                          "epochs": r["training"]["epochs"],
+                                          "stopped_by": r["training"]["stopped_by"]}
+                                      for c, r in tuning.items()},
+               "tuning_done": len(tuning), "chosen": best, "seeds": len(seeds)}
+    if seeds:
+        ppl = [r["test"]["perplexity"] for r in seeds]
+        summary.update(
+            test_ppl=ppl, test=seed_summary(ppl),
+            best_epoch=[r["training"]["best_epoch"] for r in seeds],
+            stopped_by=[r["training"]["stopped_by"] for r in seeds],
+            hours=round(sum(r["training"]["seconds"] for r in seeds) / 3600, 2),
+            model=seeds[0]["model"], model_config=seeds[0]["model_config"],
+            settings=grid(corpus)[best])
+    summary["grid"] = len(grid(corpus))
+    summary["complete"] = (len(seeds) == len(SEEDS)
+                           and all(s == "early_stopping" for s in summary.get("stopped_by", [])))
+    return summary, seeds
+
+
+def compare(a_seeds, b_seeds):
+    nll_a = np.array([r["test_documents"]["nll"] for r in a_seeds])
+    nll_b = np.array([r["test_documents"]["nll"] for r in b_seeds])
+    tokens = np.array(a_seeds[0]["test_documents"]["tokens"])
+    for r in list(a_seeds) + list(b_seeds):
+        if r["test_documents"]["tokens"] != a_seeds[0]["test_documents"]["tokens"]:
+            raise ValueError("the two arms did not score the same target tokens")
+    return paired_bootstrap(nll_a, nll_b, tokens, num_resamples=2000, seed=0)
+
+
+def _verdict(interval):
+    low, high = interval
+    if high < 1.0:
+        return "held"
+    if low > 1.0:
+        return "not held"
+    return "inconclusive"
+
+
+def claim_row(claim, paper, better, other, figure, arms):
+    (a, a_seeds), (b, b_seeds) = arms[better], arms[other]
+    row = {"claim": claim, "paper": paper, "better": better, "other": other,
+           "paper_figure": figure}
+    if not (a["complete"] and b["complete"]):
+        missing = [f"{s['arm']}: tuning {s['tuning_done']}/{s['grid']}, seeds "
+                   f"{s['seeds']}/{len(SEEDS)}"
+                   + ("" if all(x == "early_stopping" for x in s.get("stopped_by", []))
+                      else " (not all converged)")
+                   for s in (a, b) if not s["complete"]]
+        row.update(verdict="pending", missing=missing)
+        if a_seeds and b_seeds:   # a provisional number, clearly labelled
+            result = compare(a_seeds, b_seeds)
+            row["provisional"] = {"ratio": result.ratio, "interval": [result.low, result.high],
+                                  "seeds": [len(a_seeds), len(b_seeds)]}
+        return row
+    result = compare(a_seeds, b_seeds)
+    row.update(ratio=result.ratio, interval=[result.low, result.high],
+               verdict=_verdict((result.low, result.high)),
+               ppl=[a["test"]["mean"], b["test"]["mean"]])
+    return row
+
+
+def report(corpus):
+    directory = RESULTS / corpus
+    arms = {}
+    for path in sorted(p for p in directory.iterdir() if p.is_dir()) if directory.exists() else []:
+        arms[path.name] = arm_summary(corpus, path.name)
+    claims = [claim_row(*claim, arms) for claim in CLAIMS
+              if claim[2] in arms and claim[3] in arms]
+    claims += [claim_row(f"{arm} beats the streamed document LSTM", "Zheng et al. 2023", arm,
+                         "doc_lstm", "Zheng et al.: none of TDLM, TopicRNN, VRTM, rGBN-RNN does",
+                         arms)
+               for arm in DOCUMENT_BASELINE_ARMS if arm in arms and "doc_lstm" in arms]
+    summary = {"corpus": corpus, "protocol": "see benchmarks/study.py",
+               "arms": {name: s for name, (s, _) in arms.items()}, "claims": claims}
+    (RESULTS / f"{corpus}_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    text = markdown(summary)
+    (RESULTS / f"{corpus}_summary.md").write_text(text)
+    print(text)
+    return 0
+
+
+def _ci(row):
+    if "interval" in row:
+        return f"{row['ratio']:.3f} [{row['interval'][0]:.3f}, {row['interval'][1]:.3f}]"
+    if "provisional" in row:
+        p = row["provisional"]
+        return (f"provisional {p['ratio']:.3f} [{p['interval'][0]:.3f}, {p['interval'][1]:.3f}]"
+                f" ({p['seeds'][0]} vs {p['seeds'][1]} seeds)")
+    return "--"
+
+
+def markdown(summary):
+    lines = [f"### {summary['corpus']}: test perplexity (leak-free), mean +- sd over seeds",
+             "", "| arm | chosen (lr, dropout) | seeds | test PPL | best epoch | stopped by | "
+                 "tuning done | CPU hours |", "|---|---|---|---|---|---|---|---|"]
+    for name, s in summary["arms"].items():
+        if s["seeds"]:
+            test = f"{s['test']['mean']:.2f} +- {s['test']['sd']:.2f}"
+            epochs = ", ".join(str(e) for e in s["best_epoch"])
+            stopped = ", ".join(sorted(set(s["stopped_by"])))
+            chosen = f"{s['settings']['learning_rate']}, {s['settings']['dropout']}"
+            hours = s["hours"]
+        else:
+            test = epochs = stopped = chosen = hours = "--"
+        lines.append(f"| {name} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {epochs} | "
+                     f"{stopped} | {s['tuning_done']}/{s['grid']} | {hours} |")
+    lines += ["", "### Verdicts: ratio = PPL(claimed better) / PPL(other), 95 % paired "
+                  "document bootstrap interval", "",
+              "| claim | paper's figure | ours: ratio [95 % CI] | verdict |",
+              "|---|---|---|---|"]
+    for row in summary["claims"]:
+        verdict = row["verdict"]
+        if verdict == "pending":
+            verdict = "pending: " + "; ".join(row["missing"])
+        lines.append(f"| {row['claim']} ({row['better']} vs {row['other']}) | "
+                     f"{row['paper_figure']} | {_ci(row)} | {verdict} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,95 @@
+"""The study's bookkeeping (benchmarks/study.py, study_report.py) on synthetic run records:
+tuning on validation only, seeds of the chosen configuration, verdicts from the
+paired bootstrap interval, and "pending" until every run converged."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import study, study_report
+
+
+@pytest.fixture()
+def results(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "RESULTS", tmp_path)
+    monkeypatch.setattr(study_report, "RESULTS", tmp_path)
+    return tmp_path
+
+
+def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs=60):
+    tokens = np.random.default_rng(0).integers(50, 400, docs)   # one test split
+    noise = np.random.default_rng([seed, len(arm), len(config)]).normal(0.0, 0.02, docs)
+    nll = tokens * (nll_per_token + noise)
+    record = {"test": {"perplexity": float(np.exp(nll.sum() / tokens.sum()))},
+              "training": {"best_val_ppl": val, "epochs": 9, "best_epoch": 6,
+                           "stopped_by": stopped, "seconds": 100.0},
+              "model": arm, "model_config": {},
+              "test_documents": {"nll": nll.tolist(), "tokens": tokens.tolist()}}
+    path = study.record_path("apnews", arm, config, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def test_the_chosen_configuration_is_the_lowest_validation_not_test(results):
+    configs = list(study.grid("apnews"))
+    for i, config in enumerate(configs):
+        _write("lstm", config, 0, val=100.0 - i, nll_per_token=4.0 + 0.1 * i)
+    # the last config has the best validation but the worst test perplexity
+    assert study.chosen_config("apnews", "lstm") == configs[-1]
+    assert [(a, c, s) for a, c, s in study.pending("apnews", ["lstm"])] == [
+        ("lstm", configs[-1], 1), ("lstm", configs[-1], 2)]
+
+
+def test_seeds_wait_for_the_whole_tuning_grid(results):
+    _write("lstm", list(study.grid("apnews"))[0], 0, 90.0, 4.0)
+    todo = study.pending("apnews", ["lstm"])
+    assert all(seed == 0 for _, _, seed in todo) and len(todo) == len(study.grid("apnews")) - 1
+
+
+def _complete(arm, nll_per_token, stopped="early_stopping"):
+    for config in study.grid("apnews"):
+        _write(arm, config, 0, 100.0, nll_per_token)
+    best = study.chosen_config("apnews", arm)
+    for seed in study.SEEDS[1:]:
+        _write(arm, best, seed, 100.0, nll_per_token, stopped=stopped)
+
+
+def test_verdicts_follow_the_bootstrap_interval(results):
+    _complete("doc_lstm", 4.00)
+    _complete("topicrnn", 4.10)         # clearly worse: "not held"
+    _complete("doc_topicrnn", 4.000)    # the same: "inconclusive"
+    _complete("tcnlm", 3.90)            # clearly better than doc_lstm: "held"
+    study_report.report("apnews")
+    summary = json.loads((results / "apnews_summary.json").read_text())
+    verdicts = {(r["better"], r["other"]): r["verdict"] for r in summary["claims"]}
+    assert verdicts[("topicrnn", "doc_lstm")] == "not held"
+    assert verdicts[("doc_topicrnn", "doc_lstm")] == "inconclusive"
+    assert verdicts[("tcnlm", "doc_lstm")] == "held"
+    assert verdicts[("tcnlm", "topicrnn")] == "held"
+    assert "| tcnlm |" in (results / "apnews_summary.md").read_text()
+
+
+def test_an_unconverged_arm_leaves_its_claims_pending(results):
+    _complete("doc_lstm", 4.00)
+    _complete("tcnlm", 3.90, stopped="max_epochs")
+    study_report.report("apnews")
+    row = json.loads((results / "apnews_summary.json").read_text())["claims"][0]
+    assert row["verdict"] == "pending" and "not all converged" in row["missing"][0]
+    assert row["provisional"]["ratio"] < 1.0
+
+
+def test_each_run_is_one_tfktopic_train_command(tmp_path):
+    """The study trains through the command line users have (no private pipeline)."""
+    from tfktopic.cli import _parser as build_parser
+
+    pytest.importorskip("benchmarks.common")
+    try:
+        cmd = study.command("apnews", "rgbn_rnn_3", "lr2e-3_do0.5", 1, tmp_path / "out")
+    except Exception as error:   # the shared corpus is absent
+        pytest.skip(str(error))
+    args = build_parser().parse_args(cmd[3:])
+    assert (args.model, args.seed, args.split_seed, args.patience) == ("rgbn_rnn", 1, 0,
+                                                                        study.PATIENCE)
+    assert "num_layers=3" in args.set and "dropout=0.5" in args.set
+    assert args.learning_rate == 2e-3 and args.epochs == study.MAX_EPOCHS
