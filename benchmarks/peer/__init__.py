@@ -1,0 +1,1 @@
+"""Cross-checks against the peers' own code (see ``benchmarks/peer/README.md``)."""
