@@ -391,11 +391,11 @@ def _quality(name, mode):
     from tfktopic.evaluation import bleu_report, npmi_coherence
 
     cfg, data = SETTINGS[mode], _data(mode)
-    lm, topic_vocab = data.lm_vocab, data.topic_vocab
+    topic_vocab, tokenizer = data.topic_vocab, data.tokenizer
     description = _description(data)
     records = []
     test_sents = _data(mode, kind="lstm").examples["test"]
-    references = [lm.decode(row[:n], strip_special=True)
+    references = [tokenizer.decode(row[:n]).split()
                   for row, n in zip(test_sents.targets, test_sents.lengths)]
     for layers in LAYERS:
         # Baselines (kind, depth): the LSTM of the same depth; for a deeper model
@@ -428,7 +428,7 @@ def _quality(name, mode):
                                           "baseline_layers": depth}))
         # Generated sentences: test-BLEU and self-BLEU (Texygen semantics).
         generated = model.generate(cfg["num_generated"], **GENERATION)
-        hypotheses = [lm.decode(row, strip_special=True) for row in generated]
+        hypotheses = [text.split() for text in tokenizer.decode_batch(generated)]
         empty = sum(1 for h in hypotheses if not h)
         hypotheses = [h for h in hypotheses if h]
         if len(hypotheses) < 2:

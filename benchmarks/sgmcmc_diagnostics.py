@@ -80,7 +80,7 @@ def _mean_gradient(model, batches):
     grads = None
     for batch in batches:
         with tf.GradientTape() as tape:
-            loss, _, _ = model._objective(batch, training=False)
+            loss = model.objective(batch, training=False)["loss"]
         g = [tf.convert_to_tensor(x).numpy() for x in tape.gradient(loss, model.trainable_weights)]
         grads = g if grads is None else [a + b for a, b in zip(grads, g)]
     return [g / len(batches) for g in grads]
@@ -106,9 +106,7 @@ def run_variant(name, kwargs, data, vocab_size, hidden, steps, lr, num_examples,
     final = [v.numpy() for v in model.trainable_variables]
     held_out = list(data["valid"].take(10))
     grads = _mean_gradient(model, held_out)
-    sq = {optimizer._get_variable_index(v): optimizer._sq_averages[
-        optimizer._get_variable_index(v)].numpy() for v in model.trainable_variables}
-    v_arrays = [sq[i] for i in range(len(final))]
+    v_arrays = [optimizer.squared_average(v).numpy() for v in model.trainable_variables]
     floor = optimizer.v_floor
     v_used = [np.maximum(v, floor) for v in v_arrays]
     if optimizer.epsilon_placement == "inside":

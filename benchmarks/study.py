@@ -180,7 +180,7 @@ def collect(corpus, arm, config, seed, out, cmd):
         "vocabularies": run.get("vocabularies"), "tfktopic_version": run.get("tfktopic_version"),
         "test_documents": {"nll": documents["nll"], "tokens": documents["tokens"]},
     }
-    for key in ("topics", "generated"):
+    for key in ("topics", "generated", "topic_quality"):
         if key in results:
             record[key] = results[key]
     path = record_path(corpus, arm, config, seed)

@@ -332,7 +332,7 @@ def _lda_coherence(mode):
     lda = _lda(mode)
     distribution = lda.get_topics()
     ids = np.argsort(-distribution, axis=1, kind="stable")[:, :20]
-    topics = [[data.topic_vocab.words[i] for i in row] for row in ids]
+    topics = data.topic_vocab.decode(ids)
     return _coherence(topics, mode), topics
 
 

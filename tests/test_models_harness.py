@@ -201,11 +201,10 @@ def test_generate_is_seeded_and_emits_valid_ids(models, data, name):
 
 
 def _base_generators(models):
-    """The models generating through the base class's compiled loop (rGBN-RNN keeps
-    its own decoder for now)."""
+    """The models generating through the base class's compiled loop (all generating ones)."""
     names = [name for name in FAMILIES if name in settings.GENERATING_MODELS
              and type(models[name]).generation_step is not TopicLanguageModel.generation_step]
-    assert {"topicrnn", "tcnlm"} <= set(names)
+    assert {"topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn"} <= set(names)
     return names
 
 

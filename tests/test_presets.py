@@ -67,6 +67,18 @@ def test_data_rule_is_resolved_relative_to_the_reference_corpus():
         paper.resolve_data(0)
 
 
+def test_preset_and_run_path_share_one_data_rule():
+    from tfktopic import runs
+
+    paper = presets.preset("tcnlm", "paper")
+    assert paper.run_data() == {**paper.data, presets.REFERENCE_DATA_KEY: 50000}
+    assert presets.REFERENCE_DATA_KEY not in presets.preset("tcnlm", "small").run_data()
+    data = runs.preset_settings("tcnlm", "paper")["data"]
+    for n in (10, 240, 1600, 49999, 50000, 80000):
+        resolved, _ = runs.resolve_data_rules(data, n)
+        assert paper.resolve_data(n) == {**paper.data, "min_doc_freq": resolved["min_doc_freq"]}
+
+
 def test_legacy_layouts_hold_the_same_settings():
     for name in presets.names("tcnlm"):
         new, old = presets.preset("tcnlm", name), presets.get("tcnlm", name)

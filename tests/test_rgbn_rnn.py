@@ -8,7 +8,7 @@ import shutil
 import keras
 import numpy as np
 
-from tfktopic.models.decoding import next_tokens
+from tfktopic.models.decoding import choose_tokens
 import pytest
 import tensorflow as tf
 
@@ -19,7 +19,8 @@ from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
-                                  make_optimizer, prior_chain, topic_hierarchy, topic_thetas)
+                                  make_optimizer, normalize_theta, prior_chain, topic_hierarchy,
+                                  topic_thetas)
 
 J = 4  # sentences per chunk in the tests (the paper uses 8)
 
@@ -359,15 +360,108 @@ def test_generation_shapes_topk_and_conditioning(trained):
     check(model.generate(context_bow=document, max_len=10, method="sample", seed=3), J, 10)
     check(model.generate_paragraph(5, max_len=10, method="sample", seed=4), 5, 10)
     check(model.generate_paragraph(3, max_len=10, context_bow=document, seed=5), 3, 10)
-    # The token chooser never leaves the top k and never emits <pad>/<bos>.
-    logits = np.random.default_rng(0).normal(size=(500, 30))
-    picks = next_tokens(logits, "top_k", 1.0, 4, np.random.default_rng(1))
-    masked = logits.copy()
+    # The token chooser never leaves the top k and never emits the ids generate
+    # bans (<pad>/<bos> at -inf).
+    masked = np.random.default_rng(0).normal(size=(500, 30)).astype(np.float32)
     masked[:, :2] = -np.inf
+    picks = np.asarray(choose_tokens(tf.constant(masked), "top_k", tf.constant(1.0),
+                                     tf.constant(4), tf.constant([1, 0])))
     top = np.argsort(-masked, axis=1)[:, :4]
     assert all(p in row for p, row in zip(picks, top))
     assert len(set(picks.tolist())) > 4
-    np.testing.assert_array_equal(next_tokens(logits, "greedy", 1.0, 1, None), top[:, 0])
+    np.testing.assert_array_equal(choose_tokens(tf.constant(masked), "greedy", None, None, None),
+                                  top[:, 0])
+
+
+def _old_eager_decoder(model, thetas, steps, forced=None):
+    """The eager decoder rGBN-RNN generated with before it moved onto the base class's
+    compiled loop (the removed ``rgbn.generation.decode``, greedy): the stack's step
+    cells from zero states, one numpy round trip per token. With `forced` [N, steps]
+    the tokens fed after ``<bos>`` are these instead of its own arg-maxes.
+
+    Returns:
+        (float64 [N, steps, V] log-probabilities, int32 [N, steps] greedy ids with
+        <pad>/<bos> banned, each the arg-max of its step).
+    """
+    cells = model.stack.cells()
+    normalized = [normalize_theta(keras.ops.convert_to_tensor(t, "float32")) for t in thetas]
+    states = [cell.get_initial_state(len(thetas[0])) for cell in cells]
+    token = np.full(len(thetas[0]), 1, np.int32)  # <bos>
+    scores, chosen = [], []
+    for t in range(steps):
+        x = model.embedding(keras.ops.convert_to_tensor(token))
+        gated = []
+        for l, cell in enumerate(cells):
+            x, states[l] = cell(keras.ops.concatenate([x, normalized[l]], axis=-1), states[l])
+            gated.append(x)
+        logits = np.asarray(model.softmax(keras.ops.concatenate(gated, axis=-1)), np.float64)
+        top = logits.max(-1, keepdims=True)
+        scores.append(logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True)))
+        banned = logits.copy()
+        banned[:, :2] = -np.inf
+        chosen.append(banned.argmax(-1).astype(np.int32))
+        token = chosen[-1] if forced is None else forced[:, t]
+    return np.stack(scores, 1), np.stack(chosen, 1)
+
+
+def test_compiled_generation_step_equals_the_old_eager_decoder(trained):
+    model, V = trained["model"], trained["model"].vocab_size
+    document = np.zeros((J, model.topic_vocab_size), np.float32)
+    for j in range(J):
+        np.add.at(document[j], trained["valid_seq"].context(0, j), 1.0)
+    conditioning = model.generation_conditioning(1, context_bow=document)
+    thetas = [np.asarray(t[0], np.float64)
+              for t in model.encoder(document[None], training=False, sample=False)[0]]
+    np.testing.assert_allclose(np.asarray(conditioning[0]),
+                               np.asarray(normalize_theta(thetas[0].astype(np.float32))))
+    prefix = np.random.default_rng(0).integers(3, V, size=(J, 9)).astype(np.int32)
+    old, _ = _old_eager_decoder(model, thetas, 9, forced=prefix)
+
+    @tf.function
+    def compiled(tokens, conditioning):
+        # The base class's contract, traced: generation_step over the forced prefix.
+        state, token, scores = model.initial_generation_state(J), tf.ones([J], tf.int32), []
+        for t in range(tokens.shape[1]):
+            log_probs, state = model.generation_step(token, state, conditioning)
+            scores.append(log_probs)
+            token = tokens[:, t]
+        return tf.stack(scores, 1)
+
+    new = np.asarray(compiled(tf.constant(prefix), conditioning), np.float64)
+    assert new.shape == (J, 9, V) and np.ptp(old[:, 1]) > 1.0   # a trained, varied model
+    np.testing.assert_allclose(new, old, atol=2e-5)
+    # The training forward pass (fused LSTMs, theta of the same contexts) on the same
+    # prefix gives the same next-token distributions.
+    inputs = np.concatenate([np.ones((J, 1), np.int32), prefix[:, :-1]], 1)[None]
+    logits = model({"tokens": inputs, "context_bow": document[None]})[0]
+    np.testing.assert_allclose(np.asarray(keras.ops.log_softmax(logits, axis=-1)), old,
+                               atol=2e-5)
+
+    # Greedy generation on the compiled loop = the old decoder's greedy sentences: from
+    # the contexts, a topic, the prior and a paragraph chain (theta drawn as before).
+    def live(ids):
+        return np.cumsum(ids == 2, axis=1) - (ids == 2) == 0
+
+    cases = [(model.generate(2, max_len=12, context_bow=document),
+              [np.repeat(t, 2, axis=0) for t in thetas]),
+             (model.generate(3, max_len=12, topic=4),
+              [np.tile(t[None], (3, 1)) for t in topic_thetas(model.phis, 4)]),
+             (model.generate(3, max_len=12, seed=7),
+              prior_chain(model.topic_model, 3, 1, np.random.default_rng(7))[0]),
+             (model.generate_paragraph(4, max_len=12, seed=8),
+              [np.concatenate([step[l] for step in prior_chain(
+                  model.topic_model, 1, 4, np.random.default_rng(8))]) for l in range(2)])]
+    for ids, case_thetas in cases:
+        _, reference = _old_eager_decoder(model, case_thetas, 12)
+        mask = live(ids)
+        np.testing.assert_array_equal(ids[mask], reference[mask])
+        assert (ids[~mask] == 0).all()
+    # With a tokenizer, the paragraph comes back as text of the same ids.
+    from tfktopic.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer(trained["lm"], trained["topic"])
+    assert model.generate_paragraph(4, max_len=12, seed=8, tokenizer=tokenizer) == \
+        tokenizer.decode_batch(cases[3][0])
 
 
 def test_topic_hierarchy_json_and_dot(trained, tmp_path):
@@ -509,7 +603,7 @@ def test_bad_arguments():
     model(_random_batch(np.random.default_rng(0), 1, 20, 10))
     with pytest.raises(ValueError, match="method must be one of"):
         model.generate(method="beam")
-    with pytest.raises(ValueError, match="top_k must be >= 1"):
+    with pytest.raises(ValueError, match="top_k must be an integer >= 1"):
         model.generate(method="top_k", top_k=0)
     with pytest.raises(ValueError, match="topic must be in"):
         model.generate(topic=8)

@@ -89,6 +89,20 @@ def test_train_run_records_the_resolved_rule_in_run_json(tmp_path):
                             cardinalities=(10,))
     assert report["npmi"]["mean"] == pytest.approx(direct.mean)
     assert report["npmi"]["reference"] == runs.NPMI_REFERENCE
+    # Diversity of the top-25 words (Dieng et al. 2020), and a same-K LDA beside it.
+    from tfktopic.evaluation.coherence import topic_diversity
+
+    assert report["diversity"]["value"] == topic_diversity(runs.run_topics(run, 25), 25)
+    assert "lda_baseline" not in report
+    with_lda = runs.evaluate_run(run, corpus="lee", max_documents=12, num_generated=0,
+                                 log=None, lda_baseline=True)
+    assert with_lda["lda_baseline"]["num_topics"] == len(topics)
+    assert 1 / len(topics) <= with_lda["lda_baseline"]["diversity"] <= 1.0
+    # train_run's results hold the same quality report (LDA on the same split)
+    results = json.loads((out / "results.json").read_text())
+    assert results["topic_quality"]["model"]["npmi"] == pytest.approx(report["npmi"]["mean"])
+    assert results["topic_quality"]["lda"]["npmi"] == pytest.approx(
+        with_lda["lda_baseline"]["npmi"])
     # Without its training corpus the NPMI is skipped with the reason, not silently.
     run.config["corpus"] = str(tmp_path / "gone.txt")
     run.config["format"] = "tdlm"

@@ -20,8 +20,9 @@ top words of the topics and topic-conditioned sentences. ``evaluate``,
 
 ``report`` reads a corpus, splits it by document, builds the LM and topic
 vocabularies on the training part, builds the sentence windows with leak-free
-evaluation contexts and prints corpus statistics, vocabulary sizes and a sample
-batch of the tf.data pipeline.
+evaluation contexts (the run's data path, `tfktopic.runs.read_corpus` and
+`tfktopic.runs.prepare_data`) and prints corpus statistics, vocabulary sizes and
+a sample batch of the tf.data pipeline.
 
 Every user error exits with status 2 and one line
 ``tfktopic <command>: error: ...`` naming the file or argument, and nothing
@@ -42,49 +43,40 @@ __all__ = ["main"]
 
 
 def _report(args):
-    from tfktopic.data import (TopicVocabulary, Vocabulary, load_corpus, sentence_examples)
-    from tfktopic.data.pipeline import sentence_dataset
+    from tfktopic import runs
 
-    kwargs = {}
-    if args.format == "ptb":
-        kwargs["sentences_per_document"] = args.sentences_per_document
-    if args.format == "imdb" and args.limit:
-        kwargs["limit"] = args.limit
-    from tfktopic.runs.data import split_corpus
-
-    corpus = load_corpus(args.corpus, format=args.format, **kwargs)
-    train, valid, test = split_corpus(corpus, args.seed).values()
+    data = {**runs.DATA_DEFAULTS, "min_count": args.min_count, "min_doc_freq": args.min_doc_freq,
+            "stopwords": args.stopwords, "sentences_per_document": args.sentences_per_document}
+    corpus = runs.read_corpus(args.corpus, args.format, data,
+                              max_documents=(args.limit or None) if args.format == "imdb" else None)
+    # The run's data path on the corpus read: split, vocabularies, sentence windows.
+    prepared = runs.prepare_data({"name": "lstm", "data": data}, corpus, seed=args.seed)
+    parts, lm_vocab, topic_vocab = prepared.parts, prepared.lm_vocab, prepared.topic_vocab
     print(f"corpus: {corpus.source or args.corpus} (format {args.format or 'inferred'})")
     header = f"{'split':<6}{'docs':>8}{'sentences':>11}{'tokens':>11}{'types':>9}{'sent.len':>10}"
     print(header)
-    for name, part in (("all", corpus), ("train", train), ("valid", valid), ("test", test)):
+    for name, part in (("all", corpus), *parts.items()):
         s = part.stats()
         print(f"{name:<6}{s['num_documents']:>8}{s['num_sentences']:>11}{s['num_tokens']:>11}"
               f"{s['num_types']:>9}{s['mean_sentence_length']:>10.1f}")
-    lm_vocab = Vocabulary.build(train, min_count=args.min_count)
-    topic_vocab = TopicVocabulary.build(train, lm_vocab, stopwords=args.stopwords,
-                                        min_doc_freq=args.min_doc_freq)
     print(f"LM vocabulary: {len(lm_vocab)} types (min count {args.min_count}, "
           f"{lm_vocab.num_predictable} predictable)")
     print(f"topic vocabulary: {len(topic_vocab)} words (removed: "
           + ", ".join(f"{k} {v}" for k, v in sorted(topic_vocab.ignored.items())) + ")")
-    train_examples = sentence_examples(train, lm_vocab, topic_vocab, protocol="all_other")
-    test_examples = sentence_examples(test, lm_vocab, topic_vocab, protocol="preceding")
+    train_examples, test_examples = prepared.examples["train"], prepared.examples["test"]
     print(f"sentence windows: train {len(train_examples)} (context: all other sentences), "
           f"test {len(test_examples)} (context: preceding sentences only, leak-free)")
     oov = sum(int((row == lm_vocab.unk_id).sum()) for row in test_examples.targets)
     print(f"test targets: {test_examples.num_targets} (<unk> rate "
           f"{oov / max(test_examples.num_targets, 1):.2%})")
-    batch = next(iter(sentence_dataset(test_examples, batch_size=args.batch_size, shuffle=True,
-                                       seed=args.seed)))
+    batch = next(iter(prepared.dataset("test", args.batch_size, shuffle=True, seed=args.seed)))
     print("sample test batch:")
     for key, value in batch.items():
         print(f"  {key:<12} {value.dtype.name:<8} {tuple(value.shape)}")
     row = int(batch["context_bow"].numpy().sum(axis=1).argmax())
-    tokens = lm_vocab.decode(batch["tokens"].numpy()[row], strip_special=True)
     bow = batch["context_bow"].numpy()[row]
-    top = [topic_vocab.words[i] for i in bow.argsort()[::-1][:10] if bow[i] > 0]
-    print(f"  sentence: {' '.join(tokens)}")
+    top = topic_vocab.decode([i for i in bow.argsort()[::-1][:10] if bow[i] > 0])
+    print(f"  sentence: {prepared.tokenizer.decode(batch['tokens'].numpy()[row])}")
     print(f"  its context ({int(bow.sum())} topic words), most frequent: {', '.join(top)}")
     return 0
 
@@ -119,7 +111,8 @@ def _evaluate(args):
         run = load_run(directory)
         report = evaluate_run(run, corpus=args.corpus, format=args.format,
                               protocol=args.protocol, max_documents=args.max_documents,
-                              num_generated=args.num_generated, seed=args.seed)
+                              num_generated=args.num_generated, seed=args.seed,
+                              lda_baseline=args.lda_baseline)
         write_json(out, json.loads(json.dumps(report, default=float)))
     print(f"wrote {out}")
     return 0
@@ -278,6 +271,9 @@ def _parser():
                           help="sentences generated for BLEU (generating models; 0: skip)")
     evaluate.add_argument("--json", default=None, help="output JSON (default DIR/evaluation.json)")
     evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--lda-baseline", action="store_true",
+                          help="topic models: also fit a gensim LDA with as many topics on the "
+                               "run's training split and report its NPMI and diversity")
     evaluate.set_defaults(handler=_evaluate)
 
     topics = commands.add_parser(

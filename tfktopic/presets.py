@@ -22,10 +22,11 @@ units; 128-d and 1 x 256), so ``--preset small`` compares like with like;
 
 **Data rules** given for a paper's corpus size (TCNLM: topic words must occur in
 >= 100 of the 50K APNEWS training documents) are stated with the
-``reference_documents`` they were given for and resolved in one place,
-`Preset.resolve_data`: on a smaller corpus the ``min_doc_freq`` threshold
-scales with the number of training documents (never below 1, never above the
-stated value).
+``reference_documents`` they were given for, and resolved in one place,
+`tfktopic.runs.data.resolve_data_rules` (which `Preset.resolve_data` and
+``tfktopic train`` both call): on a smaller corpus the ``min_doc_freq``
+threshold scales with the number of training documents (never below 1, never
+above the stated value).
 
 `available` / `get` return the pre-`Preset` layouts (TCNLM nested, TopicRNN
 and LDA+LSTM flat, rGBN-RNN flat, SG-MCMC flat) that ``tfktopic.runs`` and the
@@ -42,10 +43,14 @@ from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, tcnlm, tc
                              topicrnn, topicrnn_presets)
 from tfktopic.models.rgbn import presets as rgbn_presets
 
-__all__ = ["Preset", "RELATIVE_DATA_KEYS", "preset", "names", "available", "get"]
+__all__ = ["Preset", "RELATIVE_DATA_KEYS", "REFERENCE_DATA_KEY", "preset", "names", "available",
+           "get"]
 
 #: Data settings given for a corpus of `Preset.reference_documents` documents.
 RELATIVE_DATA_KEYS = ("min_doc_freq",)
+#: The data key that carries `Preset.reference_documents` to
+#: `tfktopic.runs.data.resolve_data_rules` (`Preset.run_data`).
+REFERENCE_DATA_KEY = "min_doc_freq_reference_docs"
 _PARTS = ("model", "data", "training")
 _ENTRY_KEYS = set(_PARTS) | {"description", "reference_documents"}
 
@@ -104,29 +109,42 @@ class Preset:
         """``{"model", "data", "training"}`` as new (deep-copied) dicts."""
         return {part: copy.deepcopy(dict(getattr(self, part))) for part in _PARTS}
 
+    def run_data(self):
+        """The data settings as the run code reads them (a new dict).
+
+        With `reference_documents`, a data rule of `RELATIVE_DATA_KEYS`
+        carries its corpus size as ``data[REFERENCE_DATA_KEY]``, for
+        `tfktopic.runs.data.resolve_data_rules`.
+
+        Returns:
+            dict of data settings.
+        """
+        data = copy.deepcopy(dict(self.data))
+        if self.reference_documents and any(key in data for key in RELATIVE_DATA_KEYS):
+            data[REFERENCE_DATA_KEY] = int(self.reference_documents)
+        return data
+
     def resolve_data(self, num_documents):
         """The data settings for a training corpus of `num_documents` documents.
 
-        The one place where the data rules are resolved: each key of
-        `RELATIVE_DATA_KEYS` given for `reference_documents` documents is
-        scaled by ``num_documents / reference_documents`` when the corpus is
-        smaller (rounded, at least 1); other settings are returned unchanged.
+        `tfktopic.runs.data.resolve_data_rules` (the one implementation of the
+        data rules) applied to `run_data`: ``min_doc_freq`` given for
+        `reference_documents` documents is scaled by ``num_documents /
+        reference_documents`` when the corpus is smaller (rounded, at least 1);
+        other settings are returned unchanged.
 
         Args:
             num_documents: training documents of the corpus (int >= 1).
 
         Returns:
-            dict of data settings.
+            dict of data settings (the preset's keys, no rule bookkeeping).
         """
+        from tfktopic.runs.data import resolve_data_rules  # tfktopic.runs reads the presets
+
         if isinstance(num_documents, bool) or int(num_documents) < 1:
             raise ValueError(f"num_documents must be >= 1, got {num_documents!r}")
-        data = copy.deepcopy(dict(self.data))
-        reference = self.reference_documents
-        if reference is not None and int(num_documents) < int(reference):
-            for key in RELATIVE_DATA_KEYS:
-                if key in data:
-                    data[key] = max(1, round(data[key] * int(num_documents) / int(reference)))
-        return data
+        data, _ = resolve_data_rules(self.run_data(), int(num_documents))
+        return {key: data[key] for key in self.data}
 
 
 def _rgbn_entries(recurrent):

@@ -110,8 +110,13 @@ class Tokenizer:
         """int ``[N, T]`` LM ids (e.g. `generate`'s output) -> N strings."""
         return [self.decode(row) for row in np.atleast_2d(np.asarray(ids))]
 
-    def bow(self, text):
+    def bow(self, text, max_words=None):
         """Raw text -> its topic bag of words, float32 ``[V_c]`` counts.
+
+        Args:
+            text: raw text.
+            max_words: count only the first `max_words` topic words (a model's
+                ``context_len``); `None` counts them all.
 
         Raises:
             VocabularyError: the tokenizer has no topic vocabulary.
@@ -119,6 +124,8 @@ class Tokenizer:
         if self.topic_vocab is None:
             raise VocabularyError("this tokenizer has no topic vocabulary (bow needs one)")
         ids = self.topic_vocab.topic_ids(self.encode(text))
+        if max_words is not None:
+            ids = ids[:int(max_words)]
         return np.bincount(ids, minlength=len(self.topic_vocab)).astype(np.float32)
 
     def __repr__(self):

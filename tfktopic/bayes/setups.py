@@ -224,10 +224,10 @@ def char_data(path, num_steps=100, batch_size=100, fractions=(0.8, 0.1, 0.1), li
         dict with ``train``, ``valid``, ``test`` datasets, ``vocab`` (a
         `Vocabulary` of characters) and ``num_train_tokens``.
     """
-    from tfktopic.data.corpora import _decoded_lines
+    from tfktopic.data.corpora import decoded_lines
     from tfktopic.data.vocab import Vocabulary
 
-    text = "".join(line + "\n" for _, line in _decoded_lines(path))
+    text = "".join(line + "\n" for _, line in decoded_lines(path))
     if limit_chars:
         text = text[:limit_chars]
     bounds = np.cumsum([0] + [int(f * len(text)) for f in fractions])

@@ -548,6 +548,17 @@ class PSGLD(_LangevinOptimizer):
     def _slots(self, variable):
         return [self._sq_averages[self._get_variable_index(variable)]]
 
+    def squared_average(self, variable):
+        """The running average of squared gradients V of one model variable.
+
+        Args:
+            variable: one of the variables the optimizer was built for.
+
+        Returns:
+            The optimizer variable holding V (same shape as `variable`).
+        """
+        return self._slots(variable)[0]
+
     def _precondition(self, gradient, slots, step):
         """V update and the denominator D of G = 1/D (pure; see the class doc)."""
         (sq_avg,) = slots

@@ -26,4 +26,4 @@ from tfktopic.data.streams import (
     document_streams,
     stream_examples,
 )
-from tfktopic.data.vocab import TopicVocabulary, Vocabulary, load_stopwords
+from tfktopic.data.vocab import TopicVocabulary, Vocabulary, load_stopwords, topic_words

@@ -41,6 +41,7 @@ __all__ = [
     "read_text",
     "read_lee",
     "lee_corpus_path",
+    "decoded_lines",
 ]
 
 FORMATS = ("tdlm", "ptb", "imdb", "text", "lee")
@@ -158,8 +159,19 @@ def _open_binary(path):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
-def _decoded_lines(path):
-    """Yield (line_number, text) of a UTF-8 file, with clear decoding errors."""
+def decoded_lines(path):
+    """The lines of a UTF-8 text file (``.gz`` read compressed), with clear errors.
+
+    Args:
+        path: the file.
+
+    Yields:
+        (line_number, text): 1-based numbers, the text without its line ending.
+
+    Raises:
+        CorpusFormatError: a missing file, a directory, an empty file or bytes
+            that are not UTF-8 (naming the file, line and column).
+    """
     path = _check_file(path)
     empty = True
     with _open_binary(path) as handle:
@@ -230,7 +242,7 @@ def read_tdlm(path, skip_empty=False):
     >>> corpus = read_tdlm("../shared/data/apnews/apnews.txt")  # doctest: +SKIP
     """
     documents, tab_lines, number = [], 0, 0
-    for number, line in _decoded_lines(path):
+    for number, line in decoded_lines(path):
         tab_lines += "\t" in line.strip()
         document = [s.split() for s in line.split("\t")]
         document = [s for s in document if s]
@@ -263,7 +275,7 @@ def read_ptb(path, sentences_per_document=10, skip_empty=False):
     if int(sentences_per_document) < 1:
         raise ValueError(f"sentences_per_document must be >= 1, got {sentences_per_document}")
     sentences, tab_lines, number = [], 0, 0
-    for number, line in _decoded_lines(path):
+    for number, line in decoded_lines(path):
         tab_lines += "\t" in line.strip()
         tokens = line.split()
         if not tokens:
@@ -278,7 +290,7 @@ def read_ptb(path, sentences_per_document=10, skip_empty=False):
 
 def _imdb_jsonl_records(path, split, labels):
     """Yield (id, label, raw text) of the selected reviews of a jsonl(.gz) file."""
-    for number, line in _decoded_lines(path):
+    for number, line in decoded_lines(path):
         if not line.strip():
             continue
         try:
@@ -303,7 +315,7 @@ def _imdb_directory_records(root, split, labels):
             if not label_dir.is_dir():
                 continue
             for file in sorted(label_dir.glob("*.txt"), key=lambda p: (len(p.name), p.name)):
-                text = "\n".join(line for _, line in _decoded_lines(file))
+                text = "\n".join(line for _, line in decoded_lines(file))
                 yield f"{split_name}/{label}/{file.stem}", label, text
 
 
@@ -356,7 +368,7 @@ def read_text(path, documents="paragraph", lowercase=True):
     if documents not in ("paragraph", "line", "file"):
         raise ValueError(f"documents must be 'paragraph', 'line' or 'file', got {documents!r}")
     blocks, current = [], []
-    for _, line in _decoded_lines(path):
+    for _, line in decoded_lines(path):
         if documents == "line" or (documents == "paragraph" and not line.strip()):
             if documents == "line":
                 current.append(line)

@@ -27,7 +27,8 @@ import numpy as np
 from tfktopic.atomic import write_json
 from tfktopic.errors import VocabularyError
 
-__all__ = ["Vocabulary", "TopicVocabulary", "load_stopwords", "PAD", "BOS", "EOS", "UNK"]
+__all__ = ["Vocabulary", "TopicVocabulary", "load_stopwords", "topic_words", "PAD", "BOS", "EOS",
+           "UNK"]
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -189,6 +190,18 @@ class Vocabulary:
             tokens.append(self._tokens[i])
         return tokens
 
+    def map_unknown(self, tokens):
+        """Tokens as the language model sees them: those not in the vocabulary
+        become ``<unk>`` (``decode(encode(tokens))``).
+
+        Args:
+            tokens: a list of tokens (a tokenised sentence).
+
+        Returns:
+            A list of tokens of the same length.
+        """
+        return self.decode(self.encode(tokens))
+
     @property
     def checksum(self):
         """SHA-256 of the tokens in id order: two vocabularies differ iff their checksums do."""
@@ -235,9 +248,9 @@ def load_stopwords(source="gensim"):
 
         return frozenset(STOPWORDS)
     if isinstance(source, (str, pathlib.Path)):
-        from tfktopic.data.corpora import _decoded_lines
+        from tfktopic.data.corpora import decoded_lines
 
-        return frozenset(line.strip().lower() for _, line in _decoded_lines(source) if line.strip())
+        return frozenset(line.strip().lower() for _, line in decoded_lines(source) if line.strip())
     return frozenset(str(w).lower() for w in source)
 
 
@@ -344,6 +357,17 @@ class TopicVocabulary:
         mapped = self.lm_to_topic[np.asarray(lm_ids, dtype=np.int64)]
         return mapped[mapped >= 0]
 
+    def decode(self, ids):
+        """Topic ids -> topic words (`topic_words` of this vocabulary).
+
+        Args:
+            ids: int topic ids, a sequence or array of any shape.
+
+        Returns:
+            The words, as (nested) lists shaped like `ids`.
+        """
+        return topic_words(self, ids)
+
     @property
     def checksum(self):
         """SHA-256 of the topic words in id order (see `Vocabulary.checksum`)."""
@@ -371,3 +395,24 @@ class TopicVocabulary:
 
     def __repr__(self):
         return f"TopicVocabulary(size={len(self)}, lm_size={len(self.lm_vocab)})"
+
+
+def topic_words(vocabulary, ids):
+    """Topic ids -> topic words: the one id-to-word lookup of the topic vocabulary.
+
+    Args:
+        vocabulary: a `TopicVocabulary` (or any object with its ``words``), or
+            the list of the V_c topic words in id order.
+        ids: int topic ids, a sequence or array of any shape (e.g. ``[K, top_n]``).
+
+    Returns:
+        The words, as (nested) lists shaped like `ids`.
+
+    Example:
+    >>> topic_words(["cat", "dog", "sat"], [[2, 0], [1, 1]])
+    [['sat', 'cat'], ['dog', 'dog']]
+    """
+    words = getattr(vocabulary, "words", vocabulary)
+    table = np.empty(len(words), dtype=object)
+    table[:] = list(words)
+    return table[np.asarray(ids, dtype=np.int64)].tolist()

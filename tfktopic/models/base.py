@@ -57,6 +57,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfktopic import pretrained
+from tfktopic.data.vocab import topic_words
 from tfktopic.distribute import global_logs, replica_share
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import Perplexity
@@ -189,19 +190,22 @@ class TopicLanguageModel(keras.Model):
         """What every step is conditioned on (e.g. the topic vector), one row per sentence.
 
         Args:
-            num_sentences: N.
+            num_sentences: N (a model may make more rows, e.g. rGBN-RNN's
+                num_sentences per context row; `generate` follows the rows).
             topic: the model's topic choice (an index, weights, ...), or `None`.
             context_bow: a context bag of words [V_c] or [N, V_c], or `None`.
             seed: seed of any draw (e.g. topics from the prior).
             **options: model-specific options (e.g. TopicRNN's ``topic_strength``).
 
         Returns:
-            A tensor (or nested structure of tensors) with N rows.
+            A tensor (or nested structure of tensors) with one row per
+            generated sentence.
         """
         raise NotImplementedError(f"{type(self).__name__} does not generate")
 
     def initial_generation_state(self, num_sentences):
-        """The recurrent state before ``<bos>`` (nested tensors with N rows)."""
+        """The recurrent state before ``<bos>`` (nested tensors with `num_sentences`
+        rows: the rows of `generation_conditioning`)."""
         raise NotImplementedError(f"{type(self).__name__} does not generate")
 
     def generation_step(self, token, state, conditioning):
@@ -239,9 +243,10 @@ class TopicLanguageModel(keras.Model):
             **options: model-specific conditioning options.
 
         Returns:
-            int32 array [num_sentences, max_len] of LM ids (each row ends at its
-            first ``<eos>``, then ``<pad>``), or with a `tokenizer` the list of
-            num_sentences strings.
+            int32 array [N, max_len] of LM ids, one row per generated sentence
+            (N = num_sentences unless the model's conditioning makes more rows;
+            each row ends at its first ``<eos>``, then ``<pad>``), or with a
+            `tokenizer` the list of N strings.
 
         Raises:
             ValueError: a bad argument (named).
@@ -266,7 +271,9 @@ class TopicLanguageModel(keras.Model):
         conditioning = self.generation_conditioning(int(num_sentences), topic=topic,
                                                     context_bow=context_bow, seed=seed,
                                                     **options)
-        state = self.initial_generation_state(int(num_sentences))
+        # One row per generated sentence: num_sentences, or more (rGBN-RNN: per context row).
+        rows = int(tf.nest.flatten(conditioning)[0].shape[0])
+        state = self.initial_generation_state(rows)
         banned = np.zeros(self.vocab_size, bool)
         banned[[_PAD, _BOS] if allow_unk else [_PAD, _BOS, _UNK]] = True
         loop = self._generation_loops
@@ -412,11 +419,11 @@ class TopicLanguageModel(keras.Model):
         ids = np.argsort(-weights, axis=1, kind="stable")[:, :int(top_n)]
         if vocabulary is None:
             return ids
-        words = list(getattr(vocabulary, "words", vocabulary))
-        if len(words) != width:
-            raise ValueError(f"vocabulary has {len(words)} words but the model's topic "
+        size = len(getattr(vocabulary, "words", vocabulary))
+        if size != width:
+            raise ValueError(f"vocabulary has {size} words but the model's topic "
                              f"vocabulary has {width}")
-        return [[words[i] for i in row] for row in ids]
+        return topic_words(vocabulary, ids)
 
     @staticmethod
     def _check_bow_width(bow, width):

@@ -136,7 +136,7 @@ def resolve_data_rules(data, num_train_documents):
     ``max(1, round(min_doc_freq * N_train / reference_docs))`` when the
     training split is smaller than the reference (never scaled up). An
     explicit ``--set min_doc_freq=N`` is absolute (`apply_overrides` drops the
-    reference).
+    reference). `tfktopic.presets.Preset.resolve_data` calls this function too.
 
     Args:
         data: data settings (not changed).
@@ -332,6 +332,13 @@ class RunData:
     data: dict
     examples: dict
     notes: list = dataclasses.field(default_factory=list)
+
+    @property
+    def tokenizer(self):
+        """The `tfktopic.tokenizer.Tokenizer` of the two vocabularies."""
+        from tfktopic.tokenizer import Tokenizer
+
+        return Tokenizer(self.lm_vocab, self.topic_vocab)
 
     @property
     def unit(self):

@@ -35,6 +35,13 @@ class Run:
         """The model name (one of `MODELS`)."""
         return self.config["model"]
 
+    @property
+    def tokenizer(self):
+        """The run's `tfktopic.tokenizer.Tokenizer` (its two vocabularies)."""
+        from tfktopic.tokenizer import Tokenizer
+
+        return Tokenizer(self.lm_vocab, self.topic_vocab)
+
 
 def resolve_run_dir(arg):
     """The run directory named by a command-line argument.

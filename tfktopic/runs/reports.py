@@ -38,6 +38,70 @@ def run_topics(run, top_n=10):
     return run.model.topics(top_n, run.topic_vocab)
 
 
+#: Words per topic of the coherence (Lau et al.) and of the diversity (Dieng et al. 2020).
+NPMI_TOP_N, DIVERSITY_TOP_N = 10, 25
+
+
+def topic_quality(topics, train, top_n=NPMI_TOP_N, diversity_top_n=DIVERSITY_TOP_N):
+    """NPMI coherence and topic diversity of a list of topics (the package's one rule).
+
+    Args:
+        topics: K lists of words ranked by weight, at least `diversity_top_n` long
+            (shorter topics: the diversity over their length).
+        train: the run's training `Corpus` (the NPMI reference, `npmi_reference`).
+        top_n: words per topic of the NPMI (Lau et al.: 10).
+        diversity_top_n: words per topic of the diversity (Dieng et al.: 25).
+
+    Returns:
+        dict ``npmi`` (mean over topics), ``npmi_per_topic``, ``diversity``,
+        ``top_n``, ``diversity_top_n`` and ``reference``.
+    """
+    from tfktopic.evaluation import npmi_coherence
+    from tfktopic.evaluation.coherence import topic_diversity
+
+    size = min(int(top_n), min(len(t) for t in topics))
+    heads = [list(t)[:size] for t in topics]
+    coherence = npmi_coherence(heads, counts=npmi_reference(train, [w for t in heads for w in t]),
+                               cardinalities=(size,))
+    width = min(int(diversity_top_n), min(len(t) for t in topics))
+    return {"npmi": coherence.mean, "npmi_per_topic": coherence.per_topic,
+            "diversity": topic_diversity(topics, top_n=width), "top_n": size,
+            "diversity_top_n": width, "reference": NPMI_REFERENCE}
+
+
+def lda_topics(train, topic_vocab, num_topics, seed=0, passes=10, top_n=DIVERSITY_TOP_N):
+    """The top words of a gensim LDA with `num_topics` topics fitted on the training split
+    (the baseline every model's topics are compared with)."""
+    from tfktopic.models.lda_lstm import fit_lda
+
+    lda = fit_lda(train, topic_vocab, num_topics=int(num_topics), passes=passes, seed=seed)
+    words = topic_vocab.words
+    return [[words[i] for i, _ in lda.get_topic_terms(k, topn=int(top_n))]
+            for k in range(int(num_topics))]
+
+
+def quality_report(run, train, seed=0, log=print, lda=True):
+    """Topic quality of a run beside a same-K gensim LDA on the same training split.
+
+    Returns:
+        dict ``model`` (`topic_quality` of the first layer's topics) and, with
+        `lda`, ``lda`` (the LDA's), both printed in one line each.
+    """
+    topics = run_topics(run, DIVERSITY_TOP_N)
+    topics = topics[0] if run.name in HIERARCHICAL_MODELS else topics
+    report = {"model": topic_quality(topics, train)}
+    say(log, f"topic quality ({len(topics)} topics; NPMI of the top {report['model']['top_n']} "
+             f"words against {NPMI_REFERENCE}, diversity of the top "
+             f"{report['model']['diversity_top_n']}): NPMI {report['model']['npmi']:.4f}, "
+             f"diversity {report['model']['diversity']:.3f}")
+    if lda:
+        baseline = topic_quality(lda_topics(train, run.topic_vocab, len(topics), seed), train)
+        report["lda"] = baseline
+        say(log, f"gensim LDA with {len(topics)} topics on the same split: NPMI "
+                 f"{baseline['npmi']:.4f}, diversity {baseline['diversity']:.3f}")
+    return report
+
+
 def print_topics(run, top_n, log):
     """Print the top words of a run's topics (per layer); returns the first layer's."""
     topics = run_topics(run, top_n)
@@ -115,17 +179,14 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
 def _topic_weights(run, top_n):
     """(words, weights) of each topic: its word distribution (a softmax of the
     row where the model's topic-word matrix holds logits, e.g. TopicRNN's B)."""
-    import numpy as np
-
     matrix = np.asarray(run.model.topic_word_matrix(), dtype=np.float64)
     if np.any(matrix < 0) or not np.allclose(matrix.sum(axis=1), 1.0, atol=1e-3):
         matrix = np.exp(matrix - matrix.max(axis=1, keepdims=True))
         matrix /= matrix.sum(axis=1, keepdims=True)
-    words = list(run.topic_vocab.words)
     topics = []
     for row in matrix:
         order = np.argsort(-row, kind="stable")[:int(top_n)]
-        topics.append(([words[i] for i in order], [float(row[i]) for i in order]))
+        topics.append((run.topic_vocab.decode(order), [float(row[i]) for i in order]))
     return topics
 
 
@@ -163,7 +224,7 @@ def _evaluation_corpus(run, corpus, format, max_documents):
 
 
 def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_documents=None,
-                 num_generated=100, seed=0, log=print):
+                 num_generated=100, seed=0, log=print, lda_baseline=False):
     """Perplexity, NPMI coherence and BLEU of a run on a corpus.
 
     Args:
@@ -175,17 +236,20 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
             papers' protocol, which lets future text into the context).
         max_documents: with `corpus`, score only its first N documents.
         num_generated: generating models: sentences generated for BLEU.
-        seed: generation seed.
+        seed: generation seed (and the LDA baseline's).
         log: output lines (`None`: silent).
+        lda_baseline: topic models: also fit a gensim LDA with as many topics
+            on the run's training split and report its NPMI and diversity.
 
     Returns:
         dict: ``perplexity`` (`PerplexityResult.as_dict`), ``unigram_ppl``,
         topic models ``npmi`` (top-10 words; reference: the run's training
-        split, `tfktopic.runs.data.npmi_reference`), generating models
+        split, `tfktopic.runs.data.npmi_reference`) and ``diversity`` (top-25
+        words), with `lda_baseline` ``lda_baseline``; generating models
         ``bleu`` (test-BLEU-3/4 against the corpus
         sentences and self-BLEU-3/4).
     """
-    from tfktopic.evaluation import bleu_report, npmi_coherence
+    from tfktopic.evaluation import bleu_report
 
     protocol = normalize_protocol(protocol)
     part, description = _evaluation_corpus(run, corpus, format, max_documents)
@@ -220,17 +284,17 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
                      f"{reason}")
             train = None
     if run.name in TOPIC_MODELS and train is not None:
-        counts = npmi_reference(train, [w for t in topics for w in t])
-        size = min(len(t) for t in topics)
-        coherence = npmi_coherence(topics, counts=counts, cardinalities=(size,))
-        report["npmi"] = {"mean": coherence.mean, "top_n": size,
-                          "per_topic": coherence.per_topic, "reference": NPMI_REFERENCE,
-                          "missing_words": coherence.missing_words}
-        say(log, f"NPMI coherence of the top-{size} topic words (reference: "
-                 f"{NPMI_REFERENCE}): {coherence.mean:.4f}")
+        quality = quality_report(run, train, seed=seed, log=log, lda=lda_baseline)
+        ours = quality["model"]
+        report["npmi"] = {"mean": ours["npmi"], "top_n": ours["top_n"],
+                          "per_topic": ours["npmi_per_topic"], "reference": NPMI_REFERENCE}
+        report["diversity"] = {"value": ours["diversity"], "top_n": ours["diversity_top_n"]}
+        if "lda" in quality:
+            report["lda_baseline"] = {"npmi": quality["lda"]["npmi"],
+                                      "diversity": quality["lda"]["diversity"],
+                                      "num_topics": len(topics)}
     if run.name in GENERATING_MODELS and int(num_generated) > 0:
-        lm = run.lm_vocab
-        references = [lm.decode(lm.encode(s)) for s in part.sentences()]
+        references = [run.lm_vocab.map_unknown(s) for s in part.sentences()]
         hypotheses = [h.split() for h in generate_text(run, num=int(num_generated),
                                                        seed=seed, **GENERATION)]
         empty = sum(1 for h in hypotheses if not h)
@@ -253,22 +317,22 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
 def document_bow(run, path):
     """The topic bag of words [V_c] of a text file, tokenised as the run's corpus.
 
-    The file is read as one document (`tfktopic.data.read_text`), encoded with
-    the LM vocabulary, and its topic words (the first ``context_len``) counted.
+    The file is read as one document (its lines joined, as
+    ``tfktopic.data.read_text(path, documents="file")`` reads it) and its topic
+    words (the first ``context_len``) counted by the run's `Tokenizer`.
 
     Raises:
         CorpusFormatError / TfktopicError: missing or unreadable file, or no
             topic word in it.
     """
-    from tfktopic.data import read_text
+    from tfktopic.data.corpora import decoded_lines
 
-    corpus = read_text(path, documents="file")
-    ids = [i for sentence in corpus.sentences() for i in run.lm_vocab.encode(sentence)]
-    topic_ids = run.topic_vocab.topic_ids(ids)[:int(run.config["data"].get("context_len", 300))]
-    if topic_ids.size == 0:
+    text = " ".join(line for _, line in decoded_lines(path))
+    bow = run.tokenizer.bow(text, max_words=int(run.config["data"].get("context_len", 300)))
+    if not bow.any():
         raise TfktopicError(f"{path}: none of its words is in the run's topic vocabulary; "
                             "nothing to condition on")
-    return np.bincount(topic_ids, minlength=len(run.topic_vocab)).astype(np.float32)
+    return bow
 
 
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
@@ -335,8 +399,7 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         if not 0 <= int(topic) < size:
             raise ValueError(f"--topic {topic}: layer {level} has {size} topics (0-{size - 1})")
     bow = None if document is None else document_bow(run, document)
-    decode = lambda rows: [" ".join(run.lm_vocab.decode(row, strip_special=True))
-                           for row in rows]
+    decode = run.tokenizer.decode_batch
     if paragraph is not None:
         texts = []
         for i in range(int(num or 1)):

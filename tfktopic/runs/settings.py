@@ -50,7 +50,8 @@ def preset_settings(model_name, preset="small"):
     Reads `tfktopic.presets.preset` (the one preset table of every model) and
     fills in `DATA_DEFAULTS` and `TRAINING_DEFAULTS`; a data rule given for a
     corpus size (the preset's ``reference_documents``) is kept as
-    ``data["min_doc_freq_reference_docs"]`` for `tfktopic.runs.data.resolve_data_rules`.
+    ``data["min_doc_freq_reference_docs"]`` (`Preset.run_data`) for
+    `tfktopic.runs.data.resolve_data_rules`.
 
     Args:
         model_name: one of `MODELS`.
@@ -79,9 +80,8 @@ def preset_settings(model_name, preset="small"):
                          f"choose from {', '.join(names)}")
     entry = presets.preset(model_name, preset)
     parts = entry.settings()
-    data = {**DATA_DEFAULTS, **{k: v for k, v in parts["data"].items() if k not in _IGNORED_KEYS}}
-    if entry.reference_documents and "min_doc_freq" in parts["data"]:
-        data["min_doc_freq_reference_docs"] = int(entry.reference_documents)
+    data = {**DATA_DEFAULTS,
+            **{k: v for k, v in entry.run_data().items() if k not in _IGNORED_KEYS}}
     training = {**TRAINING_DEFAULTS,
                 **{k: v for k, v in parts["training"].items() if k not in _IGNORED_KEYS}}
     model = parts["model"]

@@ -14,7 +14,7 @@ from tfktopic.runs.data import (given_split, make_examples, perplexity_message, 
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.lock import locked
-from tfktopic.runs.reports import generate_text, print_topics
+from tfktopic.runs.reports import generate_text, print_topics, quality_report
 from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
                                     OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, STREAMED_MODELS,
                                     TOPIC_MODELS, apply_overrides, preset_settings,
@@ -235,7 +235,7 @@ def _progress_callback(path, config):
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
-              verbose=1, log=print, split_seed=None, patience=None):
+              verbose=1, log=print, split_seed=None, patience=None, topic_report=True):
     """Train a model into a run directory, then score it on the test split.
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
@@ -271,6 +271,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
             validation perplexity (`epochs` is then the maximum; default: the
             preset's ``patience``, usually none). What stopped the run is
             recorded (`tfktopic.runs.stopping`).
+        topic_report: topic models: report the topics' NPMI and diversity next
+            to a gensim LDA with as many topics on the same training split.
         overrides: ``KEY=VALUE`` strings or a dict (`apply_overrides`).
         verbose: Keras `fit` verbosity (1: progress bar, 2: a line per epoch).
         log: callable receiving each output line (`None`: silent).
@@ -437,6 +439,9 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     run = Run(model, lm_vocab, topic_vocab, config, out)
     if model_name in TOPIC_MODELS:
         summary["topics"] = print_topics(run, 10, log)
+        if topic_report:
+            summary["topic_quality"] = quality_report(run, parts["train"], seed=int(seed),
+                                                      log=log)
     if model_name in GENERATING_MODELS:
         say(log, "\ngenerated sentences (top-k sampling, conditioned on one topic):")
         summary["generated"] = {}

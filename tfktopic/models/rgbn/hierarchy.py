@@ -18,19 +18,9 @@ import subprocess
 
 import numpy as np
 
-__all__ = ["topic_hierarchy", "hierarchy_to_dot", "hierarchy_to_svg", "vocabulary_words"]
+from tfktopic.data.vocab import topic_words
 
-
-def vocabulary_words(vocabulary):
-    """The word list of a `TopicVocabulary` (its ``words``) or of a list of words.
-
-    Args:
-        vocabulary: an object with a ``words`` attribute, or an iterable of words.
-
-    Returns:
-        list of words, indexed by id.
-    """
-    return list(vocabulary.words) if hasattr(vocabulary, "words") else list(vocabulary)
+__all__ = ["topic_hierarchy", "hierarchy_to_dot", "hierarchy_to_svg"]
 
 
 def topic_hierarchy(model, vocabulary=None, top_n=10, num_children=3, num_transitions=3,
@@ -59,7 +49,6 @@ def topic_hierarchy(model, vocabulary=None, top_n=10, num_children=3, num_transi
     if int(num_children) < 0 or int(num_transitions) < 0:
         raise ValueError(f"num_children and num_transitions must be >= 0, got "
                          f"{num_children}, {num_transitions}")
-    words = None if vocabulary is None else vocabulary_words(vocabulary)
     products = [np.asarray(p, np.float64) for p in model.topic_model.phi_products()]
     layers = []
     for l, loadings in enumerate(products):
@@ -68,7 +57,8 @@ def topic_hierarchy(model, vocabulary=None, top_n=10, num_children=3, num_transi
         for k in range(loadings.shape[1]):
             ids = order[:, k]
             topics.append({"id": k,
-                           "words": [words[i] for i in ids] if words else [int(i) for i in ids],
+                           "words": [int(i) for i in ids] if vocabulary is None
+                           else topic_words(vocabulary, ids),
                            "weights": [round(float(loadings[i, k]), 6) for i in ids]})
         layers.append({"layer": l, "topics": topics})
     hierarchical = []

@@ -50,8 +50,7 @@ from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.rgbn.generation import check_decoding, decode, normalize_theta
-from tfktopic.models.rgbn.hierarchy import vocabulary_words
+from tfktopic.models.rgbn.generation import normalize_theta
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PER_LAYER_KEYS,
                                           PRESETS, TRAINING_KEYS)
 from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_thetas
@@ -460,15 +459,95 @@ class RGBNRNN(TopicLanguageModel):
         thetas, _, _ = self.encoder(bow[None], training=False, sample=sample)
         return [np.asarray(t[0], np.float64) for t in thetas]
 
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
+                                topic_layer=0, sample_theta=False, paragraph=False):
+        """The LM's topic input of every generated sentence (reference rgbn_rnn.md §6.3).
+
+        One theta per sentence and layer, max-normalised (`normalize_theta`,
+        eq. 4) and fixed while the sentence is generated; see `generate` and
+        `generate_paragraph` for where it comes from.
+
+        Args:
+            num_sentences: N (per context row with `context_bow`; the paragraph's
+                sentences with `paragraph`).
+            topic, topic_layer, context_bow, sample_theta: as in `generate`.
+            seed: seed of the theta draws (a numpy Generator).
+            paragraph: thetas of a paragraph: a chain through Pi (eq. 2).
+
+        Returns:
+            list over layers of float32 [N', K_l] tensors, one row per sentence
+            (N' = J * num_sentences for J context rows without `paragraph`).
+
+        Raises:
+            ValueError: a bad topic, layer or context (named).
+        """
+        rng = np.random.default_rng(seed)
+        if paragraph:
+            if topic is not None:
+                raise ValueError("topic: a paragraph starts from the prior or from "
+                                 "context_bow; it does not take a topic")
+            previous = None
+            if context_bow is not None:
+                if not self.recurrent:
+                    raise ValueError("context_bow: continuing a document needs the topic "
+                                     "transitions of rGBN-RNN (recurrent=True)")
+                previous = [t[-1:] for t in self._encode_contexts(context_bow, False)]
+            chain = prior_chain(self.topic_model, 1, int(num_sentences), rng, previous)
+            thetas = [np.concatenate([step[l] for step in chain]) for l in range(self.num_layers)]
+        elif context_bow is not None:
+            thetas = self._encode_contexts(context_bow, sample_theta)
+            thetas = [np.repeat(t, int(num_sentences), axis=0) for t in thetas]
+        elif topic is not None:
+            thetas = [np.tile(t[None], (int(num_sentences), 1))
+                      for t in topic_thetas(self.phis, topic, topic_layer)]
+        else:
+            thetas = prior_chain(self.topic_model, int(num_sentences), 1, rng)[0]
+        return [normalize_theta(ops.convert_to_tensor(t, "float32")) for t in thetas]
+
+    def initial_generation_state(self, num_sentences):
+        """Zero (h, c) of every LSTM layer: each sentence starts from zero states."""
+        return [cell.get_initial_state(num_sentences) for cell in self._step_cells()]
+
+    def generation_step(self, token, state, conditioning):
+        """log p(next token | previous token, state, theta): one step of the
+        topic-gated LSTM stack (eq. 4) with the stack's weights, no dropout.
+
+        Args:
+            token: int32 [N] the previous tokens.
+            state: list over layers of [h, c].
+            conditioning: `generation_conditioning`'s normalised thetas.
+
+        Returns:
+            (float [N, V] log-probabilities, the new state).
+        """
+        x = self.embedding(token)
+        gated, new_state = [], []
+        for cell, theta, layer_state in zip(self._step_cells(), conditioning, state):
+            x, layer_state = cell(ops.concatenate([x, theta], axis=-1), layer_state)
+            gated.append(x)
+            new_state.append(layer_state)
+        logits = self.softmax(ops.concatenate(gated, axis=-1) if len(gated) > 1 else gated[0])
+        return ops.log_softmax(logits, axis=-1), new_state
+
+    def _step_cells(self):
+        """The stack's step cells (`TopicGatedLSTMStack.cells`: its weights, no
+        copies), made once and not tracked by Keras."""
+        cells = self.__dict__.get("_generation_cells")
+        if cells is None:
+            cells = self.stack.cells()
+            object.__setattr__(self, "_generation_cells", cells)
+        return cells
+
     def generate(self, num_sentences=1, max_len=30, topic=None, topic_layer=0, context_bow=None,
-                 method="greedy", temperature=1.0, top_k=10, seed=None, sample_theta=False):
+                 method="greedy", temperature=1.0, top_k=10, seed=None, sample_theta=False,
+                 allow_unk=True, tokenizer=None):
         """Generate sentences guided by topics (reference rgbn_rnn.md §6.3).
 
         The theta of each sentence comes from (in this order of precedence):
 
         * ``context_bow`` -- a document: [J, V_c] per-sentence contexts (or one
-          [V_c] context) encoded by the inference network; one sentence per
-          context row (``num_sentences`` per row);
+          [V_c] context; with a `tokenizer`, text) encoded by the inference
+          network; one sentence per context row (``num_sentences`` per row);
         * ``topic`` -- an int (one topic of layer `topic_layer`), a weight
           vector over that layer's topics (a combination), or a dict
           ``{layer: int | weights}`` mixing topics across layers; the other
@@ -478,7 +557,8 @@ class RGBNRNN(TopicLanguageModel):
 
         Each theta is max-normalised; the LM runs from zero states, starting at
         ``<bos>`` and stopping at ``<eos>`` or `max_len` tokens; ``<pad>`` and
-        ``<bos>`` are never produced.
+        ``<bos>`` are never produced. The tokens are chosen by the base class's
+        compiled loop (`TopicLanguageModel.generate` over `generation_step`).
 
         Args:
             num_sentences: sentences (per context row when `context_bow`).
@@ -492,25 +572,20 @@ class RGBNRNN(TopicLanguageModel):
             seed: seed of theta draws and token sampling.
             sample_theta: with `context_bow`, draw theta from q instead of
                 using its mean.
+            allow_unk: False never generates ``<unk>``.
+            tokenizer: a `tfktopic.tokenizer.Tokenizer`: return text.
 
         Returns:
             int32 [N, max_len] LM ids; each row ends at its ``<eos>`` (kept),
-            followed by ``<pad>`` = 0.
+            followed by ``<pad>`` = 0; with a `tokenizer` the N strings.
         """
-        check_decoding(num_sentences, max_len, method, temperature, top_k)
-        rng = np.random.default_rng(seed)
-        if context_bow is not None:
-            thetas = self._encode_contexts(context_bow, sample_theta)
-            thetas = [np.repeat(t, int(num_sentences), axis=0) for t in thetas]
-        elif topic is not None:
-            thetas = [np.tile(t[None], (int(num_sentences), 1))
-                      for t in topic_thetas(self.phis, topic, topic_layer)]
-        else:
-            thetas = prior_chain(self.topic_model, int(num_sentences), 1, rng)[0]
-        return decode(self, thetas, max_len, method, temperature, top_k, rng)
+        return super().generate(num_sentences, max_len, topic=topic, context_bow=context_bow,
+                                method=method, temperature=temperature, top_k=top_k, seed=seed,
+                                allow_unk=allow_unk, tokenizer=tokenizer,
+                                topic_layer=topic_layer, sample_theta=sample_theta)
 
     def generate_paragraph(self, num_sentences=5, max_len=30, context_bow=None, method="greedy",
-                           temperature=1.0, top_k=10, seed=None):
+                           temperature=1.0, top_k=10, seed=None, allow_unk=True, tokenizer=None):
         """Generate a paragraph whose topics evolve through Pi (rGBN only).
 
         Sentence 1's theta is drawn top-down from the prior (or, with
@@ -518,28 +593,22 @@ class RGBNRNN(TopicLanguageModel):
         encoded last sentence of the document); then theta^L_j ~
         Gam(tau0 Pi^L theta^L_{j-1}, tau0) and theta^l_j ~ Gam(tau0 (Phi^{l+1}
         theta^{l+1}_j + Pi^l theta^l_{j-1}), tau0). For GBN-RNN the sentences
-        are independent draws (no Pi).
+        are independent draws (no Pi). Given its theta, every sentence is
+        generated as in `generate` (the same compiled loop, all at once).
 
         Args:
             num_sentences: sentences of the paragraph.
             context_bow: optional [J, V_c] contexts of a document to continue
                 (rGBN-RNN only).
-            max_len, method, temperature, top_k, seed: as in `generate`.
+            max_len, method, temperature, top_k, seed, allow_unk, tokenizer: as
+                in `generate`.
 
         Returns:
-            int32 [num_sentences, max_len].
+            int32 [num_sentences, max_len] (with a `tokenizer`, the sentences' text).
         """
-        check_decoding(num_sentences, max_len, method, temperature, top_k)
-        rng = np.random.default_rng(seed)
-        previous = None
-        if context_bow is not None:
-            if not self.recurrent:
-                raise ValueError("context_bow: continuing a document needs the topic "
-                                 "transitions of rGBN-RNN (recurrent=True)")
-            previous = [t[-1:] for t in self._encode_contexts(context_bow, False)]
-        chain = prior_chain(self.topic_model, 1, int(num_sentences), rng, previous)
-        thetas = [np.concatenate([step[l] for step in chain]) for l in range(self.num_layers)]
-        return decode(self, thetas, max_len, method, temperature, top_k, rng)
+        return super().generate(num_sentences, max_len, context_bow=context_bow, method=method,
+                                temperature=temperature, top_k=top_k, seed=seed,
+                                allow_unk=allow_unk, tokenizer=tokenizer, paragraph=True)
 
     # ---------------------------------------------------------------- config
     def get_config(self):
