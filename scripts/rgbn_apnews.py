@@ -195,7 +195,7 @@ def main(argv=None):
             print(f"  {topic['id']:>3}: {' '.join(topic['words'])}")
 
     # ---------------------------------------------------------- generation
-    decode = lambda rows: [" ".join(lm_vocab.decode(row, strip_special=True)) for row in rows]
+    decode = data.tokenizer.decode_batch
     sampling = {"method": "top_k", "top_k": 20, "temperature": settings["training"]["temperature"]}
     top = model.num_layers - 1
     generated = {

@@ -198,8 +198,7 @@ def main(argv=None):
     for k, words in enumerate(topics):
         print(f"  {k:3d} [{coherence.per_topic[k]:+.3f}] {' '.join(words[:10])}")
 
-    def text(row):
-        return " ".join(lm_vocab.decode(row, strip_special=True))
+    text = data.tokenizer.decode
 
     print("generated sentences (t = one-hot topic; greedy, then two top-k=10 samples; <unk> "
           "never generated):")

@@ -168,9 +168,9 @@ def main(argv=None):
     for k, words in enumerate(topics[:10]):
         print(f"  {k:>3}: {' '.join(words)}")
     results["topics"] = topics
-    sentence = model.generate(num_sentences=1, max_len=25, topic=0, method="top_k", seed=args.seed)
-    print("\ngenerated (topic 0, top-k):",
-          " ".join(lm_vocab.decode(sentence[0], strip_special=True)))
+    sentence = model.generate(num_sentences=1, max_len=25, topic=0, method="top_k", seed=args.seed,
+                              tokenizer=data.tokenizer)[0]
+    print("\ngenerated (topic 0, top-k):", sentence)
     if args.baseline:
         # A plain RNN LM of the same cell and size on the same windows and budget
         # (embedding size = hidden size, as TopicRNN's default).

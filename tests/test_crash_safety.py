@@ -168,6 +168,7 @@ def test_every_family_killed_inside_an_epoch_resumes_exactly(tmp_path):
         tmp_path, [name for name in FAMILIES if name not in QUICK_FAMILIES])
 
 
+@pytest.mark.slow
 def test_a_sigkilled_process_resumes_exactly(tmp_path):
     """A real SIGKILL of the training process inside epoch 2, then the same command."""
     reference = _spawn(tmp_path / "reference", "full", ["lstm"])

@@ -242,6 +242,14 @@ MIRRORED_JOBS = {
     "mirrored_rgbn": ["rgbn_rnn:sampled", "gbn_rnn"],
 }
 FAMILY_JOB = {name.split(":")[0]: job for job, names in MIRRORED_JOBS.items() for name in names}
+#: The default run: a plain LSTM, the Gaussian topic model and rGBN-RNN (MCMC state);
+#: ``-m slow`` adds every other family (each subprocess traces every model it trains).
+QUICK_MIRRORED = ("lstm", "topicrnn", "rgbn_rnn")
+
+
+def _family_params(names):
+    return [name if name in QUICK_MIRRORED else pytest.param(name, marks=pytest.mark.slow)
+            for name in names]
 WORKER_FAMILIES = ["lstm", "topicrnn"]
 
 
@@ -288,8 +296,9 @@ class _Job:
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
+def jobs(tmp_path_factory, request):
     """Starts every strategy subprocess at once; tests wait for their own."""
+    full = "not slow" not in (request.config.getoption("markexpr") or "")
     root = tmp_path_factory.mktemp("distribute")
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -302,6 +311,7 @@ def jobs(tmp_path_factory):
                                   [str(i), ports, str(root), *WORKER_FAMILIES], env, root)
                for i in range(2)}
     for job, names in MIRRORED_JOBS.items():
+        names = [n for n in names if full or n.split(":")[0] in QUICK_MIRRORED]
         started[job] = _Job(job, root / "mirrored.py", names, env, root)
     started["dir"] = root
     yield started
@@ -331,7 +341,7 @@ def test_mirrored_setup_uses_two_logical_cpus_and_splits_tokens_unevenly(jobs):
     assert len(tokens) == 2 and tokens[0] != tokens[1], tokens
 
 
-@pytest.mark.parametrize("family", list(FAMILY_JOB))
+@pytest.mark.parametrize("family", _family_params(FAMILY_JOB))
 def test_mirrored_training_matches_single_device(jobs, family):
     """Same initial weights, same global batches, 3 Adam steps (lr 0.02).
 
@@ -369,7 +379,8 @@ def test_mirrored_training_with_sampled_theta_runs(jobs, family):
 # ----------------------------------------------------------------------------
 # 2. rGBN TLASGR-MCMC under MirroredStrategy
 # ----------------------------------------------------------------------------
-@pytest.mark.parametrize("family, matrices", [("rgbn_rnn", 4), ("gbn_rnn", 2)])
+@pytest.mark.parametrize("family, matrices", [
+    ("rgbn_rnn", 4), pytest.param("gbn_rnn", 2, marks=pytest.mark.slow)])
 def test_mirrored_mcmc_keeps_phi_pi_identical_on_the_simplex_and_equal_to_one_device(
         jobs, family, matrices):
     """Phi^1, Phi^2 (and Pi^1, Pi^2) after 3 joint steps.

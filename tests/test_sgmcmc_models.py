@@ -22,7 +22,15 @@ TINY_MODELS = {
 }
 
 
-@pytest.mark.parametrize("model_name", sorted(TINY_MODELS))
+#: Every model shares `TopicLanguageModel.train_step` now; the default run keeps the
+#: Gaussian topic model and rGBN-RNN (its MCMC step and its own optimizer factory),
+#: ``-m slow`` the others.
+QUICK = ("topicrnn", "rgbn_rnn")
+
+
+@pytest.mark.parametrize("model_name", [
+    name if name in QUICK else pytest.param(name, marks=pytest.mark.slow)
+    for name in sorted(TINY_MODELS)])
 def test_psgld_trains_every_model_family(model_name, tmp_path):
     out = tmp_path / model_name
     train_run(model_name, out, corpus="lee", max_documents=40, epochs=3,

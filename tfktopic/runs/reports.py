@@ -75,8 +75,7 @@ def lda_topics(train, topic_vocab, num_topics, seed=0, passes=10, top_n=DIVERSIT
     from tfktopic.models.lda_lstm import fit_lda
 
     lda = fit_lda(train, topic_vocab, num_topics=int(num_topics), passes=passes, seed=seed)
-    words = topic_vocab.words
-    return [[words[i] for i, _ in lda.get_topic_terms(k, topn=int(top_n))]
+    return [topic_vocab.decode([i for i, _ in lda.get_topic_terms(k, topn=int(top_n))])
             for k in range(int(num_topics))]
 
 
@@ -90,7 +89,7 @@ def quality_report(run, train, seed=0, log=print, lda=True):
     topics = run_topics(run, DIVERSITY_TOP_N)
     topics = topics[0] if run.name in HIERARCHICAL_MODELS else topics
     report = {"model": topic_quality(topics, train)}
-    say(log, f"topic quality ({len(topics)} topics; NPMI of the top {report['model']['top_n']} "
+    say(log, f"topic quality ({len(topics)} topics; NPMI coherence of the top {report['model']['top_n']} "
              f"words against {NPMI_REFERENCE}, diversity of the top "
              f"{report['model']['diversity_top_n']}): NPMI {report['model']['npmi']:.4f}, "
              f"diversity {report['model']['diversity']:.3f}")

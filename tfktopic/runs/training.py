@@ -394,9 +394,13 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         callbacks.append(stopping.EarlyStopping(history, int(patience)))
     total = int(training["epochs"])
     stop = stopping.stop_reason(history(), patience, total)
-    if stop is not None:
-        say(log, f"{out}: training finished earlier ({stop['stopped_by']} after epoch "
-                 f"{stop['epochs']}; best epoch {stop['best_epoch']}); scoring the best checkpoint")
+    if stop is not None and stop["stopped_by"] == "max_epochs":
+        say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
+                 "checkpoint")
+    elif stop is not None:
+        say(log, f"{out}: training stopped early after epoch {stop['epochs']} (no lower "
+                 f"validation perplexity for {patience} epochs; best epoch "
+                 f"{stop['best_epoch']}); scoring the best checkpoint")
     else:
         if resumed:
             say(log, f"resuming from {backup} after epoch {resumed} of {total}")
