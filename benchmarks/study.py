@@ -66,8 +66,8 @@ GRID = {
 DATA_SETTINGS = {"min_doc_freq": 5, "max_freq_fraction": 0.001}
 #: arm -> (model, preset, extra --set overrides), in the order they are run.
 ARMS = {
+    "doc_lstm": ("doc_lstm", "medium", {}),     # first: the headline baseline (and the peer's)
     "lstm": ("lstm", "medium", {}),
-    "doc_lstm": ("doc_lstm", "medium", {}),
     "topicrnn": ("topicrnn", "medium", {}),
     "doc_topicrnn": ("doc_topicrnn", "medium", {}),
     "tcnlm": ("tcnlm", "medium", {}),
