@@ -540,6 +540,8 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow   # the default run checks it through the model: test_distribute's
+                    # test_mirrored_mcmc_keeps_phi_pi_identical_..._equal_to_one_device[rgbn_rnn]
 def test_mirrored_strategy_matches_single_device(tmp_path):
     script = tmp_path / "mirrored_tlasgr.py"
     script.write_text(_MIRRORED_SCRIPT)
