@@ -36,7 +36,6 @@ import sys
 import time
 
 import keras
-import numpy as np
 
 RUNS = ("paper/rmsprop", "paper/psgld", "authors_code/rmsprop", "authors_code/psgld",
         "paper/psgld_T0.1", "paper/psgld_T0.01")

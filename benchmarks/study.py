@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import time
@@ -146,6 +145,18 @@ def command(corpus, arm, config, seed, out):
     return cmd
 
 
+def portable(value):
+    """`value` (JSON-ready) with this machine's paths made relative to the project
+    (``../shared/data/...`` for the corpora), so committed records hold no machine path."""
+    if isinstance(value, dict):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    if isinstance(value, str):
+        return value.replace(str(REPO) + os.sep, "").replace(str(REPO.parent) + os.sep, "../")
+    return value
+
+
 def collect_diverged(corpus, arm, config, seed, out, cmd):
     """The record of a run that stopped at a non-finite loss (never chosen)."""
     from tfktopic.atomic import write_text
@@ -158,7 +169,7 @@ def collect_diverged(corpus, arm, config, seed, out, cmd):
               "history": run["progress"]["history"]}
     path = record_path(corpus, arm, config, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(record, indent=1) + "\n")
+    write_text(path, json.dumps(portable(record), indent=1) + "\n")
     return path
 
 
@@ -185,7 +196,7 @@ def collect(corpus, arm, config, seed, out, cmd):
             record[key] = results[key]
     path = record_path(corpus, arm, config, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(record, indent=1) + "\n")
+    write_text(path, json.dumps(portable(record), indent=1) + "\n")
     return path
 
 

@@ -18,7 +18,6 @@ ratio = PPL(claimed better) / PPL(other) and its 95 % interval:
 """
 
 import json
-import pathlib
 
 import numpy as np
 

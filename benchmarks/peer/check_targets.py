@@ -3,8 +3,8 @@
 Run with the PyTorch venv's python (it imports their patched code from the
 scratch copy, not tfktopic)::
 
-    /work/peer-venv/bin/python benchmarks/peer/check_targets.py \\
-        --scratch /work/peer-scratch --data /work/peer-data/apnews [--split test]
+    ../peer-venv/bin/python benchmarks/peer/check_targets.py \\
+        --scratch ../peer-scratch --data ../peer-data/apnews [--split test]
 
 It builds their vocabulary and evaluation data exactly as their ``train.py``
 does, runs their ``train.evaluate`` with a tiny untrained LSTM_LM (the scores do

@@ -24,7 +24,7 @@ streams with them), we only leave their predictions out of the average.
 
 Usage::
 
-    python -m benchmarks.peer.compare RUN_DIR [--peer-log /work/peer-runs/lstm_lm.log]
+    python -m benchmarks.peer.compare RUN_DIR [--peer-log ../peer-runs/lstm_lm.log]
         [--out FILE.json] [--split test|valid] [--peer-seqlen 30]
 """
 

@@ -22,7 +22,7 @@ can run while a peer run reads the scratch copy.
 
 Usage::
 
-    python -m benchmarks.peer.prepare --scratch /work/peer-scratch --data /work/peer-data
+    python -m benchmarks.peer.prepare --scratch ../peer-scratch --data ../peer-data
 """
 
 import argparse
@@ -36,14 +36,21 @@ import subprocess
 import sys
 import tarfile
 
-MIRROR = "/work/.mirror/carolinazheng+revisiting-tglms/repo"
+from benchmarks.common import SHARED_DATA
+
+#: Everything of the peer run lives next to the project, never inside it: the mirror
+#: (`fetch github:carolinazheng/revisiting-tglms`; or $TFKTOPIC_PEER_MIRROR), the
+#: scratch copy, the exported data, the PyTorch venv and the runs.
+OUTSIDE = pathlib.Path(__file__).resolve().parents[2].parent
+MIRROR = os.environ.get("TFKTOPIC_PEER_MIRROR",
+                        str(OUTSIDE / ".mirror" / "carolinazheng+revisiting-tglms" / "repo"))
 #: The commit the patches were written for (the mirror's HEAD, "Create LICENSE").
 COMMIT = "104697f392f3c4575b9ed2df1874ce32406a9d7e"
-CORPUS = "/work/shared/data/apnews/apnews.txt"
+CORPUS = str(SHARED_DATA / "apnews" / "apnews.txt")
 DATASET = "apnews"  # one of their supported names (utils.supported_datasets)
-PYTHON = "/work/peer-venv/bin/python"
-RUNS = "/work/peer-runs"
-STOPWORDS = "/work/shared/data/stopwords/mallet_en.txt"
+PYTHON = str(OUTSIDE / "peer-venv" / "bin" / "python")
+RUNS = str(OUTSIDE / "peer-runs")
+STOPWORDS = str(SHARED_DATA / "stopwords" / "mallet_en.txt")
 MARKER = ".tfktopic-peer.json"
 
 #: (file, pristine text, replacement, expected occurrences, why) -- applied to the

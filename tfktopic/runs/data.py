@@ -15,7 +15,7 @@ import pathlib
 import numpy as np
 
 from tfktopic.errors import TfktopicError
-from tfktopic.runs.settings import CHUNKED_MODELS, LSTM_BASELINES, SPLIT, STREAMED_MODELS, TOPIC_MODELS
+from tfktopic.runs.settings import CHUNKED_MODELS, SPLIT, STREAMED_MODELS, TOPIC_MODELS
 
 __all__ = ["RunData", "StreamExamples", "prepare_data", "resolve_format", "read_corpus",
            "given_split", "split_corpus",

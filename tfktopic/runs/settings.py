@@ -16,8 +16,6 @@ HIERARCHICAL_MODELS = tuple(n for n in MODELS if registry.get(n).hierarchical)
 CHUNKED_MODELS = tuple(n for n in MODELS if registry.get(n).chunked)
 #: Models trained on windows of parallel document streams (state carried, `tfktopic.data.streams`).
 STREAMED_MODELS = tuple(n for n in MODELS if registry.get(n).streamed)
-#: The LSTM baselines (no topic context): their perplexity has no context protocol.
-LSTM_BASELINES = ("lstm", "doc_lstm", "doc_lstm_chunked")
 OPTIMIZERS = ("adam", "sgld", "psgld")
 SPLIT = (0.8, 0.1, 0.1)
 RUN_FORMAT_VERSION = 1
