@@ -231,6 +231,71 @@ def _progress_callback(path, config):
     return _Progress()
 
 
+def _override_items(overrides):
+    return (list(overrides.items()) if isinstance(overrides, dict)
+            else [parse_override(o) for o in overrides or ()])
+
+
+def resolve_settings(model_name, preset="small", overrides=None, epochs=None, batch_size=None,
+                     learning_rate=None, stopwords=None, optimizer="adam", patience=None):
+    """The settings a run of `train_run` trains with, before any data is read.
+
+    The one resolution of ``tfktopic train``'s options: the preset
+    (`preset_settings`), the ``--set`` overrides (`apply_overrides`), then the
+    options that name a setting (``--epochs``, ``--batch-size``,
+    ``--stopwords``, ``--optimizer`` with its SG-MCMC step size,
+    ``--learning-rate``, ``--patience``), checked. Data rules given for a
+    corpus size (``min_doc_freq``) are resolved later, on the training split
+    (`tfktopic.runs.data.prepare_data`).
+
+    Args:
+        model_name, preset, overrides, epochs, batch_size, learning_rate,
+            stopwords, optimizer, patience: as in `train_run`.
+
+    Returns:
+        dict with ``name``, ``model`` (constructor arguments), ``data`` and
+        ``training`` (a stop-list file made absolute).
+
+    Raises:
+        ValueError / TfktopicError: an unknown preset or ``--set`` key, a bad
+            value (the message names the option).
+
+    Example:
+    >>> resolve_settings("rgbn_rnn", "medium", ["num_layers=1"])["model"]["num_layers"]
+    1
+    """
+    settings = preset_settings(model_name, preset)
+    override_items = _override_items(overrides)
+    apply_overrides(settings, dict(override_items))
+    training, data = settings["training"], settings["data"]
+    if epochs is not None:
+        training["epochs"] = int(epochs)
+    if batch_size is not None:
+        training["batch_size"] = int(batch_size)
+    if stopwords is not None:
+        data["stopwords"] = stopwords
+    training["optimizer"] = optimizer
+    if optimizer in ("sgld", "psgld"):
+        from tfktopic import presets
+
+        ptb = presets.get("sgmcmc_ptb", "small")
+        training["learning_rate"] = ptb["sgd_lr"] if optimizer == "sgld" else ptb["rmsprop_lr"]
+        training["clipnorm"] = ptb["clipnorm"]
+    if learning_rate is not None:
+        training["learning_rate"] = float(learning_rate)
+    if patience is not None:
+        training["patience"] = int(patience)
+    if training.get("patience") is not None and int(training["patience"]) < 1:
+        raise ValueError(f"--patience must be >= 1, got {training['patience']}")
+    check_learning_rate(training.get("learning_rate"))
+    check_setting_keys(model_name, [k for k, _ in override_items], settings)
+    for key in ("epochs", "batch_size"):
+        if int(training[key]) < 1:
+            raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
+    _check_stopwords(data, preset)
+    return settings
+
+
 @locked("out")
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
@@ -286,38 +351,12 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     from tfktopic.distribute import distribute_dataset, get_strategy
     from tfktopic.version import __version__
 
-    settings = preset_settings(model_name, preset)
-    override_items = (list(overrides.items()) if isinstance(overrides, dict)
-                      else [parse_override(o) for o in overrides or ()])
-    apply_overrides(settings, dict(override_items))
-    explicit_dim = dict(override_items).get("embedding_dim")
+    settings = resolve_settings(model_name, preset, overrides, epochs=epochs,
+                                batch_size=batch_size, learning_rate=learning_rate,
+                                stopwords=stopwords, optimizer=optimizer, patience=patience)
+    explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
-    if epochs is not None:
-        training["epochs"] = int(epochs)
-    if batch_size is not None:
-        training["batch_size"] = int(batch_size)
-    if stopwords is not None:
-        data["stopwords"] = stopwords
-    training["optimizer"] = optimizer
-    if optimizer in ("sgld", "psgld"):
-        from tfktopic import presets
-
-        ptb = presets.get("sgmcmc_ptb", "small")
-        training["learning_rate"] = ptb["sgd_lr"] if optimizer == "sgld" else ptb["rmsprop_lr"]
-        training["clipnorm"] = ptb["clipnorm"]
-    if learning_rate is not None:
-        training["learning_rate"] = float(learning_rate)
-    if patience is not None:
-        training["patience"] = int(patience)
-    if training.get("patience") is not None and int(training["patience"]) < 1:
-        raise ValueError(f"--patience must be >= 1, got {training['patience']}")
     split_seed = int(seed if split_seed is None else split_seed)
-    check_learning_rate(training.get("learning_rate"))
-    check_setting_keys(model_name, [k for k, _ in override_items], settings)
-    for key in ("epochs", "batch_size"):
-        if int(training[key]) < 1:
-            raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
-    _check_stopwords(data, preset)
     if embeddings is not None and not pathlib.Path(embeddings).exists():
         raise TfktopicError(f"{embeddings}: no such word2vec file (--embeddings)")
     format = resolve_format(corpus, format)
