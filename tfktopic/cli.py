@@ -266,8 +266,8 @@ def _parser():
                        help="word2vec .bin/.txt file or KeyedVectors converted with "
                             "convert_word2vec; the embedding size follows the vectors")
     train.add_argument("--optimizer", choices=["adam", "sgld", "psgld"], default="adam",
-                       help="adam (default) or SG-MCMC (any model; step sizes of "
-                            "tfktopic.bayes.setups)")
+                       help="adam (default) or SG-MCMC (any model; step sizes of the "
+                            "sgmcmc_ptb small preset)")
     train.add_argument("--strategy", choices=["none", "mirrored", "multiworker"],
                        default="none", help="tf.distribute strategy (multiworker: TF_CONFIG)")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

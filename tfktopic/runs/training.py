@@ -67,6 +67,33 @@ def _embedding_matrix(path, lm_vocab, settings, explicit_dim, seed, log):
 
 
 # ------------------------------------------------------------------- model and optimizer
+def adam_optimizer(training):
+    """The Adam optimizer of a preset's training settings (decay and clipping).
+
+    Args:
+        training: dict with ``learning_rate`` (default 1e-3) and optionally
+            ``decay_steps`` / ``decay_rate`` (the learning rate times
+            ``decay_rate ** (step / decay_steps)``, continuous as rGBN-RNN's
+            released code), ``clipnorm`` (per variable) and ``clipvalue``
+            (element-wise).
+
+    Returns:
+        A `keras.optimizers.Adam`.
+
+    Example:
+    >>> from tfktopic import presets
+    >>> adam_optimizer(presets.preset("rgbn_rnn", "reference_code").training)  # doctest: +SKIP
+    """
+    import keras
+
+    rate = float(training.get("learning_rate", 1e-3))
+    if training.get("decay_steps"):
+        rate = keras.optimizers.schedules.ExponentialDecay(
+            rate, int(training["decay_steps"]), float(training["decay_rate"]))
+    return keras.optimizers.Adam(rate, clipnorm=training.get("clipnorm"),
+                                 clipvalue=training.get("clipvalue"))
+
+
 def build_optimizer(settings, num_train_tokens, seed=0):
     """The optimizer of a run's training settings.
 
@@ -77,11 +104,9 @@ def build_optimizer(settings, num_train_tokens, seed=0):
         seed: SG-MCMC noise seed.
 
     Returns:
-        A Keras optimizer: Adam (rGBN / GBN: `make_optimizer`, with the
-        preset's decay and clipping) or `tfktopic.bayes.setups.optimizer`.
+        A Keras optimizer: `adam_optimizer` (with the preset's decay and
+        clipping) or `tfktopic.bayes.setups.optimizer`.
     """
-    import keras
-
     training = settings["training"]
     kind = training["optimizer"]
     if kind in ("sgld", "psgld"):  # every model (N = training tokens)
@@ -91,11 +116,7 @@ def build_optimizer(settings, num_train_tokens, seed=0):
                          clipnorm=training.get("clipnorm"), seed=seed)
     if kind != "adam":
         raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {kind!r}")
-    if settings["name"] in HIERARCHICAL_MODELS:
-        from tfktopic.models.rgbn import make_optimizer
-
-        return make_optimizer(training)
-    return keras.optimizers.Adam(training["learning_rate"], clipnorm=training.get("clipnorm"))
+    return adam_optimizer(training)
 
 
 def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates=True,
@@ -278,8 +299,8 @@ def resolve_settings(model_name, preset="small", overrides=None, epochs=None, ba
     if optimizer in ("sgld", "psgld"):
         from tfktopic import presets
 
-        ptb = presets.get("sgmcmc_ptb", "small")
-        training["learning_rate"] = ptb["sgd_lr"] if optimizer == "sgld" else ptb["rmsprop_lr"]
+        ptb = presets.preset("sgmcmc_ptb", "small").training
+        training["learning_rate"] = ptb["learning_rates"][optimizer]
         training["clipnorm"] = ptb["clipnorm"]
     if learning_rate is not None:
         training["learning_rate"] = float(learning_rate)
@@ -326,7 +347,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         embeddings: a word2vec ``.bin`` / ``.txt`` file or converted
             KeyedVectors; the embedding size follows the vectors.
         optimizer: "adam", or "sgld" / "psgld" (every model; the step sizes
-            of `tfktopic.bayes.setups`' PTB "small" preset).
+            of the ``sgmcmc_ptb`` "small" preset, `tfktopic.bayes.sgmcmc_presets`).
         strategy: "none", "mirrored" or "multiworker" (`tfktopic.distribute`).
         seed: shuffling and initialisation seed (and the split's, unless
             `split_seed` is given).

@@ -51,8 +51,8 @@ from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.rgbn.generation import normalize_theta
-from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PER_LAYER_KEYS,
-                                          PRESETS, TRAINING_KEYS)
+from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
+                                          cut_layers)
 from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_thetas
 
 __all__ = ["RGBNRNN"]
@@ -97,7 +97,7 @@ class RGBNRNN(TopicLanguageModel):
     Example:
     >>> model = RGBNRNN(len(lm_vocab), len(topic_vocab), num_documents=len(train_seqs),
     ...                 num_layers=3)                                  # doctest: +SKIP
-    >>> model.compile(optimizer=make_optimizer(PRESETS["paper"]))      # doctest: +SKIP
+    >>> model.compile(optimizer=adam_optimizer(PRESETS["paper"]["training"]))  # doctest: +SKIP
     >>> model.fit(document_dataset(train_seqs, batch_size=8), epochs=5)  # doctest: +SKIP
     >>> model.evaluate(document_dataset(test_seqs, shuffle=False))     # doctest: +SKIP
     """
@@ -628,41 +628,34 @@ class RGBNRNN(TopicLanguageModel):
     @classmethod
     def from_preset(cls, preset, vocab_size=None, topic_vocab_size=None, num_documents=None,
                     **overrides):
-        """A model with the constructor settings of a `PRESETS` entry.
+        """A model of a preset's model settings, its per-layer sizes cut to ``num_layers``.
 
         Args:
-            preset: a name in `PRESETS`, a preset dict, or a pretrained model
-                name (`TopicLanguageModel.from_preset`; then nothing else).
+            preset: a name in `PRESETS`, a `tfktopic.presets.Preset`, a dict of
+                model settings (constructor arguments, e.g. a run's
+                ``settings["model"]``), or a pretrained model name
+                (`TopicLanguageModel.from_preset`; then nothing else).
             vocab_size, topic_vocab_size, num_documents: as in the constructor.
-            **overrides: constructor arguments replacing the preset's. With a
-                smaller ``num_layers`` the preset's per-layer lists are cut to
-                their first L entries (the paper's 1- and 2-layer sizes); with a
-                larger one, a list of equal values (unit KL weights) is extended
-                and any other list must be overridden.
+            **overrides: constructor arguments replacing the preset's. The
+                preset's per-layer lists (not the overridden ones) are cut to
+                ``num_layers`` by `tfktopic.models.rgbn.presets.cut_layers`.
 
         Returns:
-            An `RGBNRNN` (compile it with `make_optimizer(preset)`).
+            An `RGBNRNN` (compile it with
+            `tfktopic.runs.training.adam_optimizer` of the preset's ``training``).
         """
         if isinstance(preset, str):
-            if preset not in PRESETS:
+            if preset not in cls.presets:
                 # A pretrained model name (or an error naming the choices).
                 given = [a for a in (vocab_size, topic_vocab_size, num_documents)
                          if a is not None]
                 return super().from_preset(preset, *given, **overrides)
-            preset = PRESETS[preset]
-        settings = {k: v for k, v in preset.items() if k not in TRAINING_KEYS}
+            settings = dict(cls.presets[preset]["model"])
+        elif hasattr(preset, "model") and hasattr(preset, "training"):      # a Preset
+            settings = dict(preset.model)
+        else:
+            settings = dict(preset)
         num_layers = int(overrides.get("num_layers", settings.get("num_layers", 3)))
-        for key in PER_LAYER_KEYS:
-            # Fewer layers than the preset: its first L sizes / weights (the
-            # paper's 600 / 600-512 and 100 / 100-80 for the "paper" preset).
-            if key in settings and key not in overrides and settings[key] is not None:
-                values = tuple(settings[key])
-                if len(values) < num_layers and len(set(values)) == 1:
-                    # A uniform setting (e.g. the paper's unit KL weights) extends as is.
-                    settings[key] = values * num_layers
-                elif len(values) < num_layers:
-                    raise ValueError(f"num_layers={num_layers} exceeds the {len(settings[key])} "
-                                     f"layers of the preset's {key}: pass {key}")
-                settings[key] = tuple(settings[key])[:num_layers]
-        settings.update(overrides)
+        cut = cut_layers({k: v for k, v in settings.items() if k not in overrides}, num_layers)
+        settings = {**settings, **cut, **overrides}
         return cls(vocab_size, topic_vocab_size, num_documents, **settings)
