@@ -18,8 +18,9 @@ record is ``<run>/result.json``):
 * ``paper/psgld_T0.1``, ``paper/psgld_T0.01``: cold posteriors; the sweep
   T in {1, 0.1, 0.01} is decided on the validation perplexity of the average.
 
-Settings are `tfktopic.bayes.setups.ABLATION_PRESETS` ("paper": T = 1;
-"authors_code": T = 2/N, gradient norm rescaled to 5, rho 0.9, ε inside),
+Settings are the ``sgmcmc_ablation`` presets (`tfktopic.bayes.sgmcmc_presets`;
+"paper": T = 1; "authors_code": T = 2/N, gradient norm rescaled to 5, rho
+0.9, ε inside),
 the schedule is `ABLATION_SCHEDULE` (Table 2: burn-in 4 epochs, a sample
 every half epoch, at most 40 epochs). Minibatches are "successive" by
 default (`--minibatches random` for the Theano setup): the same cost per
@@ -51,7 +52,7 @@ def _temperature(run):
     return None
 
 
-def train_one(run, out, data, vocab_size, preset, schedule, successive, seed, log=print):
+def train_one(run, out, data, vocab_size, sizes, schedule, successive, seed, log=print):
     """Train (or resume) one run of the ablation; returns its record.
 
     Args:
@@ -59,7 +60,7 @@ def train_one(run, out, data, vocab_size, preset, schedule, successive, seed, lo
         out: the run's directory (backup, samples, result.json).
         data: `ptb_data` output.
         vocab_size: vocabulary size.
-        preset: `PTB_PRESETS` entry (sizes).
+        sizes: the ``model`` settings of an ``sgmcmc_ptb`` preset.
         schedule: `ABLATION_SCHEDULE`-like dict.
         successive: stateful model over the streams (else random windows).
         seed: initialisation and noise seed.
@@ -83,8 +84,8 @@ def train_one(run, out, data, vocab_size, preset, schedule, successive, seed, lo
     sampler = temperature != 0.0
     steps_per_epoch = sum(1 for _ in data["train"])
     keras.utils.set_random_seed(seed)
-    model = LSTMLanguageModel(vocab_size, preset["embedding_dim"], preset["hidden_dim"],
-                              num_layers=preset["num_layers"], dropout=0.0,
+    model = LSTMLanguageModel(vocab_size, sizes["embedding_dim"], sizes["hidden_dim"],
+                              num_layers=sizes["num_layers"], dropout=0.0,
                               stateful=successive)
     optimizer = ablation_optimizer(setting, schedule["learning_rate"],
                                    data["num_train_tokens"], temperature=temperature,
@@ -167,7 +168,8 @@ def table(records):
 
 
 def main(argv=None):
-    from tfktopic.bayes.setups import ABLATION_SCHEDULE, PTB_PRESETS
+    from tfktopic import presets
+    from tfktopic.bayes.sgmcmc_presets import ABLATION_SCHEDULE
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ptb-dir", default=str(pathlib.Path(__file__).resolve().parents[2]
@@ -192,18 +194,20 @@ def main(argv=None):
     ptb_dir = pathlib.Path(args.ptb_dir)
     if not (ptb_dir / "ptb.train.txt").exists():
         parser.error(f"--ptb-dir: {ptb_dir / 'ptb.train.txt'} not found")
-    preset = dict(PTB_PRESETS["small"])
+    preset = presets.preset("sgmcmc_ptb", "small").settings()
+    sizes = preset["model"]
     schedule = dict(ABLATION_SCHEDULE)
     if args.quick:
-        preset.update(hidden_dim=32, embedding_dim=32)
+        sizes.update(hidden_dim=32, embedding_dim=32)
         schedule.update(max_epochs=3, burn_in_epochs=1, patience=1, learning_rate=3e-3)
     vocab = Vocabulary.build(read_ptb(ptb_dir / "ptb.train.txt"), min_count=1)
-    data = ptb_data(ptb_dir, vocab, preset["num_steps"], preset["batch_size"],
+    data = ptb_data(ptb_dir, vocab, preset["data"]["num_steps"],
+                    preset["training"]["batch_size"],
                     limit_tokens=60_000 if args.quick else None, minibatches=args.minibatches)
     out = pathlib.Path(args.out)
     records = {}
     for run in runs:
-        records[run] = train_one(run, out / run, data, len(vocab), preset, schedule,
+        records[run] = train_one(run, out / run, data, len(vocab), sizes, schedule,
                                  args.minibatches == "successive", args.seed)
     for run in RUNS:  # runs finished by earlier commands
         path = out / run / "result.json"

@@ -17,6 +17,7 @@ import argparse
 import datetime
 import json
 import pathlib
+import shlex
 import shutil
 import sys
 
@@ -27,41 +28,59 @@ if str(REPO_ROOT) not in sys.path:  # run from a checkout without installing
 DATA = "../shared/data"  # relative to the repository root, as the commands are run
 
 #: name -> description, the `tfktopic` arguments (``--out`` is added) and the check slice.
+#: The arguments name the preset and every size explicitly, so that the command builds the
+#: shipped model's configuration even after the presets change
+#: (`tests/test_pretrained_commands.py` checks it against the shipped ``model.keras``).
 MODELS = {
     "tcnlm-apnews": {
         "description": "TCNLM (factorised mixture of topic experts), 20 topics, LSTM 128, "
                        "on APNEWS",
         "args": ["train", "tcnlm", "--corpus", f"{DATA}/apnews/apnews.txt", "--format", "tdlm",
-                 "--stopwords", f"{DATA}/stopwords/mallet_en.txt", "--set", "min_count=10",
-                 "--set", "min_doc_freq=5", "--set", "num_topics=20", "--learning-rate",
-                 "0.003", "--epochs", "3"],
+                 "--preset", "small", "--stopwords", f"{DATA}/stopwords/mallet_en.txt",
+                 "--set", "min_count=10", "--set", "max_freq_fraction=0.005",
+                 "--set", "min_doc_freq=5", "--set", "num_topics=20",
+                 "--set", "embedding_dim=64", "--set", "hidden_dim=128",
+                 "--set", "factor_dim=128", "--set", "ntm_units=[64,64]",
+                 "--set", "dropout=0.4", "--learning-rate", "0.003", "--epochs", "3"],
         "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
     },
     "rgbn-apnews": {
         "description": "rGBN-RNN, 2 layers (LSTM 64-48, topics 20-10), on APNEWS",
         "args": ["train", "rgbn_rnn", "--corpus", f"{DATA}/apnews/apnews.txt", "--format",
-                 "tdlm", "--stopwords", f"{DATA}/stopwords/mallet_en.txt", "--set",
-                 "min_count=10", "--set", "min_doc_freq=5", "--epochs", "2"],
+                 "tdlm", "--preset", "small", "--stopwords", f"{DATA}/stopwords/mallet_en.txt",
+                 "--set", "min_count=10", "--set", "min_doc_freq=5", "--set", "num_layers=2",
+                 "--set", "hidden_sizes=[64,48]", "--set", "topic_sizes=[20,10]",
+                 "--set", "embedding_dim=48", "--set", "dropout=0.2",
+                 "--learning-rate", "0.003", "--epochs", "2"],
         "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
     },
     "topicrnn-ptb": {
         "description": "TopicRNN (LSTM cell, 64 units, 20 topics) on the PTB training file "
                        "(documents of 10 sentences)",
         "args": ["train", "topicrnn", "--corpus", f"{DATA}/ptb/ptb.train.txt", "--format", "ptb",
-                 "--stopwords", f"{DATA}/stopwords/mallet_en.txt", "--set", "min_count=1",
-                 "--set", "hidden_dim=64", "--set", "num_topics=20", "--epochs", "2"],
+                 "--preset", "small", "--stopwords", f"{DATA}/stopwords/mallet_en.txt",
+                 "--set", "min_count=1", "--set", "embedding_dim=64", "--set", "hidden_dim=64",
+                 "--set", "num_topics=20", "--set", "encoder_units=[64]", "--set", "cell=lstm",
+                 "--learning-rate", "0.003", "--epochs", "2"],
         "check": {"corpus": "ptb/ptb.test.txt", "format": "ptb", "max_documents": 40},
     },
     "psgld-lstm-ptb": {
         "description": "LSTM LM (64 units) trained by pSGLD on the PTB training file; the "
                        "final sample",
         "args": ["train", "lstm", "--corpus", f"{DATA}/ptb/ptb.train.txt", "--format", "ptb",
-                 "--optimizer", "psgld", "--set", "min_count=1", "--set", "hidden_dim=64",
+                 "--preset", "small", "--optimizer", "psgld", "--set", "min_count=1",
+                 "--set", "embedding_dim=32", "--set", "hidden_dim=64", "--set", "dropout=0.0",
                  "--epochs", "2"],
         "check": {"corpus": "ptb/ptb.test.txt", "format": "ptb", "max_documents": 40},
     },
 }
 KEEP = ("model.keras", "lm_vocab.json", "topic_vocab.json", "run.json", "results.json")
+
+
+def command_line(name):
+    """The shell command that trains `name` (from the repository root), as the index lists it."""
+    return shlex.join(["tfktopic", *MODELS[name]["args"], "--out", f"pretrained/{name}",
+                       "--verbose", "2"])
 
 
 def strip(directory):
@@ -103,8 +122,7 @@ def main(argv=None):
     for name in [n.strip() for n in args.models.split(",") if n.strip()]:
         spec = MODELS[name]
         directory = out / name
-        command = spec["args"] + ["--out", f"pretrained/{name}", "--verbose", "2"]
-        print(f"[pretrained] tfktopic {' '.join(command)}", flush=True)
+        print(f"[pretrained] {command_line(name)}", flush=True)
         extra = ["--max-documents", "20", "--epochs", "1"] if args.quick else []
         status = cli.main(spec["args"] + extra + ["--out", str(directory), "--verbose", "2"])
         if status:
@@ -116,7 +134,7 @@ def main(argv=None):
         index[name] = {
             "description": spec["description"],
             "model": spec["args"][1],
-            "command": "tfktopic " + " ".join(command),
+            "command": command_line(name),
             "test_perplexity": results["test"]["perplexity"],
             "test_protocol": results["test"].get("protocol", "preceding"),
             "unigram_perplexity": results.get("unigram_ppl"),

@@ -33,31 +33,33 @@ def main(argv=None):
     import keras
 
     from tfktopic.bayes import SampleCollector
-    from tfktopic.bayes.setups import CHAR_PRESETS, char_data, optimizer
+    from tfktopic import presets
+    from tfktopic.bayes.setups import char_data, optimizer
     from tfktopic.evaluation import evaluate_perplexity
     from tfktopic.models import LSTMLanguageModel
 
     if not pathlib.Path(args.text).exists():
         parser.error(f"--text: {args.text} not found")
-    preset = dict(CHAR_PRESETS["paper"])
+    preset = presets.preset("sgmcmc_char", "paper").settings()
+    sizes, training = preset["model"], preset["training"]
     if args.quick:
-        preset.update(epochs=2, burn_in_epochs=1)
-    epochs = args.epochs or preset["epochs"]
-    data = char_data(args.text, preset["num_steps"], preset["batch_size"],
+        training.update(epochs=2, burn_in_epochs=1)
+    epochs = args.epochs or training["epochs"]
+    data = char_data(args.text, preset["data"]["num_steps"], training["batch_size"],
                      limit_chars=200_000 if args.quick else None)
     steps_per_epoch = sum(1 for _ in data["train"])
     keras.utils.set_random_seed(args.seed)
-    model = LSTMLanguageModel(len(data["vocab"]), preset["embedding_dim"], preset["hidden_dim"],
-                              num_layers=preset["num_layers"], cell=args.cell)
-    model.compile(optimizer=optimizer(args.optimizer, preset["rmsprop_lr"],
+    model = LSTMLanguageModel(len(data["vocab"]), sizes["embedding_dim"], sizes["hidden_dim"],
+                              num_layers=sizes["num_layers"], cell=args.cell)
+    model.compile(optimizer=optimizer(args.optimizer, training["learning_rates"][args.optimizer],
                                       num_examples=data["num_train_tokens"], seed=args.seed))
     out = pathlib.Path(args.out)
     callbacks, collector = [], None
     if args.optimizer == "psgld":
         collector = SampleCollector(
-            {"test": data["test"]}, burn_in_epochs=preset["burn_in_epochs"],
-            thin=max(1, steps_per_epoch // preset["samples_per_epoch"]),
-            max_samples=preset["max_samples"], directory=out / "samples", verbose=1)
+            {"test": data["test"]}, burn_in_epochs=training["burn_in_epochs"],
+            thin=max(1, steps_per_epoch // training["samples_per_epoch"]),
+            max_samples=training["max_samples"], directory=out / "samples", verbose=1)
         callbacks.append(collector)
     print(f"War and Peace, {args.cell}, {args.optimizer}: {len(data['vocab'])} symbols, "
           f"{epochs} epochs of {steps_per_epoch} steps")

@@ -37,16 +37,20 @@ def main(argv=None):
     import tensorflow as tf
 
     from tfktopic.bayes import SampleCollector
-    from tfktopic.bayes.setups import CLASSIFIER_PRESETS, bilstm_classifier, optimizer
+    from tfktopic import presets
+    from tfktopic.bayes.setups import bilstm_classifier, optimizer
     from tfktopic.data import Vocabulary, read_imdb
 
     if not pathlib.Path(args.imdb).exists():
         parser.error(f"--imdb: {args.imdb} not found")
-    preset = dict(CLASSIFIER_PRESETS["paper"])
+    preset = presets.preset("sgmcmc_classifier", "paper").settings()
+    sizes, training = preset["model"], preset["training"]
     per_class = 300 if args.quick else args.reviews
     if args.quick:
-        preset.update(epochs=2, units=32, embedding_dim=32, max_len=120)
-    epochs = args.epochs or preset["epochs"]
+        sizes.update(units=32, embedding_dim=32)
+        preset["data"].update(max_len=120)
+        training.update(epochs=2)
+    epochs = args.epochs or training["epochs"]
 
     def load(split, count):
         parts = [read_imdb(args.imdb, split=split, labels=(label,), limit=count)
@@ -62,29 +66,29 @@ def main(argv=None):
 
     def encode(docs):
         return keras.utils.pad_sequences([vocab.encode(d) for d in docs],
-                                         maxlen=preset["max_len"], truncating="post")
+                                         maxlen=preset["data"]["max_len"], truncating="post")
 
     x_train, x_test = encode(train_docs), encode(test_docs)
     embeddings = None
     if args.embeddings:
         from tfktopic.data.embeddings import embedding_matrix, load_word2vec
         embeddings, coverage = embedding_matrix(vocab, load_word2vec(args.embeddings))
-        preset["embedding_dim"] = embeddings.shape[1]
+        sizes["embedding_dim"] = embeddings.shape[1]
         print(f"word2vec coverage: {coverage}")
     keras.utils.set_random_seed(args.seed)
-    model = bilstm_classifier(len(vocab), preset["units"], preset["embedding_dim"],
-                              preset["dropout"], embeddings)
-    model.compile(optimizer=optimizer(args.optimizer, preset["rmsprop_lr"],
+    model = bilstm_classifier(len(vocab), sizes["units"], sizes["embedding_dim"],
+                              sizes["dropout"], embeddings)
+    model.compile(optimizer=optimizer(args.optimizer, training["learning_rates"][args.optimizer],
                                       num_examples=len(x_train), seed=args.seed),
                   loss="binary_crossentropy", metrics=["accuracy"])
     test_ds = tf.data.Dataset.from_tensor_slices((x_test, test_y)).batch(100)
     callbacks, collector = [], None
     if args.optimizer == "psgld":
         collector = SampleCollector(test_ds, kind="classification",
-                                    burn_in_epochs=preset["burn_in_epochs"] if epochs > 1 else 0,
+                                    burn_in_epochs=training["burn_in_epochs"] if epochs > 1 else 0,
                                     thin="epoch", verbose=1)
         callbacks.append(collector)
-    model.fit(x_train, train_y, batch_size=preset["batch_size"], epochs=epochs, verbose=2,
+    model.fit(x_train, train_y, batch_size=training["batch_size"], epochs=epochs, verbose=2,
               callbacks=callbacks)
     _, accuracy = model.evaluate(test_ds, verbose=0)
     result = {"optimizer": args.optimizer, "train_reviews": len(x_train),

@@ -22,12 +22,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None):
-    from tfktopic.bayes.setups import PTB_PRESETS
+    from tfktopic import presets
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ptb-dir", default=str(pathlib.Path(__file__).resolve().parents[2]
                                                  / "shared" / "data" / "ptb"))
-    parser.add_argument("--size", choices=sorted(PTB_PRESETS), default="small")
+    parser.add_argument("--size", choices=presets.names("sgmcmc_ptb"), default="small")
     parser.add_argument("--optimizer", choices=["sgd", "rmsprop", "sgld", "psgld"],
                         default="psgld")
     parser.add_argument("--minibatches", choices=["random", "successive"], default="random",
@@ -57,28 +57,29 @@ def main(argv=None):
     ptb_dir = pathlib.Path(args.ptb_dir)
     if not (ptb_dir / "ptb.train.txt").exists():
         parser.error(f"--ptb-dir: {ptb_dir / 'ptb.train.txt'} not found")
-    preset = dict(PTB_PRESETS[args.size])
+    preset = presets.preset("sgmcmc_ptb", args.size).settings()
+    sizes, training = preset["model"], preset["training"]
     if args.quick:
-        preset.update(hidden_dim=32, embedding_dim=32, epochs=2)
-    epochs = args.epochs or preset["epochs"]
-    dropout = preset["dropout"] if args.dropout is None else args.dropout
+        sizes.update(hidden_dim=32, embedding_dim=32)
+        training.update(epochs=2)
+    epochs = args.epochs or training["epochs"]
+    dropout = sizes["dropout"] if args.dropout is None else args.dropout
     bayes = args.optimizer in ("sgld", "psgld")
-    lr = args.learning_rate or (preset["sgd_lr"] if args.optimizer in ("sgd", "sgld")
-                                else preset["rmsprop_lr"])
+    lr = args.learning_rate or training["learning_rates"][args.optimizer]
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
     vocab = Vocabulary.build(read_ptb(ptb_dir / "ptb.train.txt"), min_count=1)
-    data = ptb_data(ptb_dir, vocab, preset["num_steps"], preset["batch_size"],
+    data = ptb_data(ptb_dir, vocab, preset["data"]["num_steps"], training["batch_size"],
                     limit_tokens=60_000 if args.quick else None, minibatches=args.minibatches)
     successive = args.minibatches == "successive"
     steps_per_epoch = sum(1 for _ in data["train"])
     keras.utils.set_random_seed(args.seed)
-    model = LSTMLanguageModel(len(vocab), preset["embedding_dim"], preset["hidden_dim"],
-                              num_layers=preset["num_layers"], dropout=dropout,
+    model = LSTMLanguageModel(len(vocab), sizes["embedding_dim"], sizes["hidden_dim"],
+                              num_layers=sizes["num_layers"], dropout=dropout,
                               stateful=successive)
     model.compile(optimizer=optimizer(args.optimizer, lr, num_examples=data["num_train_tokens"],
-                                      clipnorm=preset["clipnorm"], seed=args.seed))
+                                      clipnorm=training["clipnorm"], seed=args.seed))
     model(next(iter(data["train"])))  # build before BackupAndRestore restores weights
     callbacks = [keras.callbacks.BackupAndRestore(str(out / "backup"))]
     if successive:

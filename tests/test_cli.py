@@ -90,14 +90,17 @@ def test_train_bad_preset_exits_2(capsys, tmp_path):
 def test_presets_index_every_family():
     from tfktopic import presets
 
-    families = presets.available()
-    assert {"tcnlm", "topicrnn", "rgbn_rnn", "lda_lstm", "sgmcmc_ptb"} <= set(families)
-    assert "reference_code" in families["rgbn_rnn"]
-    preset = presets.get("sgmcmc_ptb", "small")
-    preset["hidden_dim"] = -1
-    assert presets.get("sgmcmc_ptb", "small")["hidden_dim"] == 200
+    assert {"tcnlm", "topicrnn", "lda_lstm"} <= set(presets.available())
+    assert "reference_code" in presets.names("rgbn_rnn")
+    for family in ("sgmcmc_ptb", "sgmcmc_char", "sgmcmc_classifier", "sgmcmc_ablation"):
+        assert presets.names(family), family
+    preset = presets.preset("sgmcmc_ptb", "small").settings()
+    preset["model"]["hidden_dim"] = -1
+    assert presets.preset("sgmcmc_ptb", "small").model["hidden_dim"] == 200
     with pytest.raises(ValueError, match="unknown preset"):
         presets.get("tcnlm", "nope")
+    with pytest.raises(ValueError, match="unknown preset 'huge' for sgmcmc_ptb"):
+        presets.preset("sgmcmc_ptb", "huge")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -338,7 +341,7 @@ def test_lstm_with_psgld_under_a_mirrored_strategy(tmp_path, capsys):
     assert code == 0 and "test perplexity (sentence-level" in text and "topic  0" not in text
     training = json.loads((out / "run.json").read_text())["training"]
     assert training["optimizer"] == "psgld" and training["strategy"] == "mirrored"
-    assert training["learning_rate"] == 1e-3  # tfktopic.bayes.setups' PTB "small" pSGLD step
+    assert training["learning_rate"] == 1e-3  # the sgmcmc_ptb "small" preset's pSGLD step
     assert np.isfinite(json.loads((out / "results.json").read_text())["test"]["perplexity"])
     # An interrupted run (its backup after epoch 1 of 2) resumes with the same command.
     code, text = _run_cli(["train", "lstm", *TINY, "--batch-size", "512", "--optimizer",

@@ -39,6 +39,46 @@ def test_a_preset_name_is_the_same_lm_size_in_every_family(size):
     assert len(set(topics.values())) == 1, topics
 
 
+@pytest.mark.parametrize("size", ["small", "medium"])
+def test_rgbn_presets_share_the_lm_size_in_their_first_layer(size):
+    lm = presets.preset("lstm", size).model
+    for name in ("rgbn_rnn", "gbn_rnn"):
+        model = presets.preset(name, size).model
+        assert (model["embedding_dim"], model["hidden_sizes"][0]) == (lm["embedding_dim"],
+                                                                      lm["hidden_dim"]), name
+        assert model["recurrent"] == (name == "rgbn_rnn")
+    # small: the shared 10 topics; medium keeps the paper's 100-80-50 (a running study uses it).
+    topics = presets.preset("tcnlm", "small").model["num_topics"]
+    if size == "small":
+        assert presets.preset("rgbn_rnn", size).model["topic_sizes"][0] == topics
+
+
+def test_sgmcmc_setups_are_presets_of_the_schema():
+    from tfktopic.bayes import setups
+
+    ptb = presets.preset("sgmcmc_ptb", "small")
+    assert (ptb.model["hidden_dim"], ptb.model["num_layers"], ptb.data["num_steps"],
+            ptb.training["batch_size"]) == (200, 2, 20, 20)
+    # One step size per optimizer: SGD's scale (SGD, SGLD) and RMSprop's (RMSprop, pSGLD).
+    assert set(ptb.training["learning_rates"]) == set(setups.OPTIMIZERS)
+    assert ptb.training["learning_rates"]["sgld"] == 1.0
+    assert ptb.training["learning_rates"]["psgld"] == 1e-3
+    assert presets.preset("sgmcmc_ptb", "large").model["dropout"] == 0.65
+    for family, name in (("sgmcmc_char", "paper"), ("sgmcmc_classifier", "paper")):
+        rates = presets.preset(family, name).training["learning_rates"]
+        assert set(rates) == {"rmsprop", "psgld"} and len(set(rates.values())) == 1
+    # LSTMLanguageModel / bilstm_classifier arguments.
+    for name in presets.names("sgmcmc_ptb"):
+        assert set(presets.preset("sgmcmc_ptb", name).model) <= set(
+            inspect.signature(LSTMLanguageModel.__init__).parameters)
+    assert set(presets.preset("sgmcmc_classifier", "paper").model) <= set(
+        inspect.signature(setups.bilstm_classifier).parameters)
+    # The ablation settings build their sampler.
+    for name in presets.names("sgmcmc_ablation"):
+        sampler = setups.ablation_optimizer(name, 1e-3, num_examples=100)
+        assert sampler.rho == presets.preset("sgmcmc_ablation", name).training["rho"]
+
+
 def test_preset_is_frozen_and_hands_out_copies():
     preset = presets.preset("tcnlm", "paper")
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -18,9 +18,10 @@ from tfktopic.evaluation import evaluate_perplexity
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 from tfktopic.bayes.tlasgr import TLASGRTopics
-from tfktopic.models.rgbn import (PRESETS, RGBNRNN, hierarchy_to_dot, hierarchy_to_svg,
-                                  make_optimizer, normalize_theta, prior_chain, topic_hierarchy,
+from tfktopic.models.rgbn import (PRESETS, RGBNRNN, cut_layers, hierarchy_to_dot,
+                                  hierarchy_to_svg, normalize_theta, prior_chain, topic_hierarchy,
                                   topic_thetas)
+from tfktopic.runs.training import adam_optimizer
 
 J = 4  # sentences per chunk in the tests (the paper uses 8)
 
@@ -267,7 +268,7 @@ def trained(apnews_path, mallet_stopwords_path, tmp_path_factory):
     model = RGBNRNN(len(lm), len(topic), num_documents=len(train_seq), num_layers=2,
                     hidden_sizes=(48, 32), topic_sizes=(12, 6), embedding_dim=32, dropout=0.1,
                     seed=5)
-    model.compile(optimizer=make_optimizer({"learning_rate": 5e-3, "clipnorm": 5.0}))
+    model.compile(optimizer=adam_optimizer({"learning_rate": 5e-3, "clipnorm": 5.0}))
     checkpoint = tmp_path_factory.mktemp("rgbn") / "last.keras"
     steps = 5 * math.ceil(len(train_seq) / 8)
     history = model.fit(document_dataset(train_seq, batch_size=8, seed=0), epochs=5, verbose=0,
@@ -617,3 +618,27 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="context_bow: continuing a document"):
         gbn.generate_paragraph(2, context_bow=np.ones((2, 10)))
     assert set(PRESETS) >= {"paper", "reference_code", "small"}
+
+
+def test_presets_cut_their_layers_in_one_place():
+    medium = PRESETS["medium"]["model"]
+    one = cut_layers(medium, 1)
+    assert (one["num_layers"], one["hidden_sizes"], one["topic_sizes"], one["kl_weights"]) == (
+        1, (256,), (100,), (1.0,))
+    assert medium["hidden_sizes"] == (256, 128, 64)              # the preset is not changed
+    assert cut_layers({"kl_weights": (1.0,)}, 3)["kl_weights"] == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="num_layers=4 exceeds the 3 layers of the preset's "
+                                         "hidden_sizes"):
+        cut_layers(medium, 4)
+    # from_preset cuts the preset's lists, not the ones given as arguments.
+    model = RGBNRNN.from_preset("medium", 50, 20, 4, num_layers=2, topic_sizes=(7, 3))
+    assert model.hidden_sizes == (256, 128) and model.topic_sizes == (7, 3)
+    from tfktopic import presets
+    gbn = RGBNRNN.from_preset(presets.preset("gbn_rnn", "small"), 50, 20, 4, num_layers=1)
+    assert not gbn.recurrent and gbn.hidden_sizes == (64,) and gbn.topic_sizes == (10,)
+    # The Adam of a preset: reference_code's decay 0.98^(t/5000) and element-wise clipping.
+    adam = adam_optimizer(PRESETS["reference_code"]["training"])
+    assert adam.clipvalue == 1.0 and adam.clipnorm is None
+    assert float(adam.learning_rate) == pytest.approx(1e-3)
+    adam.iterations.assign(5000)
+    assert float(adam.learning_rate) == pytest.approx(1e-3 * 0.98)

@@ -81,16 +81,50 @@ def _report(args):
     return 0
 
 
+def _train_options(args):
+    """``train``'s parsed options as `tfktopic.runs.train_run` keyword arguments."""
+    return dict(corpus=args.corpus, format=args.format, preset=args.preset, epochs=args.epochs,
+                batch_size=args.batch_size, max_documents=args.max_documents,
+                stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
+                learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
+                overrides=args.set, verbose=args.verbose, split_seed=args.split_seed,
+                patience=args.patience)
+
+
 def _train(args):
     from tfktopic.runs import train_run
 
-    train_run(args.model, args.out, corpus=args.corpus, format=args.format, preset=args.preset,
-              epochs=args.epochs, batch_size=args.batch_size, max_documents=args.max_documents,
-              stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
-              learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
-              overrides=args.set, verbose=args.verbose, split_seed=args.split_seed,
-              patience=args.patience)
+    train_run(args.model, args.out, **_train_options(args))
     return 0
+
+
+def train_settings(argv):
+    """The settings ``tfktopic train ARGV`` trains with, resolved without reading data.
+
+    `argv` is parsed by this command line's own parser and resolved by
+    `tfktopic.runs.resolve_settings`, as `tfktopic.runs.train_run` does first.
+
+    Args:
+        argv: the arguments after ``tfktopic`` (``["train", "rgbn_rnn", ...]``).
+
+    Returns:
+        (the parsed options, the settings dict: ``name``, ``model``, ``data``,
+        ``training``).
+
+    Example:
+    >>> _, settings = train_settings(["train", "tcnlm", "--set", "num_topics=20"])
+    >>> settings["model"]["num_topics"]
+    20
+    """
+    from tfktopic.runs import resolve_settings
+
+    args = _parser().parse_args(list(argv))
+    if args.command != "train":
+        raise ValueError(f"train_settings: not a train command: {argv!r}")
+    options = _train_options(args)
+    keys = ("preset", "overrides", "epochs", "batch_size", "learning_rate", "stopwords",
+            "optimizer", "patience")
+    return args, resolve_settings(args.model, **{key: options[key] for key in keys})
 
 
 def _evaluate(args):
@@ -232,8 +266,8 @@ def _parser():
                        help="word2vec .bin/.txt file or KeyedVectors converted with "
                             "convert_word2vec; the embedding size follows the vectors")
     train.add_argument("--optimizer", choices=["adam", "sgld", "psgld"], default="adam",
-                       help="adam (default) or SG-MCMC (any model; step sizes of "
-                            "tfktopic.bayes.setups)")
+                       help="adam (default) or SG-MCMC (any model; step sizes of the "
+                            "sgmcmc_ptb small preset)")
     train.add_argument("--strategy", choices=["none", "mirrored", "multiworker"],
                        default="none", help="tf.distribute strategy (multiworker: TF_CONFIG)")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -1,9 +1,12 @@
 """One preset schema for every model: `Preset` (model, data and training settings).
 
 Each model family keeps its presets as pure data in its own module
-``tfktopic/models/<family>_presets.py`` (a dict name -> ``{"model", "data",
+``tfktopic/models/<family>_presets.py`` (rGBN-RNN / GBN-RNN:
+``tfktopic/models/rgbn/presets.py``; Gan et al.'s SG-MCMC setups, families
+``sgmcmc_ptb`` / ``sgmcmc_char`` / ``sgmcmc_classifier`` / ``sgmcmc_ablation``:
+``tfktopic/bayes/sgmcmc_presets.py``), a dict name -> ``{"model", "data",
 "training", "description", "reference_documents"}``; the modules import
-nothing). This module indexes them statically and turns an entry into a
+nothing. This module indexes them statically and turns an entry into a
 frozen `Preset`:
 
     >>> from tfktopic import presets
@@ -17,7 +20,8 @@ frozen `Preset`:
 
 ``small`` and ``medium`` name the same LM size in every family (the
 BENCHMARKS.md ``quick`` and ``medium`` sizes: 32-d embeddings and 1 x 64
-units; 128-d and 1 x 256), so ``--preset small`` compares like with like;
+units; 128-d and 1 x 256; rGBN-RNN's first layer), so ``--preset small``
+compares like with like;
 ``paper`` (and ``paper_*``) are each paper's own setups.
 
 **Data rules** given for a paper's corpus size (TCNLM: topic words must occur in
@@ -28,9 +32,8 @@ units; 128-d and 1 x 256), so ``--preset small`` compares like with like;
 threshold scales with the number of training documents (never below 1, never
 above the stated value).
 
-`available` / `get` return the pre-`Preset` layouts (TCNLM nested, TopicRNN
-and LDA+LSTM flat, rGBN-RNN flat, SG-MCMC flat) that ``tfktopic.runs`` and the
-scripts still read.
+`available` / `get` return the pre-`Preset` layouts of TCNLM (nested) and
+TopicRNN / LDA+LSTM (flat): the model modules' ``PRESETS`` views.
 """
 
 import copy
@@ -38,7 +41,7 @@ import dataclasses
 import types
 import typing
 
-from tfktopic.bayes import setups as sgmcmc_setups
+from tfktopic.bayes import sgmcmc_presets
 from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, tcnlm, tcnlm_presets,
                              topicrnn, topicrnn_presets)
 from tfktopic.models.rgbn import presets as rgbn_presets
@@ -147,23 +150,6 @@ class Preset:
         return {key: data[key] for key in self.data}
 
 
-def _rgbn_entries(recurrent):
-    """rGBN-RNN (`recurrent`) / GBN-RNN presets (flat, split by `rgbn_presets.TRAINING_KEYS`)
-    in the schema."""
-    data_keys = ("min_count", "max_len", "context_len", "sentences_per_chunk", "min_doc_freq",
-                 "stopwords", "max_freq_fraction", "max_size")
-    entries = {}
-    for name, flat in rgbn_presets.PRESETS.items():
-        entry = {"model": {}, "data": {}, "training": {}}
-        for key, value in flat.items():
-            part = "model" if key not in rgbn_presets.TRAINING_KEYS else (
-                "data" if key in data_keys else "training")
-            entry[part][key] = value
-        entry["model"]["recurrent"] = recurrent
-        entries[name] = entry
-    return entries
-
-
 #: model name -> its preset module's entries (static: adding a family = one line).
 _FAMILIES = {
     "lstm": lstm_presets.PRESETS,
@@ -173,13 +159,19 @@ _FAMILIES = {
     "topicrnn": topicrnn_presets.PRESETS,
     "doc_topicrnn": topicrnn_presets.STREAMED_PRESETS,
     "tcnlm": tcnlm_presets.PRESETS,
-    "rgbn_rnn": _rgbn_entries(recurrent=True),
-    "gbn_rnn": _rgbn_entries(recurrent=False),
+    "rgbn_rnn": rgbn_presets.PRESETS,
+    "gbn_rnn": rgbn_presets.GBN_PRESETS,
+    # Gan et al.'s SG-MCMC setups (not models of the registry; `tfktopic.bayes.setups`).
+    "sgmcmc_ptb": sgmcmc_presets.PTB_PRESETS,
+    "sgmcmc_char": sgmcmc_presets.CHAR_PRESETS,
+    "sgmcmc_classifier": sgmcmc_presets.CLASSIFIER_PRESETS,
+    "sgmcmc_ablation": sgmcmc_presets.ABLATION_PRESETS,
 }
 
 
 def names(model_name):
-    """The preset names of a model (e.g. ``names("tcnlm")``), sorted."""
+    """The preset names of a model or preset family (e.g. ``names("tcnlm")``,
+    ``names("sgmcmc_ptb")``), sorted."""
     if model_name not in _FAMILIES:
         raise ValueError(f"unknown model {model_name!r}; choose from {', '.join(_FAMILIES)}")
     return sorted(_FAMILIES[model_name])
@@ -190,7 +182,7 @@ def preset(model_name, name):
 
     Args:
         model_name: a model name of `tfktopic.models.registry` ("lstm",
-            "doc_lstm", "tcnlm", ...).
+            "doc_lstm", "tcnlm", ...) or an SG-MCMC family ("sgmcmc_ptb", ...).
         name: a preset name (`names`).
 
     Returns:
@@ -208,15 +200,11 @@ def preset(model_name, name):
     return Preset.from_entry(name, table[name])
 
 
-# ------------------------------------------------------- layouts read by runs/ and scripts
+# ------------------------------------------------- the model modules' pre-`Preset` layouts
 _LEGACY = {
     "tcnlm": tcnlm.PRESETS,
     "topicrnn": topicrnn.PRESETS,
-    "rgbn_rnn": rgbn_presets.PRESETS,
     "lda_lstm": lda_lstm.PRESETS,
-    "sgmcmc_ptb": sgmcmc_setups.PTB_PRESETS,
-    "sgmcmc_char": sgmcmc_setups.CHAR_PRESETS,
-    "sgmcmc_classifier": sgmcmc_setups.CLASSIFIER_PRESETS,
 }
 
 
@@ -237,9 +225,8 @@ def get(family, name):
     """A deep copy of one preset in its family's pre-`Preset` layout.
 
     Args:
-        family: "tcnlm", "topicrnn", "rgbn_rnn", "lda_lstm", "sgmcmc_ptb",
-            "sgmcmc_char" or "sgmcmc_classifier".
-        name: the preset, e.g. "paper", "small", "reference_code".
+        family: "tcnlm", "topicrnn" or "lda_lstm".
+        name: the preset, e.g. "paper", "small".
 
     Returns:
         dict (TCNLM: ``{"model", "data", "training"}``; the others flat).

@@ -1,7 +1,9 @@
-"""The experimental setups of Gan et al. (2017) as presets, data and model builders.
+"""The experimental setups of Gan et al. (2017): data, model and optimizer builders.
 
 One place for what the scripts (``scripts/sgmcmc_*.py``) and the benchmarks
-(``benchmarks/sgmcmc.py``) share (reference sgmcmc_and_topicrnn.md §A3):
+(``benchmarks/sgmcmc*.py``) share (reference sgmcmc_and_topicrnn.md §A3). The
+sizes and step sizes are presets (`tfktopic.bayes.sgmcmc_presets`, reached by
+``tfktopic.presets.preset("sgmcmc_ptb", "small")`` etc.):
 
 * PTB word-level LM, 2-layer LSTM small / medium / large (200 / 650 / 1500),
   20 unrolled steps, "random" minibatches (independent windows from a zero
@@ -14,8 +16,9 @@ One place for what the scripts (``scripts/sgmcmc_*.py``) and the benchmarks
   concatenated), dropout 0.5, here on IMDB sentiment.
 
 Every builder returns plain Keras objects, so users can swap optimizers:
-`optimizer(name, ...)` gives SGD / RMSprop / SGLD / pSGLD with the paper's
-step sizes and the right `num_examples`.
+`optimizer(name, ...)` gives SGD / RMSprop / SGLD / pSGLD with the right
+`num_examples` (the paper's step size of each is a preset's
+``training["learning_rates"][name]``).
 """
 
 import keras
@@ -23,72 +26,22 @@ import numpy as np
 import tensorflow as tf
 
 from tfktopic.bayes.sgmcmc import PSGLD, SGLD
+from tfktopic.bayes.sgmcmc_presets import ABLATION_PRESETS
 from tfktopic.data.contexts import stream_arrays
 from tfktopic.data.corpora import Corpus
 
-__all__ = ["PTB_PRESETS", "CHAR_PRESETS", "CLASSIFIER_PRESETS", "ABLATION_PRESETS",
-           "ABLATION_SCHEDULE", "ablation_optimizer", "optimizer", "window_dataset",
-           "ptb_data", "char_data", "bilstm_classifier"]
-
-# Table 4 sizes; learning rates of the authors' code (SGD/SGLD "lr" 1 on the
-# mean token loss, pSGLD/RMSprop 1e-3), dropout 0.5 (paper) / 0.65 (code, large).
-PTB_PRESETS = {
-    "small": {"hidden_dim": 200, "embedding_dim": 200, "num_layers": 2, "num_steps": 20,
-              "batch_size": 20, "dropout": 0.5, "clipnorm": 5.0, "sgd_lr": 1.0,
-              "rmsprop_lr": 1e-3, "epochs": 13},
-    "medium": {"hidden_dim": 650, "embedding_dim": 650, "num_layers": 2, "num_steps": 20,
-               "batch_size": 20, "dropout": 0.5, "clipnorm": 5.0, "sgd_lr": 1.0,
-               "rmsprop_lr": 1e-3, "epochs": 39},
-    "large": {"hidden_dim": 1500, "embedding_dim": 1500, "num_layers": 2, "num_steps": 20,
-              "batch_size": 20, "dropout": 0.65, "clipnorm": 10.0, "sgd_lr": 1.0,
-              "rmsprop_lr": 1e-3, "epochs": 55},
-}
-
-# Karpathy et al.'s setup used by Gan et al. Table 3: pSGLD lr 2e-3, 20 epochs,
-# burn-in 4 epochs, a sample every half epoch, 32 samples.
-CHAR_PRESETS = {
-    "paper": {"hidden_dim": 128, "embedding_dim": 128, "num_layers": 2, "num_steps": 100,
-              "batch_size": 100, "rmsprop_lr": 2e-3, "epochs": 20, "burn_in_epochs": 4,
-              "samples_per_epoch": 2, "max_samples": 32, "dropout": 0.0},
-}
-
-# §5.3: BiLSTM 200 per direction, dropout 0.5 on embeddings and on the
-# concatenated state, pSGLD lr 1e-3, batch 50, 20 epochs, averaging after epoch 1.
-CLASSIFIER_PRESETS = {
-    "paper": {"units": 200, "embedding_dim": 300, "dropout": 0.5, "rmsprop_lr": 1e-3,
-              "batch_size": 50, "epochs": 20, "burn_in_epochs": 1, "max_len": 400},
-}
+__all__ = ["OPTIMIZERS", "ablation_optimizer", "optimizer", "window_dataset", "ptb_data",
+           "char_data", "bilstm_classifier"]
 
 OPTIMIZERS = ("sgd", "rmsprop", "sgld", "psgld")
-
-# Gan et al. Table 7 (PTB small) ablation: the sampler as the paper writes it
-# ("paper": T = 1, Algorithm 1's rho 0.99 and λ outside the root, ordinary
-# norm clipping) and as the authors' Theano pSGLD runs it ("authors_code":
-# rho 0.9, ε 1e-6 inside the root, the global gradient norm rescaled to 5 at
-# every step, and noise of temperature 2/N; reference notes A1.2). The
-# RMSprop of a setting is the same optimizer at T = 0 without prior.
-# "temperature": "2/N" is resolved by `ablation_optimizer`.
-ABLATION_PRESETS = {
-    "paper": {"temperature": 1.0, "rho": 0.99, "epsilon": 1e-5, "epsilon_placement": "outside",
-              "prior_precision": 1.0, "clipnorm": 5.0, "normalize_gradients_to": None},
-    "authors_code": {"temperature": "2/N", "rho": 0.9, "epsilon": 1e-6,
-                     "epsilon_placement": "inside", "prior_precision": 1.0, "clipnorm": None,
-                     "normalize_gradients_to": 5.0},
-}
-
-# Table 2's PTB schedule: 40 epochs at most, burn-in 4 epochs, a sample every
-# half epoch; runs stop early when the validation perplexity (RMSprop: of the
-# model; samplers: of the running average) has not improved for `patience`
-# epochs. Learning rate 1e-3 (RMSprop-scale), batch 20 x 20 steps.
-ABLATION_SCHEDULE = {"max_epochs": 40, "burn_in_epochs": 4, "samples_per_epoch": 2,
-                     "patience": 3, "learning_rate": 1e-3}
 
 
 def ablation_optimizer(setting, learning_rate, num_examples, temperature=None, seed=0):
     """The pSGLD (or, at ``temperature=0``, RMSprop) of an ablation setting.
 
     Args:
-        setting: a key of `ABLATION_PRESETS`.
+        setting: a preset name of ``sgmcmc_ablation``
+            (`tfktopic.bayes.sgmcmc_presets.ABLATION_PRESETS`).
         learning_rate: η.
         num_examples: N (training tokens).
         temperature: override the setting's temperature (0 = its RMSprop,
@@ -100,7 +53,7 @@ def ablation_optimizer(setting, learning_rate, num_examples, temperature=None, s
     """
     if setting not in ABLATION_PRESETS:
         raise ValueError(f"setting must be one of {sorted(ABLATION_PRESETS)}, got {setting!r}")
-    preset = dict(ABLATION_PRESETS[setting])
+    preset = dict(ABLATION_PRESETS[setting]["training"])
     if temperature is None:
         temperature = preset["temperature"]
     if temperature == "2/N":

@@ -27,7 +27,9 @@ This package is the only orchestration of tfktopic: the CLI, the scripts and
 the benchmarks all go through it.
 
 * `preset_settings` reads a preset (``name``, ``model``, ``data``,
-  ``training``); `apply_overrides` applies ``--set KEY=VALUE``.
+  ``training``); `apply_overrides` applies ``--set KEY=VALUE``;
+  `resolve_settings` is both plus ``tfktopic train``'s other options (what a
+  run trains with, before any data is read).
 * `prepare_data` reads the corpus, splits it 80/10/10 by document (seeded),
   resolves the data rules given for another corpus size (`resolve_data_rules`:
   e.g. TCNLM's ``min_doc_freq`` of 100 for 50K documents is scaled to the
@@ -77,7 +79,8 @@ from tfktopic.runs.settings import (CHUNKED_MODELS, DATA_DEFAULTS, GENERATING_MO
                                     GENERATION, HIERARCHICAL_MODELS, MODELS, OPTIMIZERS,
                                     SPLIT, STREAMED_MODELS, TOPIC_MODELS, TRAINING_DEFAULTS,
                                     apply_overrides, preset_settings)
-from tfktopic.runs.training import build_model, build_optimizer, fit_model, train_run
+from tfktopic.runs.training import (build_model, build_optimizer, fit_model, resolve_settings,
+                                    train_run)
 
 __all__ = [
     "MODELS",
@@ -90,6 +93,7 @@ __all__ = [
     "load_run",
     "load_model",
     "preset_settings",
+    "resolve_settings",
     "prepare_data",
     "resolve_data_rules",
     "read_corpus",

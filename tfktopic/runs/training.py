@@ -67,6 +67,33 @@ def _embedding_matrix(path, lm_vocab, settings, explicit_dim, seed, log):
 
 
 # ------------------------------------------------------------------- model and optimizer
+def adam_optimizer(training):
+    """The Adam optimizer of a preset's training settings (decay and clipping).
+
+    Args:
+        training: dict with ``learning_rate`` (default 1e-3) and optionally
+            ``decay_steps`` / ``decay_rate`` (the learning rate times
+            ``decay_rate ** (step / decay_steps)``, continuous as rGBN-RNN's
+            released code), ``clipnorm`` (per variable) and ``clipvalue``
+            (element-wise).
+
+    Returns:
+        A `keras.optimizers.Adam`.
+
+    Example:
+    >>> from tfktopic import presets
+    >>> adam_optimizer(presets.preset("rgbn_rnn", "reference_code").training)  # doctest: +SKIP
+    """
+    import keras
+
+    rate = float(training.get("learning_rate", 1e-3))
+    if training.get("decay_steps"):
+        rate = keras.optimizers.schedules.ExponentialDecay(
+            rate, int(training["decay_steps"]), float(training["decay_rate"]))
+    return keras.optimizers.Adam(rate, clipnorm=training.get("clipnorm"),
+                                 clipvalue=training.get("clipvalue"))
+
+
 def build_optimizer(settings, num_train_tokens, seed=0):
     """The optimizer of a run's training settings.
 
@@ -77,11 +104,9 @@ def build_optimizer(settings, num_train_tokens, seed=0):
         seed: SG-MCMC noise seed.
 
     Returns:
-        A Keras optimizer: Adam (rGBN / GBN: `make_optimizer`, with the
-        preset's decay and clipping) or `tfktopic.bayes.setups.optimizer`.
+        A Keras optimizer: `adam_optimizer` (with the preset's decay and
+        clipping) or `tfktopic.bayes.setups.optimizer`.
     """
-    import keras
-
     training = settings["training"]
     kind = training["optimizer"]
     if kind in ("sgld", "psgld"):  # every model (N = training tokens)
@@ -91,11 +116,7 @@ def build_optimizer(settings, num_train_tokens, seed=0):
                          clipnorm=training.get("clipnorm"), seed=seed)
     if kind != "adam":
         raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {kind!r}")
-    if settings["name"] in HIERARCHICAL_MODELS:
-        from tfktopic.models.rgbn import make_optimizer
-
-        return make_optimizer(training)
-    return keras.optimizers.Adam(training["learning_rate"], clipnorm=training.get("clipnorm"))
+    return adam_optimizer(training)
 
 
 def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates=True,
@@ -231,6 +252,71 @@ def _progress_callback(path, config):
     return _Progress()
 
 
+def _override_items(overrides):
+    return (list(overrides.items()) if isinstance(overrides, dict)
+            else [parse_override(o) for o in overrides or ()])
+
+
+def resolve_settings(model_name, preset="small", overrides=None, epochs=None, batch_size=None,
+                     learning_rate=None, stopwords=None, optimizer="adam", patience=None):
+    """The settings a run of `train_run` trains with, before any data is read.
+
+    The one resolution of ``tfktopic train``'s options: the preset
+    (`preset_settings`), the ``--set`` overrides (`apply_overrides`), then the
+    options that name a setting (``--epochs``, ``--batch-size``,
+    ``--stopwords``, ``--optimizer`` with its SG-MCMC step size,
+    ``--learning-rate``, ``--patience``), checked. Data rules given for a
+    corpus size (``min_doc_freq``) are resolved later, on the training split
+    (`tfktopic.runs.data.prepare_data`).
+
+    Args:
+        model_name, preset, overrides, epochs, batch_size, learning_rate,
+            stopwords, optimizer, patience: as in `train_run`.
+
+    Returns:
+        dict with ``name``, ``model`` (constructor arguments), ``data`` and
+        ``training`` (a stop-list file made absolute).
+
+    Raises:
+        ValueError / TfktopicError: an unknown preset or ``--set`` key, a bad
+            value (the message names the option).
+
+    Example:
+    >>> resolve_settings("rgbn_rnn", "medium", ["num_layers=1"])["model"]["num_layers"]
+    1
+    """
+    settings = preset_settings(model_name, preset)
+    override_items = _override_items(overrides)
+    apply_overrides(settings, dict(override_items))
+    training, data = settings["training"], settings["data"]
+    if epochs is not None:
+        training["epochs"] = int(epochs)
+    if batch_size is not None:
+        training["batch_size"] = int(batch_size)
+    if stopwords is not None:
+        data["stopwords"] = stopwords
+    training["optimizer"] = optimizer
+    if optimizer in ("sgld", "psgld"):
+        from tfktopic import presets
+
+        ptb = presets.preset("sgmcmc_ptb", "small").training
+        training["learning_rate"] = ptb["learning_rates"][optimizer]
+        training["clipnorm"] = ptb["clipnorm"]
+    if learning_rate is not None:
+        training["learning_rate"] = float(learning_rate)
+    if patience is not None:
+        training["patience"] = int(patience)
+    if training.get("patience") is not None and int(training["patience"]) < 1:
+        raise ValueError(f"--patience must be >= 1, got {training['patience']}")
+    check_learning_rate(training.get("learning_rate"))
+    check_setting_keys(model_name, [k for k, _ in override_items], settings)
+    for key in ("epochs", "batch_size"):
+        if int(training[key]) < 1:
+            raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
+    _check_stopwords(data, preset)
+    return settings
+
+
 @locked("out")
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
@@ -261,7 +347,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         embeddings: a word2vec ``.bin`` / ``.txt`` file or converted
             KeyedVectors; the embedding size follows the vectors.
         optimizer: "adam", or "sgld" / "psgld" (every model; the step sizes
-            of `tfktopic.bayes.setups`' PTB "small" preset).
+            of the ``sgmcmc_ptb`` "small" preset, `tfktopic.bayes.sgmcmc_presets`).
         strategy: "none", "mirrored" or "multiworker" (`tfktopic.distribute`).
         seed: shuffling and initialisation seed (and the split's, unless
             `split_seed` is given).
@@ -286,38 +372,12 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     from tfktopic.distribute import distribute_dataset, get_strategy
     from tfktopic.version import __version__
 
-    settings = preset_settings(model_name, preset)
-    override_items = (list(overrides.items()) if isinstance(overrides, dict)
-                      else [parse_override(o) for o in overrides or ()])
-    apply_overrides(settings, dict(override_items))
-    explicit_dim = dict(override_items).get("embedding_dim")
+    settings = resolve_settings(model_name, preset, overrides, epochs=epochs,
+                                batch_size=batch_size, learning_rate=learning_rate,
+                                stopwords=stopwords, optimizer=optimizer, patience=patience)
+    explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
-    if epochs is not None:
-        training["epochs"] = int(epochs)
-    if batch_size is not None:
-        training["batch_size"] = int(batch_size)
-    if stopwords is not None:
-        data["stopwords"] = stopwords
-    training["optimizer"] = optimizer
-    if optimizer in ("sgld", "psgld"):
-        from tfktopic import presets
-
-        ptb = presets.get("sgmcmc_ptb", "small")
-        training["learning_rate"] = ptb["sgd_lr"] if optimizer == "sgld" else ptb["rmsprop_lr"]
-        training["clipnorm"] = ptb["clipnorm"]
-    if learning_rate is not None:
-        training["learning_rate"] = float(learning_rate)
-    if patience is not None:
-        training["patience"] = int(patience)
-    if training.get("patience") is not None and int(training["patience"]) < 1:
-        raise ValueError(f"--patience must be >= 1, got {training['patience']}")
     split_seed = int(seed if split_seed is None else split_seed)
-    check_learning_rate(training.get("learning_rate"))
-    check_setting_keys(model_name, [k for k, _ in override_items], settings)
-    for key in ("epochs", "batch_size"):
-        if int(training[key]) < 1:
-            raise ValueError(f"--{key.replace('_', '-')} must be >= 1, got {training[key]}")
-    _check_stopwords(data, preset)
     if embeddings is not None and not pathlib.Path(embeddings).exists():
         raise TfktopicError(f"{embeddings}: no such word2vec file (--embeddings)")
     format = resolve_format(corpus, format)

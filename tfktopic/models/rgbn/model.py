@@ -14,14 +14,9 @@ chunk guides a stacked LSTM language model:
   fused LSTM whose outputs are coupled with theta^l_j / max_k theta^l_{jk} by
   the GRU-like gate; the concatenated gate outputs of all layers feed one
   softmax.
-* **Objective** (eq. 7), per document chunk (sums over sentences, tokens and
-  topics, averaged over the batch of chunks):
-
-      loss = lm_nll + tm_weight * (-log p(d | Phi^1 theta^1) + sum_l kl_weights[l] * KL^l)
-
-  with KL^l = KL(Weibull(k, lambda) || Gam(tau0 e^l_j, tau0)) in closed form
-  and e^l_j the prior shape above. The paper has unit weights; the released
-  code uses tm_weight 0.001 and kl_weights (0.1, 0.01, 0.001) (`PRESETS`).
+* **Objective** (eq. 7; `tfktopic.models.rgbn.objective`), per document chunk:
+  lm_nll + tm_weight * (-log p(d | Phi^1 theta^1) + sum_l kl_weights[l] * KL^l),
+  KL^l = KL(Weibull(k, lambda) || Gam(tau0 e^l_j, tau0)) in closed form.
 
 Model contract (DESIGN.md §3): batches of `tfktopic.data.pipeline.document_dataset`
 (``tokens``/``targets``/``mask`` [B, J, T], ``context_bow`` [B, J, V_c]);
@@ -50,10 +45,10 @@ from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.rgbn.generation import normalize_theta
-from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PER_LAYER_KEYS,
-                                          PRESETS, TRAINING_KEYS)
-from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_thetas
+from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
+from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
+                                          cut_layers)
+from tfktopic.models.rgbn.objective import negative_elbo
 
 __all__ = ["RGBNRNN"]
 
@@ -97,7 +92,7 @@ class RGBNRNN(TopicLanguageModel):
     Example:
     >>> model = RGBNRNN(len(lm_vocab), len(topic_vocab), num_documents=len(train_seqs),
     ...                 num_layers=3)                                  # doctest: +SKIP
-    >>> model.compile(optimizer=make_optimizer(PRESETS["paper"]))      # doctest: +SKIP
+    >>> model.compile(optimizer=adam_optimizer(PRESETS["paper"]["training"]))  # doctest: +SKIP
     >>> model.fit(document_dataset(train_seqs, batch_size=8), epochs=5)  # doctest: +SKIP
     >>> model.evaluate(document_dataset(test_seqs, shuffle=False))     # doctest: +SKIP
     """
@@ -300,47 +295,15 @@ class RGBNRNN(TopicLanguageModel):
         """`call` with ``return_topics=True``: a dict of ``logits``, ``thetas``,
         ``ks``, ``lams`` (``features``, the softmax input of the non-empty
         windows, and ``windows`` instead of ``logits`` with `features`;
-        `_objective` takes either)."""
+        `negative_elbo` takes either)."""
         return self(inputs, training=training, sample=sample, return_topics=True,
                     return_features=features)
 
-    def _token_nll(self, data, outputs):
-        """(nll_sum, num_tokens) of the LM, from ``logits`` or ``features``.
-
-        From ``features`` (of the non-empty ``windows`` only) the softmax (the
-        largest cost of a step: N T sum_l H_l V multiply-adds) and the
-        cross-entropy are computed only at the positions with mask > 0,
-        gathered first; the padding windows and padded positions of a chunk
-        (~45% of B J T on APNEWS) are skipped. The result is the same sum as
-        from the full logits.
-        """
-        mask = ops.cast(data["mask"], "float32")
-        if "logits" in outputs:
-            return masked_token_nll(data["targets"], outputs["logits"], mask)
-        length = ops.shape(mask)[-1]
-        windows = outputs["windows"]
-        mask = tf.gather_nd(ops.reshape(mask, (-1, length)), windows)
-        targets = tf.gather_nd(ops.reshape(data["targets"], (-1, length)), windows)
-        positions = tf.where(mask > 0)
-        logits = self.softmax(tf.gather_nd(outputs["features"], positions))
-        return masked_token_nll(tf.gather_nd(targets, positions), logits,
-                                tf.gather_nd(mask, positions))
-
     # -------------------------------------------------------------- objective
     def _objective(self, data, outputs):
-        mask = ops.cast(data["mask"], "float32")
-        nll_sum, num_tokens = self._token_nll(data, outputs)
-        num_docs = ops.cast(ops.shape(mask)[0], "float32")
-        sentence_mask = ops.cast(ops.sum(mask, axis=-1) > 0, "float32")
-        log_likelihood, kls = rgbn_elbo_terms(
-            data["context_bow"], outputs["thetas"], outputs["ks"], outputs["lams"],
-            self.topic_model, sentence_mask)
-        tm_nll = -ops.mean(log_likelihood)
-        kl_per_layer = [ops.mean(kl) for kl in kls]
-        tm_loss = tm_nll + sum(w * kl for w, kl in zip(self.kl_weights, kl_per_layer))
-        loss = nll_sum / num_docs + self.tm_weight * tm_loss
-        return {"loss": loss, "nll_sum": nll_sum, "num_tokens": num_tokens,
-                "kl": sum(kl_per_layer), "tm_nll": tm_nll, "num_docs": num_docs}
+        """`tfktopic.models.rgbn.objective.negative_elbo` of a forward pass's outputs."""
+        return negative_elbo(data, outputs, self.topic_model, self.softmax, self.kl_weights,
+                             self.tm_weight)
 
     def objective(self, data, training=False):
         """The negative ELBO of eq. 7 per document (`TopicLanguageModel`'s contract).
@@ -449,23 +412,14 @@ class RGBNRNN(TopicLanguageModel):
         return outputs
 
     # ------------------------------------------------------------- generation
-    def _encode_contexts(self, context_bow, sample):
-        bow = np.asarray(context_bow, np.float32)
-        if bow.ndim == 1:
-            bow = bow[None]
-        if bow.ndim != 2 or bow.shape[-1] != self.topic_vocab_size:
-            raise ValueError(f"context_bow must be [J, {self.topic_vocab_size}] (or "
-                             f"[{self.topic_vocab_size}]), got shape {np.shape(context_bow)}")
-        thetas, _, _ = self.encoder(bow[None], training=False, sample=sample)
-        return [np.asarray(t[0], np.float64) for t in thetas]
-
     def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
                                 topic_layer=0, sample_theta=False, paragraph=False):
         """The LM's topic input of every generated sentence (reference rgbn_rnn.md §6.3).
 
         One theta per sentence and layer, max-normalised (`normalize_theta`,
         eq. 4) and fixed while the sentence is generated; see `generate` and
-        `generate_paragraph` for where it comes from.
+        `generate_paragraph` for where it comes from
+        (`tfktopic.models.rgbn.generation.conditioning_thetas`).
 
         Args:
             num_sentences: N (per context row with `context_bow`; the paragraph's
@@ -481,28 +435,9 @@ class RGBNRNN(TopicLanguageModel):
         Raises:
             ValueError: a bad topic, layer or context (named).
         """
-        rng = np.random.default_rng(seed)
-        if paragraph:
-            if topic is not None:
-                raise ValueError("topic: a paragraph starts from the prior or from "
-                                 "context_bow; it does not take a topic")
-            previous = None
-            if context_bow is not None:
-                if not self.recurrent:
-                    raise ValueError("context_bow: continuing a document needs the topic "
-                                     "transitions of rGBN-RNN (recurrent=True)")
-                previous = [t[-1:] for t in self._encode_contexts(context_bow, False)]
-            chain = prior_chain(self.topic_model, 1, int(num_sentences), rng, previous)
-            thetas = [np.concatenate([step[l] for step in chain]) for l in range(self.num_layers)]
-        elif context_bow is not None:
-            thetas = self._encode_contexts(context_bow, sample_theta)
-            thetas = [np.repeat(t, int(num_sentences), axis=0) for t in thetas]
-        elif topic is not None:
-            thetas = [np.tile(t[None], (int(num_sentences), 1))
-                      for t in topic_thetas(self.phis, topic, topic_layer)]
-        else:
-            thetas = prior_chain(self.topic_model, int(num_sentences), 1, rng)[0]
-        return [normalize_theta(ops.convert_to_tensor(t, "float32")) for t in thetas]
+        return conditioning_thetas(self, num_sentences, topic=topic, context_bow=context_bow,
+                                   rng=np.random.default_rng(seed), topic_layer=topic_layer,
+                                   sample_theta=sample_theta, paragraph=paragraph)
 
     def initial_generation_state(self, num_sentences):
         """Zero (h, c) of every LSTM layer: each sentence starts from zero states."""
@@ -628,41 +563,34 @@ class RGBNRNN(TopicLanguageModel):
     @classmethod
     def from_preset(cls, preset, vocab_size=None, topic_vocab_size=None, num_documents=None,
                     **overrides):
-        """A model with the constructor settings of a `PRESETS` entry.
+        """A model of a preset's model settings, its per-layer sizes cut to ``num_layers``.
 
         Args:
-            preset: a name in `PRESETS`, a preset dict, or a pretrained model
-                name (`TopicLanguageModel.from_preset`; then nothing else).
+            preset: a name in `PRESETS`, a `tfktopic.presets.Preset`, a dict of
+                model settings (constructor arguments, e.g. a run's
+                ``settings["model"]``), or a pretrained model name
+                (`TopicLanguageModel.from_preset`; then nothing else).
             vocab_size, topic_vocab_size, num_documents: as in the constructor.
-            **overrides: constructor arguments replacing the preset's. With a
-                smaller ``num_layers`` the preset's per-layer lists are cut to
-                their first L entries (the paper's 1- and 2-layer sizes); with a
-                larger one, a list of equal values (unit KL weights) is extended
-                and any other list must be overridden.
+            **overrides: constructor arguments replacing the preset's. The
+                preset's per-layer lists (not the overridden ones) are cut to
+                ``num_layers`` by `tfktopic.models.rgbn.presets.cut_layers`.
 
         Returns:
-            An `RGBNRNN` (compile it with `make_optimizer(preset)`).
+            An `RGBNRNN` (compile it with
+            `tfktopic.runs.training.adam_optimizer` of the preset's ``training``).
         """
         if isinstance(preset, str):
-            if preset not in PRESETS:
+            if preset not in cls.presets:
                 # A pretrained model name (or an error naming the choices).
                 given = [a for a in (vocab_size, topic_vocab_size, num_documents)
                          if a is not None]
                 return super().from_preset(preset, *given, **overrides)
-            preset = PRESETS[preset]
-        settings = {k: v for k, v in preset.items() if k not in TRAINING_KEYS}
+            settings = dict(cls.presets[preset]["model"])
+        elif hasattr(preset, "model") and hasattr(preset, "training"):      # a Preset
+            settings = dict(preset.model)
+        else:
+            settings = dict(preset)
         num_layers = int(overrides.get("num_layers", settings.get("num_layers", 3)))
-        for key in PER_LAYER_KEYS:
-            # Fewer layers than the preset: its first L sizes / weights (the
-            # paper's 600 / 600-512 and 100 / 100-80 for the "paper" preset).
-            if key in settings and key not in overrides and settings[key] is not None:
-                values = tuple(settings[key])
-                if len(values) < num_layers and len(set(values)) == 1:
-                    # A uniform setting (e.g. the paper's unit KL weights) extends as is.
-                    settings[key] = values * num_layers
-                elif len(values) < num_layers:
-                    raise ValueError(f"num_layers={num_layers} exceeds the {len(settings[key])} "
-                                     f"layers of the preset's {key}: pass {key}")
-                settings[key] = tuple(settings[key])[:num_layers]
-        settings.update(overrides)
+        cut = cut_layers({k: v for k, v in settings.items() if k not in overrides}, num_layers)
+        settings = {**settings, **cut, **overrides}
         return cls(vocab_size, topic_vocab_size, num_documents, **settings)

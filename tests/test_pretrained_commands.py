@@ -1,0 +1,79 @@
+"""The command of every shipped model in ``pretrained/index.json`` builds that model.
+
+For each entry, its ``command`` is parsed by the command line's own parser and
+resolved as ``tfktopic train`` resolves it (`tfktopic.cli.train_settings`,
+without training or reading the corpus); then
+
+* the model the run would build (`tfktopic.models.registry.build_model` on the
+  resolved model settings, with the shipped vocabularies' sizes and the shipped
+  number of training chunks: what the data would give) has the same
+  constructor config as the shipped ``model.keras``;
+* the resolved data settings (the vocabulary rules: minimum count, stop list,
+  frequency and document-frequency thresholds, window sizes) and training
+  settings are the ones the shipped ``run.json`` recorded;
+* the command is the one `scripts/make_pretrained.py` would run again.
+
+The vocabularies themselves come from a pass over the whole corpus, which
+this test avoids: it checks the rules that made them.
+"""
+
+import json
+import pathlib
+import shlex
+
+import pytest
+
+from conftest import shared_file
+from tfktopic import cli, pretrained
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+NAMES = sorted(pretrained.available())
+
+
+def _same_setting(key, resolved, recorded):
+    if key == "stopwords" and recorded not in ("gensim", "none"):
+        # A stop-list file: the same file, wherever the shared data folder is.
+        return pathlib.Path(str(resolved)).name == pathlib.Path(str(recorded)).name
+    return json.loads(json.dumps(resolved)) == recorded
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_index_command_builds_the_shipped_model(name, monkeypatch):
+    from tfktopic.models import registry
+    from tfktopic.runs import load_run
+
+    shared_file("stopwords/mallet_en.txt")      # the commands name the shared stop list
+    monkeypatch.chdir(REPO)                     # and are run from the repository root
+    entry = pretrained.info(name)
+    argv = shlex.split(entry["command"])
+    assert argv[0] == "tfktopic"
+    args, settings = cli.train_settings(argv[1:])
+    assert args.model == entry["model"] and args.out == f"pretrained/{name}"
+
+    shipped = load_run(f"pretrained:{name}")
+    recorded = shipped.config
+    assert recorded["model"] == args.model and recorded["seed"] == args.seed
+    assert recorded["format"] == args.format
+    assert pathlib.Path(recorded["corpus"]).name == pathlib.Path(args.corpus).name
+    for part in ("data", "training"):
+        for key, value in recorded[part].items():
+            resolved = args.strategy if key == "strategy" else settings[part].get(key)
+            assert _same_setting(key, resolved, value), (name, part, key, resolved, value)
+
+    shipped_config = shipped.model.get_config()
+    built = registry.build_model(
+        args.model, settings["model"], lm_vocab=shipped.lm_vocab,
+        topic_vocab=shipped.topic_vocab, num_documents=shipped_config.get("num_documents"),
+        seed=args.seed, training=settings["training"])
+    built_config = built.get_config()
+    for config in (built_config, shipped_config):
+        config.pop("name")
+    assert built_config == shipped_config
+
+
+def test_the_index_commands_are_make_pretrained_s():
+    from scripts import make_pretrained
+
+    assert set(make_pretrained.MODELS) == set(NAMES)
+    for name in NAMES:
+        assert pretrained.info(name)["command"] == make_pretrained.command_line(name)
