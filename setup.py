@@ -43,7 +43,7 @@ setup(
         "matplotlib>=3.8",
     ],
     extras_require={
-        "test": ["pytest>=8", "nltk>=3.9"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "nltk>=3.9"],
         "bench": [],
     },
     entry_points={"console_scripts": ["tfktopic=tfktopic.cli:main"]},
