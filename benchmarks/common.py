@@ -25,6 +25,19 @@ SHARED_DATA = pathlib.Path(os.environ.get("TFKTOPIC_SHARED_DATA",
                                           REPO_ROOT.parent / "shared" / "data"))
 
 
+def portable(value):
+    """`value` (JSON-ready) with this machine's paths made relative to the project
+    (``../shared/data/...`` for the corpora), so committed records hold no machine path."""
+    if isinstance(value, dict):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    if isinstance(value, str):
+        return value.replace(str(REPO_ROOT) + os.sep, "").replace(str(REPO_ROOT.parent) + os.sep,
+                                                                  "../")
+    return value
+
+
 class MissingData(RuntimeError):
     """A benchmark's corpus is absent; the runner reports and skips it."""
 
@@ -146,7 +159,7 @@ def run(kind, registries, argv=None):
         for item in new:
             print(f"    {item['model']:<14} {item['metric']:<12} {item['value']!s:<24}"
                   f" ratio {item['ratio']}", file=sys.stderr)
-    text = json.dumps(records, indent=1)
+    text = json.dumps(portable(records), indent=1)
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(text + "\n")

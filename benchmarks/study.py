@@ -44,6 +44,8 @@ import subprocess
 import sys
 import time
 
+from benchmarks.common import portable
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "study"
 MAX_EPOCHS = 40
@@ -143,18 +145,6 @@ def command(corpus, arm, config, seed, out):
     for key, value in settings.items():
         cmd += ["--set", f"{key}={json.dumps(value)}"]
     return cmd
-
-
-def portable(value):
-    """`value` (JSON-ready) with this machine's paths made relative to the project
-    (``../shared/data/...`` for the corpora), so committed records hold no machine path."""
-    if isinstance(value, dict):
-        return {k: portable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [portable(v) for v in value]
-    if isinstance(value, str):
-        return value.replace(str(REPO) + os.sep, "").replace(str(REPO.parent) + os.sep, "../")
-    return value
 
 
 def collect_diverged(corpus, arm, config, seed, out, cmd):
