@@ -305,7 +305,7 @@ def _result(name, mode):
         protocols = ("preceding", "all_other")
     perplexity = {p: _test_perplexity(name, model, mode, p) for p in protocols}
     topics = None
-    if hasattr(model, "topics"):
+    if model.has_topics:  # every model has `topics()`; only topic models have topics
         topics = model.topics(top_n=20, vocabulary=_data(mode).topic_vocab)
     for p, r in perplexity.items():
         _log(f"{name}: test ppl {r.perplexity:.2f} ({p}, {r.num_tokens} tokens)")
