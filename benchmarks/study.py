@@ -272,7 +272,9 @@ def run(corpus, arms, workers, out_root):
     return 1 if failed else 0
 
 
-def status(corpus, arms):
+def status(corpus, arms, out_root=None):
+    """Print each arm's finished records, its chosen configuration and (with
+    `out_root`) the runs in progress: epochs done and best validation so far."""
     for arm in arms:
         done = []
         for config in grid(corpus):
@@ -288,8 +290,18 @@ def status(corpus, arms):
                                 f"(val {record['training']['best_val_ppl']:.2f}, "
                                 f"{record['training']['stopped_by']} at "
                                 f"{record['training']['epochs']})")
+                elif out_root is not None:
+                    run_json = (pathlib.Path(out_root) / corpus / arm / f"{config}-s{seed}"
+                                / "run.json")
+                    if run_json.exists():
+                        progress = json.loads(run_json.read_text()).get("progress", {})
+                        best_val = progress.get("best_val_ppl")
+                        done.append(f"{config}-s{seed}: in progress, "
+                                    f"{progress.get('epochs_done', 0)} epochs done"
+                                    + (f", best val {best_val:.2f}" if best_val else ""))
         best = chosen_config(corpus, arm)
-        print(f"{arm}: {len(done)} runs" + (f", chosen {best}" if best else ""))
+        finished = sum("in progress" not in line for line in done)
+        print(f"{arm}: {finished} runs" + (f", chosen {best}" if best else ""))
         for line in done:
             print(f"   {line}")
 
@@ -311,7 +323,7 @@ def main(argv=None):
     if args.action == "run":
         return run(args.corpus, args.arms, args.workers, args.out)
     if args.action == "status":
-        return status(args.corpus, args.arms)
+        return status(args.corpus, args.arms, args.out)
     from benchmarks.study_report import report
 
     return report(args.corpus)
