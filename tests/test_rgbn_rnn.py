@@ -11,6 +11,7 @@ import numpy as np
 from tfktopic.models.decoding import choose_tokens
 import pytest
 import tensorflow as tf
+from scipy.special import gamma as gamma_function
 
 from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
 from tfktopic.data.pipeline import document_dataset
@@ -395,14 +396,13 @@ def test_generation_from_a_topic_or_layer_conditions_on_the_hand_computed_theta(
             theta = np.asarray(theta)
             assert theta.shape == (3, len(want))
             np.testing.assert_allclose(theta, np.tile(_max_normalised(want), (3, 1)), atol=1e-6)
-    # A document: one theta per context row, the encoder's Weibull mean k-free form
-    # lambda Gamma(1 + 1/k), max-normalised.
+    # A document: one theta per context row, the mean lambda Gamma(1 + 1/k) of the
+    # encoder's Weibull(k, lambda), max-normalised.
     contexts = trained["valid_seq"]
     document = np.zeros((J, model.topic_vocab_size), np.float32)
     for j in range(J):
         np.add.at(document[j], contexts.context(0, j), 1.0)
     _, ks, lams = model.encoder(document[None], training=False)
-    from scipy.special import gamma as gamma_function
     got = model.generation_conditioning(1, context_bow=document)
     for theta, k, lam in zip(got, ks, lams):
         k, lam = np.asarray(k, np.float64)[0], np.asarray(lam, np.float64)[0]
@@ -414,7 +414,9 @@ def test_generation_from_a_topic_or_layer_conditions_on_the_hand_computed_theta(
 def _paragraph_chain_by_hand(model, num_sentences, seed):
     """theta^l_j of a paragraph in numpy (eq. 2, tau0 a rate): theta^L_1 ~ Gam(tau0, tau0),
     theta^L_j ~ Gam(tau0 Pi^L theta^L_{j-1}, tau0), theta^l_j ~ Gam(tau0 (Phi^{l+1}
-    theta^{l+1}_j + Pi^l theta^l_{j-1}), tau0), drawn top-down from one numpy Generator."""
+    theta^{l+1}_j + Pi^l theta^l_{j-1}), tau0). The draws come from one numpy Generator
+    in the model's documented order (sentence by sentence, layers top-down, one [1, K_l]
+    draw each), so the same seed gives the same chain when the shapes are right."""
     phis = [np.asarray(p, np.float64) for p in model.phis]
     pis = [np.asarray(p, np.float64) for p in model.pis]
     tau0, L = model.tau0, model.num_layers
