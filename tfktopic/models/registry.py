@@ -120,6 +120,19 @@ def _topicrnn(settings, context):
 
 
 def _tcnlm(settings, context):
+    settings = dict(settings)
+    if settings.get("decoder_init") == "lda" and settings.get("topic_word_init") is None:
+        # The decoder starts from an LDA of the training split (`TCNLM` decoder_init).
+        lda = context.get("lda")
+        if lda is None:
+            if context["train_corpus"] is None:
+                raise ValueError("tcnlm decoder_init='lda': the LDA is fitted on the training "
+                                 "corpus; pass train_corpus")
+            lda = fit_lda(context["train_corpus"], context["topic_vocab"],
+                          num_topics=settings.get("num_topics", 50),
+                          passes=context["training"].get("lda_passes", 10),
+                          seed=context["seed"])
+        settings["topic_word_init"] = lda.get_topics()
     return TCNLM(len(context["lm_vocab"]), len(context["topic_vocab"]),
                  embeddings=context["embeddings"], **settings)
 

@@ -60,9 +60,10 @@ from tfktopic.models import tcnlm_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS
 
-__all__ = ["TCNLM", "PRESETS", "MIXTURES", "GENERATION_METHODS"]
+__all__ = ["TCNLM", "PRESETS", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS", "lda_logits"]
 
 MIXTURES = ("factorized", "moe")
+DECODER_INITS = ("random", "lda")
 
 #: The presets of `tfktopic.models.tcnlm_presets` in the nested layout the scripts read
 #: (the data rule's corpus size as ``data["min_doc_freq_reference_docs"]``).
@@ -77,6 +78,29 @@ def _positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
+
+
+def lda_logits(topic_word, num_topics, vocab_size, floor=1e-10):
+    """The NTM decoder's logits phi = log beta of a given topic-word matrix (``decoder_init="lda"``).
+
+    Args:
+        topic_word: [num_topics, vocab_size] nonnegative rows (e.g. gensim's
+            ``LdaModel.get_topics()``); each row is normalised to sum to 1.
+        num_topics, vocab_size: the expected shape.
+        floor: probabilities are floored here before the log.
+
+    Returns:
+        float32 numpy [num_topics, vocab_size], each row centred: softmax(phi_k)
+        = beta_k (up to the floor).
+    """
+    beta = np.asarray(topic_word, np.float64)
+    if beta.shape != (num_topics, vocab_size) or not np.all(np.isfinite(beta)) or \
+            np.any(beta < 0) or np.any(beta.sum(axis=1) <= 0):
+        raise ValueError(f"topic_word_init must be a nonnegative [num_topics, topic_vocab_size]"
+                         f" = {(num_topics, vocab_size)} matrix with nonzero rows, got shape "
+                         f"{beta.shape}")
+    logits = np.log(np.maximum(beta / beta.sum(axis=1, keepdims=True), floor))
+    return (logits - logits.mean(axis=1, keepdims=True)).astype(np.float32)
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -101,6 +125,19 @@ class TCNLM(TopicLanguageModel):
         bow_normalization: scaling of the context counts before the NTM encoder
             ("total", "log1p" or "none"); the NTM likelihood uses raw counts.
         seed: seed of the NTM's reparameterisation noise.
+        kl_warmup_steps: KL annealing: the KL term of eq. (17) is weighted by
+            min(1, step / kl_warmup_steps) over the first optimizer steps
+            (0, the default and the paper: full weight from the start).
+        topic_warmup_steps: topic-model warm-up: for the first N optimizer steps
+            the LM's NLL is left out of the loss, so only the NTM (and R) learns
+            and the LM weights receive zero gradients (0, the default and the
+            paper: joint from the first step).
+        decoder_init: "random" (glorot logits, the default) or "lda": the
+            decoder's logits start at log beta of an LDA (`topic_word_init`,
+            which `tfktopic.runs.build_model` fits on the training split).
+        topic_word_init: with ``decoder_init="lda"``, the [num_topics,
+            topic_vocab_size] topic-word matrix (rows on the simplex) to start
+            from (saved with the weights, not the config).
 
     Inputs: the pipeline dict (``tokens``, ``context_bow``; ``targets`` and
     ``mask`` for training). ``model(batch)`` returns next-token logits
@@ -124,7 +161,8 @@ class TCNLM(TopicLanguageModel):
     def __init__(self, vocab_size, topic_vocab_size, num_topics=50, embedding_dim=300,
                  hidden_dim=600, num_layers=1, factor_dim=None, ntm_units=(256, 256),
                  diversity_weight=0.1, mixture="factorized", dropout=0.0, embeddings=None,
-                 bow_normalization="total", seed=None, **kwargs):
+                 bow_normalization="total", seed=None, kl_warmup_steps=0,
+                 topic_warmup_steps=0, decoder_init="random", topic_word_init=None, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = _positive_int("vocab_size", vocab_size)
         self.topic_vocab_size = _positive_int("topic_vocab_size", topic_vocab_size)
@@ -158,6 +196,20 @@ class TCNLM(TopicLanguageModel):
                              f"{bow_normalization!r}")
         self.bow_normalization = bow_normalization
         self.seed = seed
+        for name, value in (("kl_warmup_steps", kl_warmup_steps),
+                            ("topic_warmup_steps", topic_warmup_steps)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        self.kl_warmup_steps = int(kl_warmup_steps)
+        self.topic_warmup_steps = int(topic_warmup_steps)
+        if decoder_init not in DECODER_INITS:
+            raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
+        if (decoder_init == "lda") != (topic_word_init is not None):
+            raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [num_topics, "
+                             "topic_vocab_size] topic-word matrix; tfktopic.runs.build_model "
+                             "fits it on the training split), and topic_word_init needs "
+                             "decoder_init='lda'")
+        self.decoder_init = decoder_init
 
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
@@ -177,9 +229,13 @@ class TCNLM(TopicLanguageModel):
                          for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+        initial_logits = None if topic_word_init is None else lda_logits(
+            topic_word_init, self.num_topics, self.topic_vocab_size)
         # `train_step` calls the NTM and the LM directly (not `self(...)`), so Keras
         # would never mark the model built; every size is known, so build here.
         self.build()
+        if initial_logits is not None:
+            self.topic_model.decoder.logits.assign(initial_logits)
 
     def build(self, input_shape=None):
         # Every size is known from the constructor: all weights exist after __init__ (so
@@ -271,7 +327,12 @@ class TCNLM(TopicLanguageModel):
         tm_words = ops.sum(ops.cast(bow, "float32"))
         kl = ops.cast(kl, "float32")
         diversity = ops.cast(topic_diversity(self.topic_model.decoder.beta()), "float32")
-        elbo_terms = nll_sum + tm_nll_sum + ops.sum(kl)
+        lm_term, kl_term = nll_sum, ops.sum(kl)
+        if training and (self.kl_warmup_steps or self.topic_warmup_steps):
+            step = self._optimizer_step()
+            lm_term = self.lm_weight(step) * nll_sum
+            kl_term = self.kl_weight(step) * kl_term
+        elbo_terms = lm_term + tm_nll_sum + kl_term
         # The diversity term is equal on all replicas: under a strategy it is
         # counted once, as replica_share weights sum to one.
         loss = elbo_terms / ops.maximum(num_tokens, 1.0) - self.diversity_weight * diversity
@@ -282,6 +343,31 @@ class TCNLM(TopicLanguageModel):
                 "report": {"kl": (ops.divide_no_nan(ops.sum(kl), sentences), sentences),
                            "tm_nll": (ops.divide_no_nan(tm_nll_sum, tm_words), tm_words),
                            "diversity": (diversity, 1.0)}}
+
+    def _optimizer_step(self):
+        """The number of optimizer steps taken so far (float32; 0 without an optimizer)."""
+        if getattr(self, "optimizer", None) is None:
+            return ops.zeros((), "float32")
+        return ops.cast(self.optimizer.iterations, "float32")
+
+    def kl_weight(self, step):
+        """The KL annealing weight min(1, step / kl_warmup_steps) (1 without warm-up).
+
+        Args:
+            step: optimizer steps taken (a number or scalar tensor).
+
+        Returns:
+            float32 scalar in [0, 1].
+        """
+        step = ops.cast(step, "float32")
+        if not self.kl_warmup_steps:
+            return ops.ones((), "float32")
+        return ops.minimum(1.0, step / float(self.kl_warmup_steps))
+
+    def lm_weight(self, step):
+        """Weight of the LM's NLL: 0 for the first `topic_warmup_steps` steps, then 1."""
+        step = ops.cast(step, "float32")
+        return ops.cast(step >= float(self.topic_warmup_steps), "float32")
 
     # -- topics and generation ---------------------------------------------------------------
 
@@ -361,4 +447,16 @@ class TCNLM(TopicLanguageModel):
                 "num_layers": self.num_layers, "factor_dim": self.factor_dim,
                 "ntm_units": list(self.ntm_units), "diversity_weight": self.diversity_weight,
                 "mixture": self.mixture, "dropout": self.dropout,
-                "bow_normalization": self.bow_normalization, "seed": self.seed}
+                "bow_normalization": self.bow_normalization, "seed": self.seed,
+                "kl_warmup_steps": self.kl_warmup_steps,
+                "topic_warmup_steps": self.topic_warmup_steps,
+                "decoder_init": self.decoder_init}
+
+    @classmethod
+    def from_config(cls, config):
+        # The LDA start is in the saved weights: rebuild with a random decoder, keep the label.
+        config = dict(config)
+        decoder_init = config.pop("decoder_init", "random")
+        model = cls(**config)
+        model.decoder_init = decoder_init
+        return model

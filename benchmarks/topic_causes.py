@@ -1,0 +1,238 @@
+"""Why TCNLM's and TopicRNN's topics are less coherent than LDA's (issue 14): the experiments.
+
+Each experiment trains through `tfktopic.runs` (the package's data path: APNEWS,
+``--format tdlm``, Mallet's stop list, ``min_doc_freq=5``, ``max_freq_fraction=0.001``,
+split seed 0, the ``medium`` presets unless an experiment overrides a setting) and
+writes one JSON under ``benchmarks/results/topics/<name>.json``: its settings, NPMI
+(`tfktopic.runs.reports.topic_quality`: top 10 words, reference = the run's training
+split) and diversity (top 25) after every evaluation point, the same-K gensim LDA's
+(`tfktopic.runs.reports.lda_topics` on the same training split), the steps, the seconds
+and, when the LM is trained, its validation and test perplexity (leak-free
+``preceding`` contexts). An experiment whose JSON exists is skipped (resumable).
+
+Kinds of experiment:
+
+* ``lda`` -- the baseline.
+* ``tcnlm_ntm`` -- TCNLM's neural topic model (encoder, Gaussian softmax, decoder,
+  diversity regulariser) trained WITHOUT the LM on the training contexts' bags of words,
+  with the joint objective's scaling (per LM token of the batch) minus the LM term.
+* ``topicrnn_tm`` -- TopicRNN's inference network and topic bias B trained without the
+  RNN: p(w | theta) = softmax over content words of (b + B^T theta), b the output
+  layer's bias of the content words (what the RNN's V h_t would add is left out).
+* ``tcnlm`` / ``topicrnn`` -- the joint model, NPMI after every epoch.
+
+Usage (one process at a time on the shared machine)::
+
+    TF_NUM_INTEROP_THREADS=1 TF_NUM_INTRAOP_THREADS=1 \\
+        python -m benchmarks.topic_causes [NAME ...]      # default: every experiment
+    python -m benchmarks.topic_causes --list
+"""
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+from benchmarks.common import REPO_ROOT, shared_file
+from tfktopic import runs
+from tfktopic.runs.reports import lda_topics, topic_quality
+
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "topics"
+CORPUS, STOPWORDS = "apnews/apnews.txt", "stopwords/mallet_en.txt"
+#: The study's data rules (benchmarks/study.py), so the numbers are comparable with it.
+DATA_RULES = {"min_doc_freq": 5, "max_freq_fraction": 0.001}
+SPLIT_SEED = 0
+BATCH = 64
+
+# name -> (kind, settings overrides, options). Epochs count passes over the training
+# sentence windows (420 batches of 64 on the APNEWS split).
+EXPERIMENTS = {
+    "lda": ("lda", {}, {}),
+    "tcnlm_ntm": ("tcnlm_ntm", {}, {"epochs": 6}),
+    "tcnlm_ntm_lr1e-2": ("tcnlm_ntm", {"learning_rate": 1e-2}, {"epochs": 6}),
+    "tcnlm_ntm_div0": ("tcnlm_ntm", {"diversity_weight": 0.0}, {"epochs": 6}),
+    "tcnlm_ntm_klwarm": ("tcnlm_ntm", {"kl_warmup_steps": 1260}, {"epochs": 6}),
+    "tcnlm_ntm_log1p": ("tcnlm_ntm", {"bow_normalization": "log1p"}, {"epochs": 6}),
+    "tcnlm_ntm_lda": ("tcnlm_ntm", {"decoder_init": "lda"}, {"epochs": 6}),
+    "tcnlm_ntm_lr5e-4": ("tcnlm_ntm", {"learning_rate": 5e-4}, {"epochs": 6}),
+    "tcnlm_ntm_div1": ("tcnlm_ntm", {"diversity_weight": 1.0}, {"epochs": 6}),
+    "tcnlm_ntm_long": ("tcnlm_ntm", {}, {"epochs": 20}),
+    "tcnlm": ("tcnlm", {}, {"epochs": 6}),
+    "tcnlm_coherent": ("tcnlm", {"preset": "coherent"}, {}),
+    "topicrnn_tm": ("topicrnn_tm", {}, {"epochs": 6}),
+    "topicrnn": ("topicrnn", {}, {"epochs": 6}),
+}
+
+
+def _settings(model, overrides):
+    overrides = dict(overrides)
+    preset = overrides.pop("preset", "medium")
+    settings = runs.preset_settings(model, preset)
+    runs.apply_overrides(settings, {"stopwords": str(shared_file(STOPWORDS)), **DATA_RULES,
+                                    **overrides})
+    return settings
+
+
+def _data(settings):
+    return runs.prepare_data(settings, str(shared_file(CORPUS)), format="tdlm",
+                             seed=SPLIT_SEED)
+
+
+_LDA = {}
+
+
+def _lda_quality(data, num_topics):
+    key = num_topics
+    if key not in _LDA:
+        train = data.parts["train"]
+        _LDA[key] = topic_quality(lda_topics(train, data.topic_vocab, num_topics, SPLIT_SEED),
+                                  train)
+    return _LDA[key]
+
+
+def _quality(model, data, step, seconds):
+    quality = topic_quality(model.topics(25, data.topic_vocab), data.parts["train"])
+    return {"step": int(step), "seconds": round(seconds, 1), "npmi": quality["npmi"],
+            "diversity": quality["diversity"]}
+
+
+def _topic_only(kind, settings, data, epochs, log):
+    """Train only the topic part of a freshly built model; NPMI after every epoch."""
+    import keras
+    import tensorflow as tf
+
+    from tfktopic.layers.topic_decoder import topic_diversity
+
+    model = runs.build_model(settings, data, seed=0, compile=False)
+    optimizer = keras.optimizers.Adam(settings["training"]["learning_rate"],
+                                      clipnorm=settings["training"].get("clipnorm"))
+    if kind == "tcnlm_ntm":
+        weights = model.topic_model.trainable_weights
+
+        def loss_fn(batch, step):
+            t, kl, log_lik = model.topic_model(batch["context_bow"], training=True)
+            tokens = tf.maximum(tf.reduce_sum(batch["mask"]), 1.0)
+            div = topic_diversity(model.topic_model.decoder.beta())
+            return ((-tf.reduce_sum(log_lik) + model.kl_weight(step) * tf.reduce_sum(kl))
+                    / tokens - model.diversity_weight * div)
+    else:
+        content = np.flatnonzero(model.lm_to_topic >= 0)
+        order = np.argsort(model.lm_to_topic[content])   # content LM ids in topic-id order
+        content_ids = tf.constant(content[order], tf.int32)
+        bias = model.gate.projection.bias
+        weights = model.encoder.trainable_weights + [model.gate.topic_word, bias]
+
+        def loss_fn(batch, step):
+            bow = batch["context_bow"]
+            theta, mean, log_std = model.encoder(bow, training=True)
+            logits = tf.gather(bias, content_ids)[None] + tf.matmul(theta, model.gate.topic_word)
+            nll = -tf.reduce_sum(bow * tf.nn.log_softmax(logits, axis=-1))
+            kl = tf.reduce_sum(model.encoder.kl(mean, log_std))
+            return (nll + kl) / tf.maximum(tf.reduce_sum(batch["mask"]), 1.0)
+
+    @tf.function
+    def train_step(batch, step):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(batch, step)
+        optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
+        return loss
+
+    start, step, curve = time.time(), 0, []
+    curve.append(_quality(model, data, 0, 0.0))
+    for epoch in range(int(epochs)):
+        for batch in data.dataset("train", BATCH, shuffle=True, seed=epoch):
+            loss = train_step(batch, tf.constant(step, tf.float32))
+            step += 1
+        curve.append({**_quality(model, data, step, time.time() - start), "loss": float(loss)})
+        log(f"  epoch {epoch + 1}: {curve[-1]}")
+    return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1)}
+
+
+def _joint(name, settings, data, log):
+    """Train the whole model as `tfktopic train` does; NPMI and val ppl after every epoch."""
+    import keras
+
+    model = runs.build_model(settings, data, seed=0)
+    start, curve = time.time(), []
+    steps = data.steps("train", int(settings["training"]["batch_size"]))
+
+    class Quality(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            point = _quality(model, data, (epoch + 1) * steps, time.time() - start)
+            point["val_ppl"] = float(logs.get("val_ppl", math.nan))
+            point["train_ppl"] = float(logs.get("ppl", math.nan))
+            curve.append(point)
+            log(f"  epoch {epoch + 1}: {point}")
+
+    curve.append(_quality(model, data, 0, 0.0))
+    runs.fit_model(model, data, settings, callbacks=[Quality()], verbose=0, seed=0)
+    seconds = time.time() - start
+    test, _ = runs.score_perplexity(name, model, data.parts["test"], data.lm_vocab,
+                                    data.topic_vocab, data.data)
+    return {"curve": curve, "steps": int(settings["training"]["epochs"]) * steps,
+            "seconds": round(seconds, 1), "test_ppl": float(test.perplexity),
+            "test_ppl_protocol": "preceding (leak-free), last epoch's weights"}
+
+
+def run_experiment(name, log=print):
+    """Run one experiment of `EXPERIMENTS` unless its JSON exists; returns the record."""
+    path = RESULTS / f"{name}.json"
+    if path.exists():
+        log(f"{name}: {path} exists, skipped")
+        return json.loads(path.read_text())
+    kind, overrides, options = EXPERIMENTS[name]
+    model = {"tcnlm_ntm": "tcnlm", "topicrnn_tm": "topicrnn", "lda": "tcnlm"}.get(kind, kind)
+    overrides = dict(overrides)
+    if "epochs" in options:
+        overrides["epochs"] = options["epochs"]
+    settings = _settings(model, overrides)
+    data = _data(settings)
+    num_topics = int(settings["model"]["num_topics"])
+    log(f"{name}: {kind}, {data.describe()}")
+    start = time.time()
+    lda = _lda_quality(data, num_topics)
+    result = {"experiment": name, "kind": kind, "model": model, "overrides": overrides,
+              "settings": settings, "data": data.describe(),
+              "lda": {"npmi": lda["npmi"], "diversity": lda["diversity"],
+                      "num_topics": num_topics}}
+    if kind == "lda":
+        result.update({"npmi": lda["npmi"], "diversity": lda["diversity"],
+                       "seconds": round(time.time() - start, 1)})
+    else:
+        if kind in ("tcnlm_ntm", "topicrnn_tm"):
+            result.update(_topic_only(kind, settings, data, options["epochs"], log))
+        else:
+            result.update(_joint(model, settings, data, log))
+        final = result["curve"][-1]
+        result.update({"npmi": final["npmi"], "diversity": final["diversity"],
+                       "npmi_over_lda": final["npmi"] / lda["npmi"],
+                       "best_npmi": max(p["npmi"] for p in result["curve"])})
+    result["protocol"] = ("NPMI: top 10 words, reference = the training split "
+                          "(tfktopic.runs.reports.topic_quality); diversity: top 25")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    log(f"{name}: NPMI {result['npmi']:.4f} (LDA {lda['npmi']:.4f}), diversity "
+        f"{result['diversity']:.3f} (LDA {lda['diversity']:.3f}) -> {path}")
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="experiments (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the experiments")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (kind, overrides, options) in EXPERIMENTS.items():
+            print(f"{name:<22} {kind:<12} {overrides} {options}")
+        return
+    unknown = [n for n in args.names if n not in EXPERIMENTS]
+    if unknown:
+        parser.error(f"unknown experiment(s) {', '.join(unknown)}; see --list")
+    for name in args.names or list(EXPERIMENTS):
+        run_experiment(name, log=lambda line: print(line, flush=True))
+
+
+if __name__ == "__main__":
+    main()
