@@ -59,6 +59,9 @@ EXPERIMENTS = {
     "tcnlm_ntm_lr5e-4": ("tcnlm_ntm", {"learning_rate": 5e-4}, {"epochs": 6}),
     "tcnlm_ntm_div1": ("tcnlm_ntm", {"diversity_weight": 1.0}, {"epochs": 6}),
     "tcnlm_ntm_long": ("tcnlm_ntm", {}, {"epochs": 20}),
+    "tcnlm_ntm_none": ("tcnlm_ntm", {"bow_normalization": "none"}, {"epochs": 6}),
+    "tcnlm_ntm_log1p_div0": ("tcnlm_ntm", {"bow_normalization": "log1p",
+                                           "diversity_weight": 0.0}, {"epochs": 6}),
     "tcnlm": ("tcnlm", {}, {"epochs": 6}),
     "tcnlm_coherent": ("tcnlm", {"preset": "coherent"}, {}),
     "topicrnn_tm": ("topicrnn_tm", {}, {"epochs": 6}),
@@ -116,7 +119,7 @@ def _topic_only(kind, settings, data, epochs, log):
             tokens = tf.maximum(tf.reduce_sum(batch["mask"]), 1.0)
             div = topic_diversity(model.topic_model.decoder.beta())
             return ((-tf.reduce_sum(log_lik) + model.kl_weight(step) * tf.reduce_sum(kl))
-                    / tokens - model.diversity_weight * div)
+                    / tokens - model.diversity_weight * div), tf.reduce_mean(kl)
     else:
         content = np.flatnonzero(model.lm_to_topic >= 0)
         order = np.argsort(model.lm_to_topic[content])   # content LM ids in topic-id order
@@ -129,25 +132,31 @@ def _topic_only(kind, settings, data, epochs, log):
             theta, mean, log_std = model.encoder(bow, training=True)
             logits = tf.gather(bias, content_ids)[None] + tf.matmul(theta, model.gate.topic_word)
             nll = -tf.reduce_sum(bow * tf.nn.log_softmax(logits, axis=-1))
-            kl = tf.reduce_sum(model.encoder.kl(mean, log_std))
-            return (nll + kl) / tf.maximum(tf.reduce_sum(batch["mask"]), 1.0)
+            kl = model.encoder.kl(mean, log_std)
+            return ((nll + tf.reduce_sum(kl)) / tf.maximum(tf.reduce_sum(batch["mask"]), 1.0),
+                    tf.reduce_mean(kl))
 
     @tf.function
     def train_step(batch, step):
         with tf.GradientTape() as tape:
-            loss = loss_fn(batch, step)
+            loss, kl = loss_fn(batch, step)
         optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
-        return loss
+        return loss, kl
 
     start, step, curve = time.time(), 0, []
     curve.append(_quality(model, data, 0, 0.0))
     for epoch in range(int(epochs)):
+        kls = []
         for batch in data.dataset("train", BATCH, shuffle=True, seed=epoch):
-            loss = train_step(batch, tf.constant(step, tf.float32))
+            loss, kl = train_step(batch, tf.constant(step, tf.float32))
+            kls.append(float(kl))
             step += 1
-        curve.append({**_quality(model, data, step, time.time() - start), "loss": float(loss)})
+        # kl: the epoch's mean KL(q(theta | d) || p(theta)) per context (0 = posterior collapse).
+        curve.append({**_quality(model, data, step, time.time() - start), "loss": float(loss),
+                      "kl": float(np.mean(kls))})
         log(f"  epoch {epoch + 1}: {curve[-1]}")
-    return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1)}
+    return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),
+            "topics_top10": model.topics(10, data.topic_vocab)}
 
 
 def _joint(name, settings, data, log):
@@ -163,6 +172,8 @@ def _joint(name, settings, data, log):
             point = _quality(model, data, (epoch + 1) * steps, time.time() - start)
             point["val_ppl"] = float(logs.get("val_ppl", math.nan))
             point["train_ppl"] = float(logs.get("ppl", math.nan))
+            if "kl" in logs:   # TCNLM: per sentence; TopicRNN: per token
+                point["kl"] = float(logs["kl"])
             curve.append(point)
             log(f"  epoch {epoch + 1}: {point}")
 
@@ -173,7 +184,8 @@ def _joint(name, settings, data, log):
                                     data.topic_vocab, data.data)
     return {"curve": curve, "steps": int(settings["training"]["epochs"]) * steps,
             "seconds": round(seconds, 1), "test_ppl": float(test.perplexity),
-            "test_ppl_protocol": "preceding (leak-free), last epoch's weights"}
+            "test_ppl_protocol": "preceding (leak-free), last epoch's weights",
+            "topics_top10": model.topics(10, data.topic_vocab)}
 
 
 def run_experiment(name, log=print):

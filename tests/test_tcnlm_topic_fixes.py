@@ -4,7 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from tfktopic.models.tcnlm import TCNLM, lda_logits
+from tfktopic.layers.topic_decoder import lda_logits
+from tfktopic.models.tcnlm import TCNLM
 
 
 def _tiny(**kwargs):

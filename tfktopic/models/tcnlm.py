@@ -54,13 +54,15 @@ from keras import ops
 
 from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
-from tfktopic.layers.topic_decoder import NeuralTopicModel, topic_diversity
+from tfktopic.layers.topic_decoder import NeuralTopicModel, lda_logits, topic_diversity
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
 from tfktopic.models import tcnlm_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS
+from tfktopic.models.schedules import (after_warmup, annealing_weight, check_steps,
+                                       optimizer_step)
 
-__all__ = ["TCNLM", "PRESETS", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS", "lda_logits"]
+__all__ = ["TCNLM", "PRESETS", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS"]
 
 MIXTURES = ("factorized", "moe")
 DECODER_INITS = ("random", "lda")
@@ -78,29 +80,6 @@ def _positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
-
-
-def lda_logits(topic_word, num_topics, vocab_size, floor=1e-10):
-    """The NTM decoder's logits phi = log beta of a given topic-word matrix (``decoder_init="lda"``).
-
-    Args:
-        topic_word: [num_topics, vocab_size] nonnegative rows (e.g. gensim's
-            ``LdaModel.get_topics()``); each row is normalised to sum to 1.
-        num_topics, vocab_size: the expected shape.
-        floor: probabilities are floored here before the log.
-
-    Returns:
-        float32 numpy [num_topics, vocab_size], each row centred: softmax(phi_k)
-        = beta_k (up to the floor).
-    """
-    beta = np.asarray(topic_word, np.float64)
-    if beta.shape != (num_topics, vocab_size) or not np.all(np.isfinite(beta)) or \
-            np.any(beta < 0) or np.any(beta.sum(axis=1) <= 0):
-        raise ValueError(f"topic_word_init must be a nonnegative [num_topics, topic_vocab_size]"
-                         f" = {(num_topics, vocab_size)} matrix with nonzero rows, got shape "
-                         f"{beta.shape}")
-    logits = np.log(np.maximum(beta / beta.sum(axis=1, keepdims=True), floor))
-    return (logits - logits.mean(axis=1, keepdims=True)).astype(np.float32)
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -196,12 +175,8 @@ class TCNLM(TopicLanguageModel):
                              f"{bow_normalization!r}")
         self.bow_normalization = bow_normalization
         self.seed = seed
-        for name, value in (("kl_warmup_steps", kl_warmup_steps),
-                            ("topic_warmup_steps", topic_warmup_steps)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-        self.kl_warmup_steps = int(kl_warmup_steps)
-        self.topic_warmup_steps = int(topic_warmup_steps)
+        self.kl_warmup_steps = check_steps("kl_warmup_steps", kl_warmup_steps)
+        self.topic_warmup_steps = check_steps("topic_warmup_steps", topic_warmup_steps)
         if decoder_init not in DECODER_INITS:
             raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
         if (decoder_init == "lda") != (topic_word_init is not None):
@@ -329,7 +304,7 @@ class TCNLM(TopicLanguageModel):
         diversity = ops.cast(topic_diversity(self.topic_model.decoder.beta()), "float32")
         lm_term, kl_term = nll_sum, ops.sum(kl)
         if training and (self.kl_warmup_steps or self.topic_warmup_steps):
-            step = self._optimizer_step()
+            step = optimizer_step(self)
             lm_term = self.lm_weight(step) * nll_sum
             kl_term = self.kl_weight(step) * kl_term
         elbo_terms = lm_term + tm_nll_sum + kl_term
@@ -344,12 +319,6 @@ class TCNLM(TopicLanguageModel):
                            "tm_nll": (ops.divide_no_nan(tm_nll_sum, tm_words), tm_words),
                            "diversity": (diversity, 1.0)}}
 
-    def _optimizer_step(self):
-        """The number of optimizer steps taken so far (float32; 0 without an optimizer)."""
-        if getattr(self, "optimizer", None) is None:
-            return ops.zeros((), "float32")
-        return ops.cast(self.optimizer.iterations, "float32")
-
     def kl_weight(self, step):
         """The KL annealing weight min(1, step / kl_warmup_steps) (1 without warm-up).
 
@@ -357,17 +326,13 @@ class TCNLM(TopicLanguageModel):
             step: optimizer steps taken (a number or scalar tensor).
 
         Returns:
-            float32 scalar in [0, 1].
+            float32 scalar in [0, 1] (`tfktopic.models.schedules.annealing_weight`).
         """
-        step = ops.cast(step, "float32")
-        if not self.kl_warmup_steps:
-            return ops.ones((), "float32")
-        return ops.minimum(1.0, step / float(self.kl_warmup_steps))
+        return annealing_weight(step, self.kl_warmup_steps)
 
     def lm_weight(self, step):
         """Weight of the LM's NLL: 0 for the first `topic_warmup_steps` steps, then 1."""
-        step = ops.cast(step, "float32")
-        return ops.cast(step >= float(self.topic_warmup_steps), "float32")
+        return after_warmup(step, self.topic_warmup_steps)
 
     # -- topics and generation ---------------------------------------------------------------
 
