@@ -20,6 +20,10 @@ Kinds of experiment:
   RNN: p(w | theta) = softmax over content words of (b + B^T theta), b the output
   layer's bias of the content words (what the RNN's V h_t would add is left out).
 * ``tcnlm`` / ``topicrnn`` -- the joint model, NPMI after every epoch.
+* ``recorded`` -- the top-10 topics recorded by the medium topic-model benchmark
+  (``benchmarks/results/medium/quality_topic_models.json``: the same data, preset and
+  6 epochs), re-rated with the NPMI rule above; diversity over their top 10 only, for
+  the model and the LDA alike.
 
 Usage (one process at a time on the shared machine)::
 
@@ -45,6 +49,7 @@ CORPUS, STOPWORDS = "apnews/apnews.txt", "stopwords/mallet_en.txt"
 DATA_RULES = {"min_doc_freq": 5, "max_freq_fraction": 0.001}
 SPLIT_SEED = 0
 BATCH = 64
+MEDIUM_RECORDS = "benchmarks/results/medium/quality_topic_models.json"
 
 # name -> (kind, settings overrides, options). Epochs count passes over the training
 # sentence windows (420 batches of 64 on the APNEWS split).
@@ -64,8 +69,13 @@ EXPERIMENTS = {
                                            "diversity_weight": 0.0}, {"epochs": 6}),
     "tcnlm": ("tcnlm", {}, {"epochs": 6}),
     "tcnlm_coherent": ("tcnlm", {"preset": "coherent"}, {}),
+    "tcnlm_medium_recorded": ("recorded", {}, {}),
+    "topicrnn_medium_recorded": ("recorded", {}, {}),
     "topicrnn_tm": ("topicrnn_tm", {}, {"epochs": 6}),
+    "topicrnn_tm_lda": ("topicrnn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
     "topicrnn": ("topicrnn", {}, {"epochs": 6}),
+    "topicrnn_lda": ("topicrnn", {"decoder_init": "lda"}, {"epochs": 6}),
+    "topicrnn_klwarm": ("topicrnn", {"kl_warmup_steps": 1260}, {"epochs": 6}),
 }
 
 
@@ -143,6 +153,7 @@ def _topic_only(kind, settings, data, epochs, log):
         optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
         return loss, kl
 
+    initial = np.array(model.topic_word_matrix())
     start, step, curve = time.time(), 0, []
     curve.append(_quality(model, data, 0, 0.0))
     for epoch in range(int(epochs)):
@@ -156,7 +167,37 @@ def _topic_only(kind, settings, data, epochs, log):
                       "kl": float(np.mean(kls))})
         log(f"  epoch {epoch + 1}: {curve[-1]}")
     return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),
-            "topics_top10": model.topics(10, data.topic_vocab)}
+            "topics_top10": model.topics(10, data.topic_vocab),
+            **_topic_use(kind, model, data, initial)}
+
+
+def _topic_use(kind, model, data, initial):
+    """How much each topic is used and moved: dead topics keep their initial top words.
+
+    Returns ``topic_usage`` (mean topic proportion t_k over the training contexts,
+    TCNLM; TopicRNN: mean |theta_k|), sorted descending, ``topics_moved`` (topics
+    whose top-10 words changed from the initialisation's) and ``row_change`` (per
+    topic, the L1 distance of its word distribution from the initial one).
+    """
+    rows = []
+    for batch in data.dataset("train", 256, shuffle=False):
+        if kind == "tcnlm_ntm":
+            rows.append(np.asarray(model.topic_proportions(batch["context_bow"])))
+        else:
+            rows.append(np.abs(np.asarray(model.topic_proportions(batch["context_bow"]))))
+    usage = np.concatenate(rows).mean(axis=0)
+
+    def distribution(matrix):
+        matrix = np.asarray(matrix, np.float64)
+        if kind != "tcnlm_ntm":   # TopicRNN's B holds logits
+            matrix = np.exp(matrix - matrix.max(axis=1, keepdims=True))
+        return matrix / matrix.sum(axis=1, keepdims=True)
+
+    before, after = distribution(initial), distribution(model.topic_word_matrix())
+    top = lambda m: [set(np.argsort(-row)[:10]) for row in m]
+    moved = sum(a != b for a, b in zip(top(before), top(after)))
+    return {"topic_usage": sorted(usage.tolist(), reverse=True), "topics_moved": int(moved),
+            "row_change": np.abs(after - before).sum(axis=1).round(4).tolist()}
 
 
 def _joint(name, settings, data, log):
@@ -188,6 +229,24 @@ def _joint(name, settings, data, log):
             "topics_top10": model.topics(10, data.topic_vocab)}
 
 
+def _recorded(model, data, num_topics):
+    """The medium benchmark's recorded top-10 topics and test perplexity, NPMI re-rated."""
+    records = json.loads((REPO_ROOT / MEDIUM_RECORDS).read_text())
+    topics = next(r for r in records if r["model"] == model and r["metric"] == "npmi")
+    ppl = next(r for r in records if r["model"] == model and r["metric"] == "perplexity"
+               and r["protocol"] == "preceding")
+    train = data.parts["train"]
+    ours = topic_quality(topics["config"]["topics_top10"], train)
+    lda10 = topic_quality(lda_topics(train, data.topic_vocab, num_topics, SPLIT_SEED, top_n=10),
+                          train)
+    return {"source": MEDIUM_RECORDS, "npmi": ours["npmi"], "diversity": ours["diversity"],
+            "diversity_top_n": ours["diversity_top_n"], "lda_diversity_top10": lda10["diversity"],
+            "npmi_over_lda": None, "test_ppl": ppl["value"],
+            "test_ppl_protocol": "preceding (leak-free), best of 6 epochs (= epoch 6)",
+            "seconds": ppl["config"]["train_seconds"], "steps": 6 * data.steps("train", BATCH),
+            "topics_top10": topics["config"]["topics_top10"]}
+
+
 def run_experiment(name, log=print):
     """Run one experiment of `EXPERIMENTS` unless its JSON exists; returns the record."""
     path = RESULTS / f"{name}.json"
@@ -195,7 +254,8 @@ def run_experiment(name, log=print):
         log(f"{name}: {path} exists, skipped")
         return json.loads(path.read_text())
     kind, overrides, options = EXPERIMENTS[name]
-    model = {"tcnlm_ntm": "tcnlm", "topicrnn_tm": "topicrnn", "lda": "tcnlm"}.get(kind, kind)
+    model = {"tcnlm_ntm": "tcnlm", "topicrnn_tm": "topicrnn", "lda": "tcnlm",
+             "recorded": name.split("_")[0]}.get(kind, kind)
     overrides = dict(overrides)
     if "epochs" in options:
         overrides["epochs"] = options["epochs"]
@@ -212,6 +272,9 @@ def run_experiment(name, log=print):
     if kind == "lda":
         result.update({"npmi": lda["npmi"], "diversity": lda["diversity"],
                        "seconds": round(time.time() - start, 1)})
+    elif kind == "recorded":
+        result.update(_recorded(model, data, num_topics))
+        result["npmi_over_lda"] = result["npmi"] / lda["npmi"]
     else:
         if kind in ("tcnlm_ntm", "topicrnn_tm"):
             result.update(_topic_only(kind, settings, data, options["epochs"], log))
@@ -230,11 +293,43 @@ def run_experiment(name, log=print):
     return result
 
 
+def table():
+    """A markdown table of every recorded experiment (for causes.md)."""
+    lines = ["| experiment | kind | changed settings | steps | NPMI (best) | diversity | "
+             "LDA NPMI / div. | NPMI / LDA | mean KL | test ppl |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in EXPERIMENTS:
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
+            continue
+        r = json.loads(path.read_text())
+        changed = ", ".join(f"{k}={v}" for k, v in r["overrides"].items() if k != "epochs")
+        best = f" ({r['best_npmi']:.4f})" if "best_npmi" in r else ""
+        kl = r.get("curve", [{}])[-1].get("kl")
+        div = f"{r['diversity']:.3f}" + (" (top 10)" if r.get("diversity_top_n") == 10 else "")
+        lda_div = r.get("lda_diversity_top10") if r.get("diversity_top_n") == 10 else \
+            r["lda"]["diversity"]
+        lines.append(
+            f"| {name} | {r['kind']} | {changed or '-'} | {r.get('steps', '-')} | "
+            f"{r['npmi']:.4f}{best} | {div} | {r['lda']['npmi']:.4f} / {lda_div:.3f} | "
+            f"{r.get('npmi_over_lda') or 1.0:.2f} | {'-' if kl is None else f'{kl:.1f}'} | "
+            f"{r['test_ppl']:.2f} |" if "test_ppl" in r else
+            f"| {name} | {r['kind']} | {changed or '-'} | {r.get('steps', '-')} | "
+            f"{r['npmi']:.4f}{best} | {div} | {r['lda']['npmi']:.4f} / {lda_div:.3f} | "
+            f"{r.get('npmi_over_lda') or 1.0:.2f} | {'-' if kl is None else f'{kl:.1f}'} | - |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="experiments (default: all)")
     parser.add_argument("--list", action="store_true", help="list the experiments")
+    parser.add_argument("--table", action="store_true",
+                        help="print the markdown table of the recorded experiments")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table())
+        return
     if args.list:
         for name, (kind, overrides, options) in EXPERIMENTS.items():
             print(f"{name:<22} {kind:<12} {overrides} {options}")
