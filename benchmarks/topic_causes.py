@@ -64,6 +64,9 @@ EXPERIMENTS = {
     "tcnlm_ntm_lr5e-4": ("tcnlm_ntm", {"learning_rate": 5e-4}, {"epochs": 6}),
     "tcnlm_ntm_div1": ("tcnlm_ntm", {"diversity_weight": 1.0}, {"epochs": 6}),
     "tcnlm_ntm_long": ("tcnlm_ntm", {}, {"epochs": 20}),
+    # The same as tcnlm_ntm / tcnlm_ntm_lda, run again for the KL and topic-use records.
+    "tcnlm_ntm_rerun": ("tcnlm_ntm", {}, {"epochs": 6}),
+    "tcnlm_ntm_lda_rerun": ("tcnlm_ntm", {"decoder_init": "lda"}, {"epochs": 6}),
     "tcnlm_ntm_none": ("tcnlm_ntm", {"bow_normalization": "none"}, {"epochs": 6}),
     "tcnlm_ntm_log1p_div0": ("tcnlm_ntm", {"bow_normalization": "log1p",
                                            "diversity_weight": 0.0}, {"epochs": 6}),
