@@ -86,8 +86,9 @@ PRESETS = {
 # split (`tfktopic.runs.build_model` fits it), which the joint training then refines.
 PRESETS["coherent"] = {
     "description": "medium with an LDA-initialised topic decoder (decoder_init='lda'): the "
-                   "randomly initialised NTM collapses its topics (issue 14); needs "
-                   "topic_word_init when built outside tfktopic.runs",
+                   "randomly initialised NTM collapses its topics (issue 14). APNEWS: NPMI "
+                   "0.085 (LDA 0.068, medium 0.027), diversity 0.57, test ppl 83.41 "
+                   "(medium 84.07); needs topic_word_init when built outside tfktopic.runs",
     "model": {**PRESETS["medium"]["model"], "decoder_init": "lda"},
     "data": dict(PRESETS["medium"]["data"]),
     "training": dict(PRESETS["medium"]["training"]),
