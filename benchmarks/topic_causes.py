@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from benchmarks.common import REPO_ROOT, shared_file
+from benchmarks.study import portable
 from tfktopic import runs
 from tfktopic.runs.reports import lda_topics, topic_quality
 
@@ -290,7 +291,8 @@ def run_experiment(name, log=print):
     result["protocol"] = ("NPMI: top 10 words, reference = the training split "
                           "(tfktopic.runs.reports.topic_quality); diversity: top 25")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    path.write_text(json.dumps(portable(json.loads(json.dumps(result, default=str))),
+                               indent=1) + "\n")
     log(f"{name}: NPMI {result['npmi']:.4f} (LDA {lda['npmi']:.4f}), diversity "
         f"{result['diversity']:.3f} (LDA {lda['diversity']:.3f}) -> {path}")
     return result
