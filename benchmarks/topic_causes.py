@@ -325,13 +325,44 @@ def table():
     return "\n".join(lines)
 
 
+def document_frequencies(names):
+    """Median training-document frequency of the recorded top-10 words of experiments, and
+    the share of them in at most 10 of the 1,600 training documents (LDA first)."""
+    import collections
+
+    settings = _settings("tcnlm", {})
+    data = _data(settings)
+    counts = collections.Counter()
+    for document in data.parts["train"]:
+        counts.update({w for sentence in document for w in sentence})
+
+    def stat(topics):
+        values = np.array([counts[w] for t in topics for w in t[:10]])
+        return float(np.median(values)), float(np.mean(values <= 10))
+
+    rows = {"lda": stat(lda_topics(data.parts["train"], data.topic_vocab, 50, SPLIT_SEED,
+                                   top_n=10))}
+    for name in names:
+        path = RESULTS / f"{name}.json"
+        if path.exists() and "topics_top10" in json.loads(path.read_text()):
+            rows[name] = stat(json.loads(path.read_text())["topics_top10"])
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="experiments (default: all)")
     parser.add_argument("--list", action="store_true", help="list the experiments")
     parser.add_argument("--table", action="store_true",
                         help="print the markdown table of the recorded experiments")
+    parser.add_argument("--df", action="store_true",
+                        help="document frequency of the recorded top words (rare-word check)")
     args = parser.parse_args(argv)
+    if args.df:
+        for name, (median, rare) in document_frequencies(args.names or EXPERIMENTS).items():
+            print(f"{name:<26} median document frequency {median:6.1f}, "
+                  f"in <= 10 documents: {rare:.1%}")
+        return
     if args.table:
         print(table())
         return

@@ -49,7 +49,9 @@ its topics mixing real themes with rare, document-specific words. The topic part
 (0.050) and falls to 0.031 at epoch 6 while the KL per context grows from 12 to 46
 nats and the diversity to 0.88 -- theta becomes a per-document code (each training
 document is seen ~17 times per epoch through its sentences' ``all_other``
-contexts) and the rows of B fill with words of single documents. Starting B from an
+contexts) and the rows of B fill with rare words (median training-document
+frequency of the top 10 words: 14, and 13 for the joint ``medium`` model, against
+LDA's 109). Starting B from an
 LDA of the training split (``decoder_init="lda"``, B = centred log beta, fitted by
 `tfktopic.runs.build_model`) keeps it on corpus-level topics: the topic part alone
 reaches NPMI 0.091 (1.34 x LDA), diversity 0.69. JOINT_TOPICRNN
