@@ -55,7 +55,7 @@ the NTM trained *alone* on the same bags of words for the same 2,520 steps gets
 carries ~2 nats per context (KL of the NTM alone on raw counts; 15 in the
 LDA-started joint model), so t hardly depends on the document and every decoder
 row gets nearly the same gradient. Without the diversity regulariser all
-50 topics become the same generic news words (lambda = 0: NPMI 0.083, diversity
+50 topics become nearly the same few words (lambda = 0: NPMI 0.083, diversity
 0.08); with lambda = 0.1 (or 1.0: NPMI 0.011, diversity 0.82) R keeps the rows
 apart with mid-frequency words that share no context. Neither KL annealing
 (``kl_warmup_steps`` 1,260: 0.020), the BoW scaling (``log1p`` 0.021, ``none``
