@@ -39,8 +39,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import REPO_ROOT, shared_file
-from benchmarks.study import portable
+from benchmarks.common import REPO_ROOT, portable, shared_file
 from tfktopic import runs
 from tfktopic.runs.reports import lda_topics, topic_quality
 
