@@ -69,6 +69,11 @@ def test_train_topicrnn_prints_perplexity_topics_and_text_and_resumes(capsys, tm
     # below a uniform guess over its vocabulary; the main job beating unigram at its
     # defaults is tests/test_readme_claims.py (slow).
     assert result["test"]["perplexity"] < result["unigram_ppl"] * 1.12
+    # The score is exp(NLL / tokens) of the saved model, recomputed from its outputs
+    # (TopicRNN's marginal over the stop-word indicator) with a numpy log-softmax.
+    nll, tokens = _numpy_nll_and_tokens(out_dir, "test")
+    assert result["test"]["num_tokens"] == tokens
+    assert result["test"]["perplexity"] == pytest.approx(math.exp(nll / tokens), rel=1e-5)
     vocab_size = len(json.loads((out_dir / "lm_vocab.json").read_text())["tokens"])
     assert result["test"]["perplexity"] < 0.3 * vocab_size
     assert len(result["topics"]) == 10 and len(result["generated"]) == 3
@@ -196,6 +201,17 @@ def test_train_writes_the_run_directory_and_resumes(tcnlm_run, capsys):
     assert config["progress"]["best_val_ppl"] < vocab_size
     results = json.loads((out / "results.json").read_text())
     assert results["test"]["protocol"] == "preceding"
+    # The recorded validation (the one epoch's, the saved model's) and test perplexities
+    # and token counts are exp(NLL / tokens) of the saved model, recomputed in numpy from
+    # its logits on the run's splits; the printed test perplexity is that number.
+    valid_nll, valid_tokens = _numpy_nll_and_tokens(out, "valid")
+    assert config["progress"]["best_val_ppl"] == pytest.approx(
+        math.exp(valid_nll / valid_tokens), rel=1e-5)
+    test_nll, test_tokens = _numpy_nll_and_tokens(out, "test")
+    assert results["test"]["num_tokens"] == test_tokens
+    assert results["test"]["perplexity"] == pytest.approx(math.exp(test_nll / test_tokens),
+                                                          rel=1e-5)
+    assert f"{results['test']['perplexity']:.2f} over {test_tokens} tokens" in text
     assert len(results["topics"]) == 10 and len(results["generated"]) == 3
     # The same command again finds the finished run: no training, the same test score.
     code, again = _run_cli(argv)
@@ -204,6 +220,36 @@ def test_train_writes_the_run_directory_and_resumes(tcnlm_run, capsys):
     # Another configuration in the same --out is refused, naming what differs.
     line = _one_error_line(capsys, argv + ["--set", "hidden_dim=8"])
     assert "--out holds another run (different model_config)" in line
+
+
+def _numpy_nll_and_tokens(out, split):
+    """(summed NLL, tokens) of a run's saved model on one of its splits ("preceding"
+    contexts), from the model's logits with a float64 numpy log-softmax."""
+    from tfktopic.runs import load_run, make_dataset, make_examples, run_splits
+
+    run = load_run(out)
+    part = run_splits(run.config)[split]
+    examples = make_examples(run.name, part, run.lm_vocab, run.topic_vocab, run.config["data"])
+    nll, tokens = 0.0, 0
+    for batch in make_dataset(run.name, examples, 64):
+        logits = np.asarray(run.model(batch, training=False), np.float64)
+        top = logits.max(-1, keepdims=True)
+        log_p = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
+        picked = np.take_along_axis(log_p, np.asarray(batch["targets"])[..., None], -1)[..., 0]
+        mask = np.asarray(batch["mask"], np.float64)
+        nll -= float((picked * mask).sum())
+        tokens += int(mask.sum())
+    return nll, tokens
+
+
+def _nltk_bleu(hypotheses, references, n):
+    """Texygen test-BLEU-n with nltk: mean sentence BLEU-n (smoothing method 1) of each
+    hypothesis against all references."""
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    smooth = SmoothingFunction().method1
+    return float(np.mean([sentence_bleu(references, h, (1 / n,) * n, smoothing_function=smooth)
+                          for h in hypotheses]))
 
 
 def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, tmp_path):
@@ -220,6 +266,26 @@ def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, 
     assert report["npmi"]["top_n"] == 10 and len(report["npmi"]["per_topic"]) == 10
     assert report["npmi"]["mean"] == pytest.approx(np.mean(report["npmi"]["per_topic"]))
     assert 0.0 <= report["bleu"]["test_bleu_4"] <= report["bleu"]["test_bleu_3"] <= 1.0
+    # BLEU recomputed with nltk on the same sentences: the 20 generated with the
+    # command's seed (0) and settings (regenerated: generation is seeded) against the
+    # test split's sentences; self-BLEU leave-one-out among the non-empty generated ones.
+    from tfktopic.runs import GENERATION, generate_text, load_run, run_splits
+
+    run = load_run(out)
+    generated = [h.split() for h in generate_text(run, num=20, seed=0, **GENERATION)]
+    hypotheses = [h for h in generated if h]
+    references = [run.lm_vocab.map_unknown(s) for s in run_splits(run.config)["test"].sentences()]
+    bleu = report["bleu"]
+    assert bleu["num_hypotheses"] == len(hypotheses) >= 2
+    assert bleu["empty_generated_dropped"] == 20 - len(hypotheses)
+    assert bleu["num_references"] == len(references)
+    for n in (3, 4):
+        assert bleu[f"test_bleu_{n}"] == pytest.approx(
+            _nltk_bleu(hypotheses, references, n), abs=1e-9)
+        self_scores = [_nltk_bleu([h], hypotheses[:i] + hypotheses[i + 1:], n)
+                       for i, h in enumerate(hypotheses)]
+        assert bleu[f"self_bleu_{n}"] == pytest.approx(np.mean(self_scores), abs=1e-9)
+    assert bleu["test_bleu_3"] > 0.01  # the generated words overlap the corpus's trigrams
     # A whole corpus under the papers' protocol; both spellings of it are accepted.
     scores = []
     for protocol in ("all-other", "all_other"):

@@ -186,9 +186,13 @@ _WORKER_SCRIPT = textwrap.dedent("""
     strategy = get_strategy("multiworker")   # first, before any other TF op
     import keras
     import tensorflow as tf
-    from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
-    from tfktopic.data.pipeline import sentence_dataset
+    from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, load_corpus,
+                               sentence_examples)
+    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
     from tfktopic.models.lstm_lm import LSTMLanguageModel
+    from tfktopic.models.rgbn import RGBNRNN
+    from tfktopic.models.tcnlm import TCNLM
     from tfktopic.models.topicrnn import TopicRNN
 
     # Real text through the real pipeline: 20 documents of the Lee corpus.
@@ -196,30 +200,50 @@ _WORKER_SCRIPT = textwrap.dedent("""
     lm = Vocabulary.build(corpus, min_count=3)
     topic = TopicVocabulary.build(corpus, lm)
     examples = sentence_examples(corpus, lm, topic, max_len=12, context_len=50)
+    # rGBN-RNN reads documents as chunks of J = 3 sentence windows.
+    chunks = document_sequences(corpus, lm, topic, 3, max_len=12, context_len=50)
     STEPS, BATCH = 3, 16
+    CHUNKED = ("rgbn_rnn",)
 
-    def data():
+    def data(name="lstm"):
         # Not shuffled: tf.data's auto-shard rewrite changes a seeded shuffle's
         # order, and the LSTM run is compared with one device on the same batches.
-        ds = sentence_dataset(examples, batch_size=BATCH, shuffle=False, drop_remainder=True,
-                              document_targets=True)
+        if name in CHUNKED:
+            ds = document_dataset(chunks, batch_size=4, shuffle=False, drop_remainder=True)
+        else:
+            ds = sentence_dataset(examples, batch_size=BATCH, shuffle=False,
+                                  drop_remainder=True, document_targets=True)
         return distribute_dataset(ds.take(STEPS).repeat())
+
+    # LDA-LSTM's fixed LDA: a seeded random topic-word matrix over the topic vocabulary.
+    rng = np.random.default_rng(0)
+    LDA = {"topic_word": rng.gamma(1.0, 1.0, size=(4, len(topic))), "alpha": np.full(4, 0.25)}
 
     FAMILIES = {
         "lstm": lambda: LSTMLanguageModel(len(lm), embedding_dim=8, hidden_dim=16),
         # TopicRNN samples theta (Gaussian noise drawn on each worker).
         "topicrnn": lambda: TopicRNN(len(lm), topic.lm_to_topic, num_topics=4, hidden_dim=16,
                                      embedding_dim=8, encoder_units=(16,), seed=1),
+        # The ``-m slow`` families (README: every family trains under multiworker).
+        "tcnlm": lambda: TCNLM(len(lm), len(topic), num_topics=4, ntm_units=(16,), seed=1,
+                               embedding_dim=8, hidden_dim=16),
+        "lda_lstm": lambda: LDALSTMLanguageModel(len(lm), len(topic), num_topics=4, lda=LDA,
+                                                 embedding_dim=8, hidden_dim=16),
+        # rGBN-RNN samples theta (Weibull) and runs TLASGR-MCMC on Phi and Pi.
+        "rgbn_rnn": lambda: RGBNRNN(len(lm), len(topic), num_layers=2, hidden_sizes=(16, 12),
+                                    topic_sizes=(6, 4), encoder_units=(16, 12),
+                                    num_documents=len(corpus), embedding_dim=8, dropout=0.0,
+                                    seed=3),
     }
 
     def train(name, strat):
         with strat.scope():
             keras.utils.set_random_seed(0)
             model = FAMILIES[name]()
-            model(next(iter(data())))
+            model(next(iter(data(name))))
             model.compile(optimizer=keras.optimizers.Adam(0.02))
         init = model.get_weights()
-        history = model.fit(data(), epochs=STEPS, steps_per_epoch=1, verbose=0).history
+        history = model.fit(data(name), epochs=STEPS, steps_per_epoch=1, verbose=0).history
         return init, model.get_weights(), history["loss"]
 
     result = {"replicas": strategy.num_replicas_in_sync}
@@ -251,6 +275,8 @@ def _family_params(names):
     return [name if name in QUICK_MIRRORED else pytest.param(name, marks=pytest.mark.slow)
             for name in names]
 WORKER_FAMILIES = ["lstm", "topicrnn"]
+#: ``-m slow``: the other families in two more worker processes (`slow_workers`).
+SLOW_WORKER_FAMILIES = ["tcnlm", "lda_lstm", "rgbn_rnn"]
 
 
 def _free_ports(n):
@@ -313,6 +339,27 @@ def jobs(tmp_path_factory, request):
     for job, names in MIRRORED_JOBS.items():
         names = [n for n in names if full or n.split(":")[0] in QUICK_MIRRORED]
         started[job] = _Job(job, root / "mirrored.py", names, env, root)
+    started["dir"] = root
+    yield started
+    for job in started.values():
+        if isinstance(job, _Job) and job.proc.poll() is None:
+            job.proc.kill()
+            job.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def slow_workers(tmp_path_factory):
+    """Two more worker processes (their own ports) training `SLOW_WORKER_FAMILIES`."""
+    root = tmp_path_factory.mktemp("distribute_slow")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.pop("TF_CONFIG", None)
+    (root / "worker.py").write_text(_WORKER_SCRIPT)
+    ports = ",".join(str(p) for p in _free_ports(2))
+    started = {f"worker{i}": _Job(f"worker{i}", root / "worker.py",
+                                  [str(i), ports, str(root), *SLOW_WORKER_FAMILIES], env, root)
+               for i in range(2)}
     started["dir"] = root
     yield started
     for job in started.values():
@@ -419,7 +466,22 @@ def test_multi_worker_fit_on_lee_leaves_identical_weights_on_both_workers(jobs):
     root = jobs["dir"]
     for result in results:
         assert result["replicas"] == 2
-    for name in WORKER_FAMILIES:
+    _assert_workers_agree(jobs, WORKER_FAMILIES)
+    # The LSTM LM equals one device trained on the same global batches.
+    single = np.load(root / "lstm_single.npz")
+    worker = np.load(root / "lstm_worker0.npz")
+    assert max(float(np.abs(single[k] - worker[k]).max()) for k in single.files) < 5e-5
+    assert _rel(results[0]["lstm"]["single_loss"], results[0]["lstm"]["loss"]) < 1e-5
+
+
+def _assert_workers_agree(jobs, families):
+    """Both workers: 2 replicas, 3 finite global losses (equal on both), weights that
+    moved and are bit-identical on the two workers."""
+    results = [jobs[f"worker{i}"].result() for i in range(2)]
+    root = jobs["dir"]
+    for result in results:
+        assert result["replicas"] == 2
+    for name in families:
         losses = [res[name]["loss"] for res in results]
         assert len(losses[0]) == 3 and np.all(np.isfinite(losses[0])), losses
         assert losses[0] == losses[1], losses           # one global loss, reported on both
@@ -429,11 +491,21 @@ def test_multi_worker_fit_on_lee_leaves_identical_weights_on_both_workers(jobs):
         assert len(w0.files) == len(w1.files) > 0
         for key in w0.files:
             np.testing.assert_array_equal(w0[key], w1[key], err_msg=f"{name} {key}")
-    # The LSTM LM equals one device trained on the same global batches.
-    single = np.load(root / "lstm_single.npz")
-    worker = np.load(root / "lstm_worker0.npz")
-    assert max(float(np.abs(single[k] - worker[k]).max()) for k in single.files) < 5e-5
-    assert _rel(results[0]["lstm"]["single_loss"], results[0]["lstm"]["loss"]) < 1e-5
+
+
+@pytest.mark.slow
+def test_multi_worker_fit_of_tcnlm_lda_lstm_and_rgbn_leaves_identical_weights(slow_workers):
+    """README: every family trains under `--strategy multiworker`. TCNLM (Gaussian
+    theta sampled per worker), LDA-LSTM (fixed LDA) and rGBN-RNN (Weibull theta and
+    TLASGR-MCMC updates of Phi / Pi) in two worker processes on loopback ports."""
+    _assert_workers_agree(slow_workers, SLOW_WORKER_FAMILIES)
+    root = slow_workers["dir"]
+    # rGBN's Phi / Pi stay columns on the simplex on both workers after the MCMC steps.
+    model_weights = np.load(root / "rgbn_rnn_worker0.npz")
+    simplex = [model_weights[k] for k in model_weights.files
+               if model_weights[k].ndim == 2 and np.all(model_weights[k] >= 0)
+               and np.allclose(model_weights[k].sum(0), 1.0, atol=1e-5)]
+    assert len(simplex) >= 4, [model_weights[k].shape for k in model_weights.files]
 
 
 # ----------------------------------------------------------------------------

@@ -23,11 +23,13 @@ regulariser (eq. 16, after Xie et al. 2015) pushes the topic rows apart:
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 
-__all__ = ["TopicDecoder", "NeuralTopicModel", "bow_log_likelihood", "topic_diversity"]
+__all__ = ["TopicDecoder", "NeuralTopicModel", "bow_log_likelihood", "topic_diversity",
+           "lda_logits"]
 
 # log() floor of a mixture probability that underflowed (never hit in practice).
 _TINY = 1e-30
@@ -85,6 +87,32 @@ def topic_diversity(beta, include_diagonal=True, epsilon=1e-6):
         mean = ops.sum(angles) / count
         variance = ops.sum(ops.square(angles - mean) * off_diagonal) / count
     return mean - variance
+
+
+def lda_logits(topic_word, num_topics, vocab_size, floor=1e-10):
+    """Topic-word logits phi = log beta of a given topic-word matrix (``decoder_init="lda"``).
+
+    The start of TCNLM's decoder logits (softmax(phi_k) = beta_k) and of
+    TopicRNN's topic bias B from an LDA.
+
+    Args:
+        topic_word: [num_topics, vocab_size] nonnegative rows (e.g. gensim's
+            ``LdaModel.get_topics()``); each row is normalised to sum to 1.
+        num_topics, vocab_size: the expected shape.
+        floor: probabilities are floored here before the log.
+
+    Returns:
+        float32 numpy [num_topics, vocab_size], each row centred: softmax(phi_k)
+        = beta_k (up to the floor).
+    """
+    beta = np.asarray(topic_word, np.float64)
+    if beta.shape != (num_topics, vocab_size) or not np.all(np.isfinite(beta)) or \
+            np.any(beta < 0) or np.any(beta.sum(axis=1) <= 0):
+        raise ValueError(f"topic_word_init must be a nonnegative [num_topics, topic_vocab_size]"
+                         f" = {(num_topics, vocab_size)} matrix with nonzero rows, got shape "
+                         f"{beta.shape}")
+    logits = np.log(np.maximum(beta / beta.sum(axis=1, keepdims=True), floor))
+    return (logits - logits.mean(axis=1, keepdims=True)).astype(np.float32)
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")

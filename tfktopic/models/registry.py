@@ -114,14 +114,32 @@ def _lda_lstm(settings, context):
                                 embeddings=context["embeddings"], **settings)
 
 
+def _lda_start(settings, context):
+    """``decoder_init="lda"``: add the topic-word matrix of an LDA of the training split
+    (`TCNLM` / `TopicRNN` ``topic_word_init``; the context's LDA if one is given)."""
+    settings = dict(settings)
+    if settings.get("decoder_init") == "lda" and settings.get("topic_word_init") is None:
+        lda = context.get("lda")
+        if lda is None:
+            if context["train_corpus"] is None:
+                raise ValueError("decoder_init='lda': the LDA is fitted on the training "
+                                 "corpus; pass train_corpus")
+            lda = fit_lda(context["train_corpus"], context["topic_vocab"],
+                          num_topics=settings.get("num_topics", 50),
+                          passes=context["training"].get("lda_passes", 10),
+                          seed=context["seed"])
+        settings["topic_word_init"] = lda.get_topics()
+    return settings
+
+
 def _topicrnn(settings, context):
     return TopicRNN(len(context["lm_vocab"]), context["topic_vocab"].lm_to_topic,
-                    embeddings=context["embeddings"], **settings)
+                    embeddings=context["embeddings"], **_lda_start(settings, context))
 
 
 def _tcnlm(settings, context):
     return TCNLM(len(context["lm_vocab"]), len(context["topic_vocab"]),
-                 embeddings=context["embeddings"], **settings)
+                 embeddings=context["embeddings"], **_lda_start(settings, context))
 
 
 def _rgbn(settings, context):
@@ -184,9 +202,10 @@ def build_model(name, settings, *, lm_vocab, topic_vocab=None, num_documents=Non
         embeddings: optional ``[len(lm_vocab), embedding_dim]`` initial embeddings.
         seed: seed of the LDA fit and rGBN's sampler.
         train_corpus: the training documents (LDA+LSTM fits its LDA on them).
-        training: training settings (LDA+LSTM reads ``lda_passes``).
-        lda: LDA+LSTM: an already fitted gensim `LdaModel` (default: fit one
-            on `train_corpus`).
+        training: training settings (LDA+LSTM and ``decoder_init="lda"`` read
+            ``lda_passes``).
+        lda: LDA+LSTM, and TCNLM / TopicRNN with ``decoder_init="lda"``: an
+            already fitted gensim `LdaModel` (default: fit one on `train_corpus`).
 
     Returns:
         The model (not compiled).
