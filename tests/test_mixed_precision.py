@@ -21,7 +21,7 @@ from tfktopic.runs.precision import PRECISIONS, check_precision, precision_polic
 MIXED = ("mixed_bfloat16", "mixed_float16")
 SIXTEEN = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 #: The float32 islands of each topic model (attribute names of the model).
-FLOAT32_PARTS = {"topicrnn": ("encoder",), "doc_topicrnn": ("encoder",), "tcnlm": ("ntm",),
+FLOAT32_PARTS = {"topicrnn": ("encoder",), "doc_topicrnn": ("encoder",), "tcnlm": ("topic_model",),
                  "lda_lstm": ("topic_inference",), "rgbn_rnn": ("encoder", "topic_model"),
                  "gbn_rnn": ("encoder", "topic_model")}
 #: The default run (CI's 10 minutes) checks every family but GBN-RNN (rGBN-RNN's
