@@ -88,7 +88,7 @@ def _train_options(args):
                 stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
                 learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
                 overrides=args.set, verbose=args.verbose, split_seed=args.split_seed,
-                patience=args.patience)
+                patience=args.patience, precision=args.precision)
 
 
 def _train(args):
@@ -123,7 +123,7 @@ def train_settings(argv):
         raise ValueError(f"train_settings: not a train command: {argv!r}")
     options = _train_options(args)
     keys = ("preset", "overrides", "epochs", "batch_size", "learning_rate", "stopwords",
-            "optimizer", "patience")
+            "optimizer", "patience", "precision")
     return args, resolve_settings(args.model, **{key: options[key] for key in keys})
 
 
@@ -228,6 +228,7 @@ _RUN_HELP = "a run directory written by `tfktopic train`, or pretrained:NAME"
 
 def _parser():
     from tfktopic.runs import MODELS
+    from tfktopic.runs.precision import PRECISIONS
 
     parser = _Parser(prog="tfktopic", description=__doc__.split("\n\n")[0])
     parser.add_argument("--verbose", dest="show_logs", action="store_true",
@@ -268,6 +269,10 @@ def _parser():
     train.add_argument("--optimizer", choices=["adam", "sgld", "psgld"], default="adam",
                        help="adam (default) or SG-MCMC (any model; step sizes of the "
                             "sgmcmc_ptb small preset)")
+    train.add_argument("--precision", choices=list(PRECISIONS), default=None,
+                       help="Keras dtype policy: float32 (default), mixed_bfloat16 or "
+                            "mixed_float16 (variables, softmax loss, topic model and KL "
+                            "stay float32)")
     train.add_argument("--strategy", choices=["none", "mirrored", "multiworker"],
                        default="none", help="tf.distribute strategy (multiworker: TF_CONFIG)")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -68,8 +68,10 @@ class CarriedStateLSTM(keras.layers.Layer):
         self.max_streams = int(max_streams)
         self.dropout = float(dropout)
         self.lstms = [keras.layers.LSTM(self.units, return_sequences=True, return_state=True,
-                                        name=f"lstm_{i}") for i in range(self.num_layers)]
-        self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers)]
+                                        name=f"lstm_{i}", dtype=self.dtype_policy)
+                      for i in range(self.num_layers)]
+        self.dropouts = [keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+                         for _ in range(self.num_layers)]
 
     def build(self, input_shape):
         strategy = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None

@@ -305,7 +305,8 @@ class FactorizedTopicLSTM(keras.layers.Layer):
         self.cell = FactorizedTopicLSTMCell(
             units, num_topics, factor_dim=factor_dim, factor_initializer=factor_initializer,
             recurrent_initializer=recurrent_initializer, topic_initializer=topic_initializer,
-            bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias, name="cell")
+            bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias, name="cell",
+            dtype=self.dtype_policy)
         self.units = self.cell.units
         self.num_topics = self.cell.num_topics
         self.return_sequences = bool(return_sequences)

@@ -131,8 +131,10 @@ class StopwordGate(keras.layers.Layer):
         self._content_index = np.where(self.lm_to_topic >= 0, self.lm_to_topic,
                                        self.num_content).astype(np.int32)
         self._is_stop = (self.lm_to_topic < 0).astype(np.float32)
-        self.projection = keras.layers.Dense(self.vocab_size, name="vocab_projection")  # V
-        self.stop_projection = keras.layers.Dense(1, name="stop_projection")            # Gamma
+        self.projection = keras.layers.Dense(self.vocab_size, name="vocab_projection",
+                                             dtype=self.dtype_policy)  # V
+        self.stop_projection = keras.layers.Dense(1, name="stop_projection",
+                                                  dtype=self.dtype_policy)  # Gamma
 
     def build(self, hidden_shape, theta_shape=None, stop_indicator_shape=None):
         self.projection.build(hidden_shape)

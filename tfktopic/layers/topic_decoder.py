@@ -215,9 +215,11 @@ class NeuralTopicModel(keras.layers.Layer):
         super().__init__(**kwargs)
         self.encoder = GaussianTopicEncoder(num_topics, hidden_units=hidden_units,
                                             normalization=normalization, dropout=dropout,
-                                            seed=seed, name="encoder")
-        self.gaussian_softmax = keras.layers.Dense(num_topics, name="gaussian_softmax")
-        self.decoder = TopicDecoder(num_topics, vocab_size, name="decoder")
+                                            seed=seed, name="encoder", dtype=self.dtype_policy)
+        self.gaussian_softmax = keras.layers.Dense(num_topics, name="gaussian_softmax",
+                                                   dtype=self.dtype_policy)
+        self.decoder = TopicDecoder(num_topics, vocab_size, name="decoder",
+                                    dtype=self.dtype_policy)
         self.num_topics = self.encoder.num_topics
         self.vocab_size = self.decoder.vocab_size
 

@@ -92,11 +92,13 @@ class GaussianTopicEncoder(keras.layers.Layer):
         self.dropout = float(dropout)
         self.log_std_clip = float(log_std_clip)
         self.seed = seed
-        self.hidden = [keras.layers.Dense(u, activation="relu", name=f"hidden_{i}")
+        self.hidden = [keras.layers.Dense(u, activation="relu", name=f"hidden_{i}",
+                                          dtype=self.dtype_policy)
                        for i, u in enumerate(self.hidden_units)]
-        self.dropout_layer = keras.layers.Dropout(self.dropout, seed=seed)
-        self.mean_head = keras.layers.Dense(self.num_topics, name="mean")
-        self.log_std_head = keras.layers.Dense(self.num_topics, name="log_std")
+        self.dropout_layer = keras.layers.Dropout(self.dropout, seed=seed, dtype=self.dtype_policy)
+        self.mean_head = keras.layers.Dense(self.num_topics, name="mean", dtype=self.dtype_policy)
+        self.log_std_head = keras.layers.Dense(self.num_topics, name="log_std",
+                                               dtype=self.dtype_policy)
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def build(self, input_shape):
@@ -116,7 +118,7 @@ class GaussianTopicEncoder(keras.layers.Layer):
         log_std = ops.clip(self.log_std_head(x), -self.log_std_clip, self.log_std_clip)
         draw = training if sample is None else sample
         if draw:
-            eps = keras.random.normal(ops.shape(mean), seed=self.seed_generator)
+            eps = keras.random.normal(ops.shape(mean), dtype=mean.dtype, seed=self.seed_generator)
             theta = mean + ops.exp(log_std) * eps
         else:
             theta = mean
@@ -232,20 +234,23 @@ class RecurrentWeibullEncoder(keras.layers.Layer):
                 layer = keras.layers.SimpleRNN(
                     h, activation="sigmoid", use_bias=False, return_sequences=True,
                     kernel_initializer=init(3 * l), recurrent_initializer="identity",
-                    name=f"rnn_{l}")
+                    name=f"rnn_{l}", dtype=self.dtype_policy)
             else:
                 layer = keras.layers.Dense(h, activation="sigmoid", use_bias=False,
-                                           kernel_initializer=init(3 * l), name=f"hidden_{l}")
+                                           kernel_initializer=init(3 * l), name=f"hidden_{l}",
+                                           dtype=self.dtype_policy)
             self.hidden.append(layer)
         self.k_heads = [keras.layers.Dense(1 if self.scalar_k else k, activation="softplus",
                                            kernel_initializer=init(3 * l + 1),
-                                           bias_initializer=head_bias, name=f"k_{l}")
+                                           bias_initializer=head_bias, name=f"k_{l}",
+                                           dtype=self.dtype_policy)
                         for l, k in enumerate(self.topic_sizes)]
         self.lam_heads = [keras.layers.Dense(k, activation="softplus",
                                              kernel_initializer=init(3 * l + 2),
-                                             bias_initializer=head_bias, name=f"lambda_{l}")
+                                             bias_initializer=head_bias, name=f"lambda_{l}",
+                                             dtype=self.dtype_policy)
                           for l, k in enumerate(self.topic_sizes)]
-        self.sampler = WeibullSampler(seed=seed, name="sampler")
+        self.sampler = WeibullSampler(seed=seed, name="sampler", dtype=self.dtype_policy)
 
     @property
     def num_layers(self):

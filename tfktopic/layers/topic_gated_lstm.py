@@ -181,9 +181,10 @@ class TopicGatedLSTMCell(keras.layers.Layer):
         self.bias_init = _check_gate_args(orientation, bias_init, kernel_scale)
         self.kernel_scale = float(kernel_scale)
         self.seed = seed
-        self.lstm_cell = lstm_cell or keras.layers.LSTMCell(self.units, seed=seed, name="lstm_cell")
+        self.lstm_cell = lstm_cell or keras.layers.LSTMCell(
+            self.units, seed=seed, name="lstm_cell", dtype=self.dtype_policy)
         self.gate = gate or TopicGate(self.units, orientation, bias_init, kernel_scale, seed=seed,
-                                      name="gate")
+                                      name="gate", dtype=self.dtype_policy)
         self.state_size = [self.units, self.units]
         self.output_size = self.units
 
@@ -271,12 +272,14 @@ class TopicGatedLSTMStack(keras.layers.Layer):
         offset = lambda i: None if seed is None else seed + 10 * i
         # Plain Keras LSTMs (saved files keep their layout), run by `run_lstm`.
         self.lstms = [keras.layers.LSTM(u, return_sequences=True, unit_forget_bias=True,
-                                        seed=offset(l), name=f"lstm_{l}")
+                                        seed=offset(l), name=f"lstm_{l}", dtype=self.dtype_policy)
                       for l, u in enumerate(self.units)]
         self.gates = [TopicGate(u, orientation, bias_init, kernel_scale, seed=offset(l),
-                                name=f"gate_{l}") for l, u in enumerate(self.units)]
+                                name=f"gate_{l}", dtype=self.dtype_policy)
+                      for l, u in enumerate(self.units)]
         # Locked: one mask per sequence, shared over the time axis.
         self.dropouts = [keras.layers.Dropout(self.dropout, seed=offset(l), name=f"dropout_{l}",
+                                              dtype=self.dtype_policy,
                                               noise_shape=(None, 1, u) if self.locked_dropout
                                               else None)
                          for l, u in enumerate(self.units)]
@@ -307,7 +310,7 @@ class TopicGatedLSTMStack(keras.layers.Layer):
             LSTMs' `LSTMCell`s and this stack's gates (no copies).
         """
         return [TopicGatedLSTMCell(u, k, self.orientation, self.bias_init, self.kernel_scale,
-                                   lstm_cell=lstm.cell, gate=gate)
+                                   lstm_cell=lstm.cell, gate=gate, dtype=self.dtype_policy)
                 for u, k, lstm, gate in zip(self.units, self.num_topics, self.lstms, self.gates)]
 
     def compute_output_shape(self, inputs_shape, thetas_shape=None):

@@ -89,11 +89,13 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
         self.dropout = float(dropout)
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
-            weights=None if embeddings is None else [embeddings], name="embedding")
-        self.embedding_dropout = keras.layers.Dropout(self.dropout)
+            weights=None if embeddings is None else [embeddings], name="embedding",
+            dtype=self.dtype_policy)
+        self.embedding_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
-                                    dropout=self.dropout, name="carried_lstm")
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+                                    dropout=self.dropout, name="carried_lstm",
+                                    dtype=self.dtype_policy)
+        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
         self.build()
 
     def build(self, input_shape=None):

@@ -114,15 +114,17 @@ class DocumentTopicRNN(TopicLanguageModel):
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
             weights=None if embeddings is None else [np.asarray(embeddings, np.float32)],
-            name="embedding")
-        self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=seed)
+            name="embedding", dtype=self.dtype_policy)
+        self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=seed,
+                                                      dtype=self.dtype_policy)
         self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
-                                    dropout=self.dropout, name="carried_lstm")
+                                    dropout=self.dropout, name="carried_lstm",
+                                    dtype=self.dtype_policy)
         self.encoder = GaussianTopicEncoder(self.num_topics, self.encoder_units,
                                             normalization=bow_normalization, seed=seed,
-                                            name="encoder")
+                                            name="encoder", dtype="float32")  # KL
         self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
-                                 variant=variant, name="stopword_gate")
+                                 variant=variant, name="stopword_gate", dtype=self.dtype_policy)
         self.build()
 
     def build(self, input_shape=None):

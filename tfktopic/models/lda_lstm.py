@@ -311,7 +311,8 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         self.gamma_threshold = float(gamma_threshold)
         self.topic_inference = LDATopicInference(
             self.num_topics, self.topic_vocab_size, iterations=self.lda_iterations,
-            gamma_threshold=self.gamma_threshold, lda=lda, name="lda")
+            gamma_threshold=self.gamma_threshold, lda=lda, name="lda",
+            dtype="float32")  # the E-step's digamma iterations stay float32 under any policy
 
     has_topics = True
     presets = lda_lstm_presets.PRESETS

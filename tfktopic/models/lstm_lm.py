@@ -85,12 +85,14 @@ class LSTMLanguageModel(TopicLanguageModel):
         self.chunked = self.document_level
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, mask_zero=self.document_level,
-            weights=None if embeddings is None else [embeddings], name="embedding")
+            weights=None if embeddings is None else [embeddings], name="embedding",
+            dtype=self.dtype_policy)
         self.lstms = [CELLS[cell](self.hidden_dim, return_sequences=True, stateful=self.stateful,
-                                  name=f"{cell}_{i}")
+                                  name=f"{cell}_{i}", dtype=self.dtype_policy)
                       for i in range(self.num_layers)]
-        self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+        self.dropouts = [keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+                         for _ in range(self.num_layers + 1)]
+        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
 
     def call(self, inputs, training=False):
         tokens = inputs["tokens"] if isinstance(inputs, dict) else inputs

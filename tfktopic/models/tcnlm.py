@@ -215,22 +215,24 @@ class TCNLM(TopicLanguageModel):
 
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
-            weights=None if embeddings is None else [embeddings], name="embedding")
+            weights=None if embeddings is None else [embeddings], name="embedding",
+            dtype=self.dtype_policy)
         self.topic_model = NeuralTopicModel(self.num_topics, self.topic_vocab_size,
                                             hidden_units=self.ntm_units,
                                             normalization=bow_normalization, seed=seed,
-                                            name="topic_model")
+                                            name="topic_model", dtype="float32")  # KL, softmax
         if self.mixture == "factorized":
             self.rnns = [FactorizedTopicLSTM(self.hidden_dim, self.num_topics,
                                              factor_dim=self.factor_dim, return_state=True,
-                                             name=f"topic_lstm_{i}")
+                                             name=f"topic_lstm_{i}", dtype=self.dtype_policy)
                          for i in range(self.num_layers)]
         else:
             self.rnns = [TopicExpertsLSTM(self.hidden_dim, self.num_topics, return_state=True,
-                                          name=f"expert_lstm_{i}")
+                                          name=f"expert_lstm_{i}", dtype=self.dtype_policy)
                          for i in range(self.num_layers)]
-        self.dropouts = [keras.layers.Dropout(self.dropout) for _ in range(self.num_layers + 1)]
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+        self.dropouts = [keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+                         for _ in range(self.num_layers + 1)]
+        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
         initial_logits = None if topic_word_init is None else lda_logits(
             topic_word_init, self.num_topics, self.topic_vocab_size)
         # `train_step` calls the NTM and the LM directly (not `self(...)`), so Keras

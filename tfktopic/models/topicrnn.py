@@ -79,7 +79,8 @@ from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS
 from tfktopic.models.schedules import annealing_weight, check_steps, optimizer_step
 
-__all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier", "elbo_terms"]
+__all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier",
+           "elbo_terms"]
 
 tfd = tfp.distributions
 
@@ -243,16 +244,19 @@ class TopicRNN(TopicLanguageModel):
 
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
-            weights=None if embeddings is None else [embeddings], name="embedding")
-        self.rnns = [CELLS[cell](self.hidden_dim, return_sequences=True, name=f"{cell}_{i}")
+            weights=None if embeddings is None else [embeddings], name="embedding",
+            dtype=self.dtype_policy)
+        self.rnns = [CELLS[cell](self.hidden_dim, return_sequences=True, name=f"{cell}_{i}",
+                                 dtype=self.dtype_policy)
                      for i in range(self.num_layers)]
-        self.dropouts = [keras.layers.Dropout(self.dropout, seed=None if seed is None else seed + i)
+        self.dropouts = [keras.layers.Dropout(self.dropout, seed=None if seed is None else seed + i,
+                                              dtype=self.dtype_policy)
                          for i in range(self.num_layers + 1)]
         self.encoder = GaussianTopicEncoder(self.num_topics, self.encoder_units,
                                             normalization=bow_normalization, seed=seed,
-                                            name="encoder")
+                                            name="encoder", dtype="float32")  # KL
         self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
-                                 variant=variant, name="stopword_gate")
+                                 variant=variant, name="stopword_gate", dtype=self.dtype_policy)
         self.build()
         if topic_word_init is not None:
             self.gate.topic_word.assign(lda_logits(topic_word_init, self.num_topics,

@@ -75,6 +75,7 @@ from tfktopic.runs.data import (NPMI_REFERENCE, RunData, build_vocabularies, mak
 from tfktopic.runs.directory import Run, load_model, load_run, read_run_config, resolve_run_dir
 from tfktopic.runs.reports import (document_bow, evaluate_run, export_run, generate_text,
                                    run_splits, run_topics, topics_report)
+from tfktopic.runs.precision import PRECISIONS, precision_policy
 from tfktopic.runs.settings import (CHUNKED_MODELS, DATA_DEFAULTS, GENERATING_MODELS,
                                     GENERATION, HIERARCHICAL_MODELS, MODELS, OPTIMIZERS,
                                     SPLIT, STREAMED_MODELS, TOPIC_MODELS, TRAINING_DEFAULTS,
@@ -123,6 +124,8 @@ __all__ = [
     "DATA_DEFAULTS",
     "GENERATION",
     "OPTIMIZERS",
+    "PRECISIONS",
+    "precision_policy",
     "STREAMED_MODELS",
     "SPLIT",
     "TRAINING_DEFAULTS",

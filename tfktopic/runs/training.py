@@ -14,6 +14,7 @@ from tfktopic.runs.data import (given_split, make_examples, perplexity_message, 
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.lock import locked
+from tfktopic.runs.precision import check_precision, precision_policy
 from tfktopic.runs.reports import generate_text, print_topics, quality_report
 from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
                                     OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, STREAMED_MODELS,
@@ -151,10 +152,11 @@ def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates
     name = settings["name"]
     model_cfg = dict(settings["model"])
     keras.utils.set_random_seed(int(seed))
-    model = registry.build_model(
-        name, model_cfg, lm_vocab=data.lm_vocab, topic_vocab=data.topic_vocab,
-        num_documents=len(data.examples["train"]), embeddings=embeddings, seed=int(seed),
-        train_corpus=data.parts["train"], training=settings["training"], lda=lda)
+    with precision_policy(settings["training"].get("precision", "float32")):
+        model = registry.build_model(
+            name, model_cfg, lm_vocab=data.lm_vocab, topic_vocab=data.topic_vocab,
+            num_documents=len(data.examples["train"]), embeddings=embeddings, seed=int(seed),
+            train_corpus=data.parts["train"], training=settings["training"], lda=lda)
     if not topic_updates:
         if name not in HIERARCHICAL_MODELS:
             raise ValueError(f"topic_updates=False applies to rgbn_rnn and gbn_rnn, not {name}")
@@ -221,9 +223,11 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
 def _signature(config):
     keys = ("model", "preset", "corpus", "format", "max_documents", "seed", "data",
             "model_config", "embeddings_path")
-    # run.json written before split_seed existed: the split followed the seed
+    # run.json written before split_seed (precision) existed: the split followed
+    # the seed (float32)
     return jsonable({**{k: config.get(k) for k in keys},
-                     "split_seed": config.get("split_seed", config.get("seed"))})
+                     "split_seed": config.get("split_seed", config.get("seed")),
+                     "precision": (config.get("training") or {}).get("precision", "float32")})
 
 
 def _progress_callback(path, config):
@@ -258,20 +262,22 @@ def _override_items(overrides):
 
 
 def resolve_settings(model_name, preset="small", overrides=None, epochs=None, batch_size=None,
-                     learning_rate=None, stopwords=None, optimizer="adam", patience=None):
+                     learning_rate=None, stopwords=None, optimizer="adam", patience=None,
+                     precision=None):
     """The settings a run of `train_run` trains with, before any data is read.
 
     The one resolution of ``tfktopic train``'s options: the preset
     (`preset_settings`), the ``--set`` overrides (`apply_overrides`), then the
     options that name a setting (``--epochs``, ``--batch-size``,
     ``--stopwords``, ``--optimizer`` with its SG-MCMC step size,
-    ``--learning-rate``, ``--patience``), checked. Data rules given for a
+    ``--learning-rate``, ``--patience``, ``--precision``), checked. Data rules given for a
     corpus size (``min_doc_freq``) are resolved later, on the training split
     (`tfktopic.runs.data.prepare_data`).
 
     Args:
         model_name, preset, overrides, epochs, batch_size, learning_rate,
-            stopwords, optimizer, patience: as in `train_run`.
+            stopwords, optimizer, patience, precision: as in `train_run`
+            (``precision`` is recorded only when given; absent means float32).
 
     Returns:
         dict with ``name``, ``model`` (constructor arguments), ``data`` and
@@ -306,6 +312,8 @@ def resolve_settings(model_name, preset="small", overrides=None, epochs=None, ba
         training["learning_rate"] = float(learning_rate)
     if patience is not None:
         training["patience"] = int(patience)
+    if precision is not None:
+        training["precision"] = check_precision(precision)
     if training.get("patience") is not None and int(training["patience"]) < 1:
         raise ValueError(f"--patience must be >= 1, got {training['patience']}")
     check_learning_rate(training.get("learning_rate"))
@@ -321,7 +329,8 @@ def resolve_settings(model_name, preset="small", overrides=None, epochs=None, ba
 def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs=None,
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
-              verbose=1, log=print, split_seed=None, patience=None, topic_report=True):
+              verbose=1, log=print, split_seed=None, patience=None, topic_report=True,
+              precision=None):
     """Train a model into a run directory, then score it on the test split.
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
@@ -362,6 +371,9 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         overrides: ``KEY=VALUE`` strings or a dict (`apply_overrides`).
         verbose: Keras `fit` verbosity (1: progress bar, 2: a line per epoch).
         log: callable receiving each output line (`None`: silent).
+        precision: "float32" (default), "mixed_bfloat16" or "mixed_float16"
+            (`tfktopic.runs.precision`): the model is built under that Keras
+            dtype policy; recorded in run.json, and a resume must use the same.
 
     Returns:
         The results dict written to ``out/results.json``.
@@ -374,7 +386,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
 
     settings = resolve_settings(model_name, preset, overrides, epochs=epochs,
                                 batch_size=batch_size, learning_rate=learning_rate,
-                                stopwords=stopwords, optimizer=optimizer, patience=patience)
+                                stopwords=stopwords, optimizer=optimizer, patience=patience,
+                                precision=precision)
     explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
     split_seed = int(seed if split_seed is None else split_seed)

@@ -178,27 +178,30 @@ class RGBNRNN(TopicLanguageModel):
 
         self.encoder = RecurrentWeibullEncoder(
             self.topic_sizes, hidden_units=self.encoder_units, recurrent=self.encoder_recurrent,
-            scalar_k=self.scalar_k, k_range=self.k_range, seed=seed, name="encoder")
+            scalar_k=self.scalar_k, k_range=self.k_range, seed=seed, name="encoder",
+            dtype="float32")  # Weibull special functions and KLs stay float32 (any policy)
         mcmc_seed = tlasgr.pop("seed", seed)
         self.topic_model = TLASGRTopics(self.topic_vocab_size, self.topic_sizes,
                                         self.num_documents, recurrent=self.recurrent,
                                         seed=mcmc_seed, tau0=self.tau0, name="topic_model",
-                                        **tlasgr)
+                                        dtype="float32", **tlasgr)  # counts, Phi, Pi
         # The MCMC seed actually used (drawn when seed is None) goes into the
         # config, so a reloaded model continues the same MCMC stream.
         self.tlasgr = {**tlasgr, "seed": self.topic_model.seed}
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, name="embedding",
-            weights=None if embeddings is None else [np.asarray(embeddings, np.float32)])
+            weights=None if embeddings is None else [np.asarray(embeddings, np.float32)],
+            dtype=self.dtype_policy)
         # Its own stream: a seed shared with a gate-output dropout of the same
         # width would repeat that layer's masks (the TF1 artefact of §3.5).
         self.embedding_dropout = keras.layers.Dropout(
-            self.dropout, seed=None if seed is None else seed + 7919)
+            self.dropout, seed=None if seed is None else seed + 7919, dtype=self.dtype_policy)
         self.stack = TopicGatedLSTMStack(
             self.hidden_sizes, self.topic_sizes, dropout=self.dropout,
             locked_dropout=self.locked_dropout, orientation=self.gate_orientation,
-            bias_init=self.gate_bias_init, seed=seed, name="stack")
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax")
+            bias_init=self.gate_bias_init, seed=seed, name="stack",
+            dtype=self.dtype_policy)
+        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
         # The MCMC expands counts to dynamic shapes, which XLA cannot compile:
         # `compile(jit_compile="auto")` then stays off on GPU too.
         self.supports_jit = False
