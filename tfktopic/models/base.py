@@ -315,6 +315,21 @@ class TopicLanguageModel(keras.Model):
             keep_going, body, (tf.constant(0, tf.int32), token, state, done, output))
         return tf.transpose(output.stack())
 
+    #: Constructor arguments whose effect lives in the saved weights (e.g. an LDA
+    #: start of the topic decoder): `from_config` rebuilds without them (the
+    #: weights are restored next) and keeps their value as a label.
+    saved_in_weights = ()
+
+    @classmethod
+    def from_config(cls, config):
+        """`cls(**config)`, with the `saved_in_weights` arguments set as labels only."""
+        config = dict(config)
+        labels = {key: config.pop(key) for key in cls.saved_in_weights if key in config}
+        model = cls(**config)
+        for key, value in labels.items():
+            setattr(model, key, value)
+        return model
+
     # ------------------------------------------------------------------ presets
     @classmethod
     def from_preset(cls, preset, *args, **overrides):

@@ -160,6 +160,7 @@ class TCNLM(TopicLanguageModel):
     """
 
     has_topics = True
+    saved_in_weights = ("decoder_init",)  # the LDA start is in the decoder's saved weights
     generates = True
     reported_terms = ("kl", "tm_nll", "diversity")
     presets = tcnlm_presets.PRESETS
@@ -445,12 +446,3 @@ class TCNLM(TopicLanguageModel):
                 "kl_warmup_steps": self.kl_warmup_steps,
                 "topic_warmup_steps": self.topic_warmup_steps,
                 "decoder_init": self.decoder_init}
-
-    @classmethod
-    def from_config(cls, config):
-        # The LDA start is in the saved weights: rebuild with a random decoder, keep the label.
-        config = dict(config)
-        decoder_init = config.pop("decoder_init", "random")
-        model = cls(**config)
-        model.decoder_init = decoder_init
-        return model

@@ -185,6 +185,7 @@ class TopicRNN(TopicLanguageModel):
     """
 
     has_topics = True
+    saved_in_weights = ("decoder_init",)  # the LDA start of B is in its saved weights
     generates = True
     reported_terms = ("token_nll", "stop_nll", "kl")
     presets = topicrnn_presets.PRESETS
@@ -487,15 +488,6 @@ class TopicRNN(TopicLanguageModel):
                 "dropout": self.dropout, "bow_normalization": self.bow_normalization,
                 "tokens_per_document": self.tokens_per_document, "seed": self.seed,
                 "kl_warmup_steps": self.kl_warmup_steps, "decoder_init": self.decoder_init}
-
-    @classmethod
-    def from_config(cls, config):
-        # The LDA start of B is in the saved weights: rebuild with a random B, keep the label.
-        config = dict(config)
-        decoder_init = config.pop("decoder_init", "random")
-        model = cls(**config)
-        model.decoder_init = decoder_init
-        return model
 
 
 def build_sentiment_classifier(feature_dim, hidden_units=50, train_features=None,
