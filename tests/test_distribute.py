@@ -326,42 +326,47 @@ def jobs(tmp_path_factory, request):
     """Starts every strategy subprocess at once; tests wait for their own."""
     full = "not slow" not in (request.config.getoption("markexpr") or "")
     root = tmp_path_factory.mktemp("distribute")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.pop("TF_CONFIG", None)
+    env = _subprocess_env()
     (root / "mirrored.py").write_text(_MIRRORED_SCRIPT)
-    (root / "worker.py").write_text(_WORKER_SCRIPT)
-    ports = ",".join(str(p) for p in _free_ports(2))
-    started = {f"worker{i}": _Job(f"worker{i}", root / "worker.py",
-                                  [str(i), ports, str(root), *WORKER_FAMILIES], env, root)
-               for i in range(2)}
+    started = _start_workers(root, env, WORKER_FAMILIES)
     for job, names in MIRRORED_JOBS.items():
         names = [n for n in names if full or n.split(":")[0] in QUICK_MIRRORED]
         started[job] = _Job(job, root / "mirrored.py", names, env, root)
-    started["dir"] = root
     yield started
-    for job in started.values():
-        if isinstance(job, _Job) and job.proc.poll() is None:
-            job.proc.kill()
-            job.proc.wait()
+    _kill_unfinished(started)
 
 
 @pytest.fixture(scope="module")
 def slow_workers(tmp_path_factory):
     """Two more worker processes (their own ports) training `SLOW_WORKER_FAMILIES`."""
     root = tmp_path_factory.mktemp("distribute_slow")
+    started = _start_workers(root, _subprocess_env(), SLOW_WORKER_FAMILIES)
+    yield started
+    _kill_unfinished(started)
+
+
+def _subprocess_env():
+    """This tree's package first on the path, quiet TensorFlow, no inherited TF_CONFIG."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env.pop("TF_CONFIG", None)
+    return env
+
+
+def _start_workers(root, env, families):
+    """Two multi-worker processes on fresh loopback ports training `families`
+    (``{"worker0": _Job, "worker1": _Job, "dir": root}``)."""
     (root / "worker.py").write_text(_WORKER_SCRIPT)
     ports = ",".join(str(p) for p in _free_ports(2))
     started = {f"worker{i}": _Job(f"worker{i}", root / "worker.py",
-                                  [str(i), ports, str(root), *SLOW_WORKER_FAMILIES], env, root)
+                                  [str(i), ports, str(root), *families], env, root)
                for i in range(2)}
     started["dir"] = root
-    yield started
+    return started
+
+
+def _kill_unfinished(started):
     for job in started.values():
         if isinstance(job, _Job) and job.proc.poll() is None:
             job.proc.kill()
