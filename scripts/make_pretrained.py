@@ -41,7 +41,8 @@ MODELS = {
                  "--set", "min_doc_freq=5", "--set", "num_topics=20",
                  "--set", "embedding_dim=64", "--set", "hidden_dim=128",
                  "--set", "factor_dim=128", "--set", "ntm_units=[64,64]",
-                 "--set", "dropout=0.4", "--learning-rate", "0.003", "--epochs", "3"],
+                 "--set", "dropout=0.4", "--set", "decoder_init=random",
+                 "--learning-rate", "0.003", "--epochs", "3"],
         "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
     },
     "rgbn-apnews": {

@@ -154,6 +154,6 @@ def test_from_preset_accepts_pretrained_model_names():
         TCNLM.from_preset("tcnlm-apnews", 10, 5)
     with pytest.raises(ValueError, match="or a pretrained model name"):
         TCNLM.from_preset("pretrained:nope")
-    preset = presets.preset("tcnlm", "small")
+    preset = presets.preset("tcnlm", "medium")
     built = TCNLM.from_preset(preset, 30, 12, hidden_dim=8, factor_dim=8)
     assert built.num_topics == preset.model["num_topics"] and built.hidden_dim == 8

@@ -400,8 +400,16 @@ def test_presets_and_bad_arguments():
     assert PRESETS["paper"]["model"]["hidden_dim"] == 600
     assert PRESETS["paper_large"]["model"]["num_layers"] == 2
     assert PRESETS["paper_table6_moe"]["model"]["mixture"] == "moe"
-    model = TCNLM.from_preset("small", 50, 20, hidden_dim=8, embedding_dim=8)
-    assert model.num_topics == PRESETS["small"]["model"]["num_topics"] and model.hidden_dim == 8
+    # `small` (the README main job) starts its topic decoder from an LDA: built outside
+    # tfktopic.runs it needs the LDA's topic-word matrix, and says so.
+    with pytest.raises(ValueError, match="topic_word_init"):
+        TCNLM.from_preset("small", 50, 20)
+    num_topics = PRESETS["small"]["model"]["num_topics"]
+    lda = np.random.default_rng(0).dirichlet(np.ones(20), size=num_topics).astype("float32")
+    model = TCNLM.from_preset("small", 50, 20, hidden_dim=8, embedding_dim=8,
+                              topic_word_init=lda)
+    assert model.num_topics == num_topics and model.hidden_dim == 8
+    assert model.decoder_init == "lda"
     bad = [({"hidden_dim": 0}, "hidden_dim"), ({"num_topics": 0}, "num_topics"),
            ({"num_layers": 1.5}, "num_layers"), ({"factor_dim": -1}, "factor_dim"),
            ({"mixture": "logits"}, "mixture"), ({"dropout": 1.0}, "dropout"),
