@@ -55,9 +55,9 @@ PRESETS = {
     # 0.5 % of Lee's ~7.4K raw types are dropped from the topic vocabulary as too frequent
     # ("said", "says", "mr"; the papers' 0.1 % assumes a 30K+ type corpus).
     # Its topic decoder starts from an LDA of the training split (decoder_init="lda", as the
-    # `coherent` preset): on Lee (README main job, one run each) NPMI 0.041 -> 0.143 against
-    # 0.148 for a 10-topic gensim LDA, and test perplexity 93.79 -> 87.58
-    # (benchmarks/results/topics/causes.md). The pretrained tcnlm-apnews model was trained
+    # `coherent` preset): on Lee (README main job, 3 seeds) NPMI 0.043 -> 0.148 against 0.145
+    # for a 10-topic gensim LDA, test perplexity 94.14 -> 90.35
+    # (benchmarks/results/topics/lee_main_job.json). The pretrained tcnlm-apnews model was trained
     # before this with decoder_init="random", which its command sets.
     "small": {
         "description": "the shared small LM (32-d embeddings, 1 x 64) with 10 topics and an "
