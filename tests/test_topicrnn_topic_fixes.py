@@ -83,8 +83,29 @@ def test_lda_start_of_the_topic_bias_and_round_trip(tmp_path):
     np.testing.assert_allclose(np.asarray(loaded(batch)), np.asarray(model(batch)), atol=1e-6)
 
 
+def test_lda_scale_shrinks_the_start_and_keeps_each_topics_ranking(tmp_path):
+    beta = np.random.default_rng(3).dirichlet(np.ones(4), size=3)
+    full = np.asarray(_tiny(decoder_init="lda", topic_word_init=beta).gate.topic_word)
+    model = _tiny(decoder_init="lda", topic_word_init=beta, lda_scale=0.1)
+    B = np.asarray(model.gate.topic_word)
+    np.testing.assert_allclose(B, 0.1 * lda_logits(beta, 3, 4), atol=1e-6)
+    np.testing.assert_allclose(B, 0.1 * full, atol=1e-6)
+    np.testing.assert_array_equal(np.argsort(B, axis=1), np.argsort(beta, axis=1))
+    # Its softmax is the tempered topic beta^0.1 (renormalised), no longer beta itself.
+    tempered = beta ** 0.1 / (beta ** 0.1).sum(axis=1, keepdims=True)
+    e = np.exp(B - B.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(e / e.sum(axis=1, keepdims=True), tempered, atol=1e-5)
+    path = tmp_path / "scaled.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.lda_scale == 0.1 and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(np.asarray(loaded.gate.topic_word), B, atol=1e-7)
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"kl_warmup_steps": -2}, "kl_warmup_steps"),
+    ({"lda_scale": 0.0}, "lda_scale"),
+    ({"lda_scale": float("nan")}, "lda_scale"),
     ({"decoder_init": "nmf"}, "decoder_init"),
     ({"decoder_init": "lda"}, "topic_word_init"),
     ({"topic_word_init": np.ones((3, 4))}, "decoder_init"),

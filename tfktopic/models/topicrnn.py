@@ -173,6 +173,12 @@ class TopicRNN(TopicLanguageModel):
         topic_word_init: with ``decoder_init="lda"``, the [num_topics, V_c]
             topic-word matrix (rows on the simplex; saved with the weights,
             not the config).
+        lda_scale: with ``decoder_init="lda"``, B starts at ``lda_scale`` x the
+            centred log beta (1.0, the default: log beta itself). A row of
+            centred log beta spans tens of nats between a topic's top and
+            bottom words, and theta is Gaussian, not on the simplex; a smaller
+            scale keeps each topic's ranking of the words with smaller logit
+            offsets (softmax of a row: beta_k ** lda_scale, renormalised).
 
     Example:
     >>> model = TopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, num_topics=50,
@@ -193,7 +199,8 @@ class TopicRNN(TopicLanguageModel):
     def __init__(self, vocab_size, lm_to_topic, num_topics=50, hidden_dim=200, embedding_dim=None,
                  cell="lstm", num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
                  embeddings=None, bow_normalization="total", tokens_per_document=None, seed=None,
-                 kl_warmup_steps=0, decoder_init="random", topic_word_init=None, **kwargs):
+                 kl_warmup_steps=0, decoder_init="random", topic_word_init=None, lda_scale=1.0,
+                 **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = _positive_int("vocab_size", vocab_size)
         self.lm_to_topic = check_lm_to_topic(lm_to_topic, self.vocab_size)
@@ -239,6 +246,9 @@ class TopicRNN(TopicLanguageModel):
                              "V_c] topic-word matrix; tfktopic.runs.build_model fits it on the "
                              "training split), and topic_word_init needs decoder_init='lda'")
         self.decoder_init = decoder_init
+        if not (isinstance(lda_scale, (int, float)) and np.isfinite(lda_scale) and lda_scale > 0):
+            raise ValueError(f"lda_scale must be a number > 0, got {lda_scale!r}")
+        self.lda_scale = float(lda_scale)
         self.num_content = int((self.lm_to_topic >= 0).sum())
         #: V_c, the width of ``context_bow`` (the name every topic model shares).
         self.topic_vocab_size = self.num_content
@@ -260,8 +270,8 @@ class TopicRNN(TopicLanguageModel):
                                  variant=variant, name="stopword_gate", dtype=self.dtype_policy)
         self.build()
         if topic_word_init is not None:
-            self.gate.topic_word.assign(lda_logits(topic_word_init, self.num_topics,
-                                                   self.num_content))
+            self.gate.topic_word.assign(self.lda_scale * lda_logits(
+                topic_word_init, self.num_topics, self.num_content))
 
     def build(self, input_shape=None):
         """Create every weight; all shapes follow from the constructor arguments."""
@@ -487,7 +497,8 @@ class TopicRNN(TopicLanguageModel):
                 "encoder_units": list(self.encoder_units), "variant": self.variant,
                 "dropout": self.dropout, "bow_normalization": self.bow_normalization,
                 "tokens_per_document": self.tokens_per_document, "seed": self.seed,
-                "kl_warmup_steps": self.kl_warmup_steps, "decoder_init": self.decoder_init}
+                "kl_warmup_steps": self.kl_warmup_steps, "decoder_init": self.decoder_init,
+                "lda_scale": self.lda_scale}
 
 
 def build_sentiment_classifier(feature_dim, hidden_units=50, train_features=None,
