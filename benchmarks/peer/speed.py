@@ -15,7 +15,7 @@ streams), window (30 tokens), precision (float32) and thread count, in one bench
   study's command (`benchmarks.study.command`), `tfktopic.runs.prepare_data`,
   `tfktopic.runs.build_model` (compiled as ``tfktopic train`` compiles), the training stream of
   `tfktopic.runs.fit_model`; timed by `benchmarks.common.time_train_steps` (Keras' compiled
-  train function on batches made beforehand, 200 steps after 3 warm-up steps), and once more by
+  train function on batches made beforehand, 200 steps after 5 untimed ones), and once more by
   ``model.fit`` over 200 steps (the input pipeline included, as in their loop).
 
 Tokens per step are B x BPTT = 64 x 30 on both sides (the headline ratio); the real
@@ -34,7 +34,7 @@ medians and ours / theirs. See README.md beside this file ("Speed").
 Usage::
 
     python -m benchmarks.peer.speed --threads 1 [--rounds 2] [--models lstm,trnn]
-    python -m benchmarks.peer.speed --quick        # smoke test, tiny sizes, ~3 minutes
+    python -m benchmarks.peer.speed --quick        # smoke test, tiny sizes, 1-2 minutes
     # -> benchmarks/results/peer/speed_<threads>t.json (--out)
 
 Importable without torch: torch runs only in the peer venv's subprocess.
@@ -328,10 +328,13 @@ def measure_ours(model, steps, warmup=3, quick=False):
             "real_targets_per_step": real / steps, "real_targets_per_s": real / steps / seconds,
             "fit_ms_per_step": 1000.0 * fit_seconds, "fit_tokens_per_s": tokens / fit_seconds,
             "timed_steps": steps, "untimed_steps_before": warmup + 2, "batch_size": batch, "bptt": bptt,
-            "startup_seconds": round(stamps["compiled_steps_timed"] - seconds * steps
-                                     - stamps["process_start"], 2),
+            # process start to the end of the untimed steps (TF import, data, model, tracing
+            # and XLA compilation); theirs: to the end of their untimed batch 0
+            "startup_seconds": round(stamps["traced"] - stamps["process_start"], 2),
             "stamps": {k: round(v - stamps["process_start"], 2) for k, v in stamps.items()},
-            "threads_during_fit": threads, "parameters": int(model_obj.count_params()),
+            "threads_during_fit": threads, "parameters": int(model_obj.count_params()),  # with the carried LSTM states
+            "trainable_parameters": int(sum(np.prod(v.shape)
+                                            for v in model_obj.trainable_variables)),
             "precision": settings["training"].get("precision", "float32"),
             "global_policy": keras.config.dtype_policy().name,
             "versions": {"tensorflow": tf.__version__, "keras": keras.__version__,
@@ -361,16 +364,21 @@ def run_ours(model, threads, steps, quick=False, nice=0, timeout=3600):
 
 
 # ------------------------------------------------------------------------------- main
-def cpu_model():
-    """``lscpu``'s model name (or the platform's processor string)."""
+def cpu_info():
+    """``lscpu``'s model name and the vector / matrix instruction sets among its flags."""
+    info = {"cpu": platform.processor(), "simd_flags": []}
     try:
         text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in text.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
     except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor()
+        return info
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Model name":
+            info["cpu"] = value.strip()
+        elif key == "Flags":
+            info["simd_flags"] = sorted(f for f in value.split()
+                                        if f.startswith(("avx", "amx", "fma")))
+    return info
 
 
 def summarize(rounds, models):
@@ -437,7 +445,7 @@ def main(argv=None):
     record = {"benchmark": "peer_speed", "about": __doc__.split("\n\n")[0],
               "note": args.note, "quick": args.quick, "threads": args.threads,
               "precision": "float32", "machine": {
-                  "cpu": cpu_model(), "cpus": os.cpu_count(), "host": platform.node(),
+                  **cpu_info(), "cpus": os.cpu_count(), "host": platform.node(),
                   "load_before": _loadavg()},
               "torch": probe_torch(args.python, args.threads), "rounds": []}
     for r in range(args.rounds):
