@@ -311,7 +311,7 @@ def measure_ours(model, steps, warmup=3, quick=False):
     bptt = int(timed[0]["tokens"].shape[1])
     stamps["model_built"] = time.time()
     # time_train_steps warms up through `fit` (the tf.data path); its timed loop calls the
-    # train function on single batches, whose first call traces (and XLA-compiles) the step
+    # train function on single batches, whose first call traces the step
     # again -- measured 0.6 s on the quick model --, so one untimed call first (as
     # benchmarks/sgmcmc.py does), then the timed call.
     time_train_steps(model_obj, dataset, 1, warmup=warmup)
@@ -327,9 +327,10 @@ def measure_ours(model, steps, warmup=3, quick=False):
             "ms_per_step": 1000.0 * seconds, "tokens_per_s": tokens / seconds,
             "real_targets_per_step": real / steps, "real_targets_per_s": real / steps / seconds,
             "fit_ms_per_step": 1000.0 * fit_seconds, "fit_tokens_per_s": tokens / fit_seconds,
-            "timed_steps": steps, "untimed_steps_before": warmup + 2, "batch_size": batch, "bptt": bptt,
+            "timed_steps": steps, "untimed_steps_before": warmup + 2, "batch_size": batch,
+            "bptt": bptt,
             # process start to the end of the untimed steps (TF import, data, model, tracing
-            # and XLA compilation); theirs: to the end of their untimed batch 0
+            # of the step); theirs: to the end of their untimed batch 0
             "startup_seconds": round(stamps["traced"] - stamps["process_start"], 2),
             "stamps": {k: round(v - stamps["process_start"], 2) for k, v in stamps.items()},
             "threads_during_fit": threads, "parameters": int(model_obj.count_params()),  # with the carried LSTM states
