@@ -333,7 +333,8 @@ def measure_ours(model, steps, warmup=3, quick=False):
             # of the step); theirs: to the end of their untimed batch 0
             "startup_seconds": round(stamps["traced"] - stamps["process_start"], 2),
             "stamps": {k: round(v - stamps["process_start"], 2) for k, v in stamps.items()},
-            "threads_during_fit": threads, "parameters": int(model_obj.count_params()),  # with the carried LSTM states
+            "threads_during_fit": threads,
+            "parameters": int(model_obj.count_params()),  # with the carried LSTM states
             "trainable_parameters": int(sum(np.prod(v.shape)
                                             for v in model_obj.trainable_variables)),
             "precision": settings["training"].get("precision", "float32"),
