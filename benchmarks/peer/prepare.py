@@ -303,19 +303,39 @@ def export_split(data_dir, corpus=CORPUS, split_seed=0, dataset=DATASET, log=pri
     return stats
 
 
+def train_args(name, data_dir, save_dir, python=PYTHON, dataset=DATASET,
+                learning_rate="0.002", dropout="0.3"):
+    """The argument list of one peer training run (their ``train.py``, run from the scratch copy).
+
+    Args:
+        name: "lstm_lm" (their LSTM_LM) or "trnn" (their TRNN, our TopicRNN's sizes).
+        data_dir: the export directory (``DATA/<dataset>/*.txt``).
+        save_dir: their ``--save_dir``.
+        python: the PyTorch venv's python.
+        dataset, learning_rate, dropout: their ``--dataset``, ``--lm_lr`` (and
+            ``--tm_lr``), ``--dropout``.
+
+    Returns:
+        ``[python, "train.py", flags...]`` (the README's "Runs").
+    """
+    flags = {"lstm_lm": LSTM_FLAGS, "trnn": TRNN_FLAGS}[name]
+    data_path = str(pathlib.Path(data_dir) / dataset)
+    common = ["--dataset", dataset, "--data_path", data_path, "--dropout", dropout,
+              "--lm_lr", learning_rate]
+    extra = (["--tm_lr", learning_rate, "--stopwords_file", STOPWORDS]
+             if name == "trnn" else [])
+    return [python, "train.py", *common, *flags, *extra, "--save_dir", str(save_dir)]
+
+
 def run_commands(scratch, data_dir, python=PYTHON, runs_dir=RUNS, dataset=DATASET,
                  learning_rate="0.002", dropout="0.3"):
     """The shell commands of the peer runs (LSTM_LM and TRNN) on the export."""
     data_path = str(pathlib.Path(data_dir) / dataset)
     env = "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1"
-    common = ["--dataset", dataset, "--data_path", data_path, "--dropout", dropout,
-              "--lm_lr", learning_rate]
     commands = {}
-    for name, flags in (("lstm_lm", LSTM_FLAGS), ("trnn", TRNN_FLAGS)):
-        extra = (["--tm_lr", learning_rate, "--stopwords_file", STOPWORDS]
-                 if name == "trnn" else [])
-        args = [python, "train.py", *common, *flags, *extra,
-                "--save_dir", f"{runs_dir}/{name}"]
+    for name in ("lstm_lm", "trnn"):
+        args = train_args(name, data_dir, f"{runs_dir}/{name}", python, dataset,
+                          learning_rate, dropout)
         commands[name] = (f"mkdir -p {runs_dir} && cd {shlex.quote(str(scratch))} && "
                           f"{{ {env} nohup nice -n 10 {shlex.join(args)} > {runs_dir}/{name}.log "
                           f"2>&1 & echo $! > {runs_dir}/{name}.pid; }}")
