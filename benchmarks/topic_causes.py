@@ -50,6 +50,7 @@ DATA_RULES = {"min_doc_freq": 5, "max_freq_fraction": 0.001}
 SPLIT_SEED = 0
 BATCH = 64
 MEDIUM_RECORDS = "benchmarks/results/medium/quality_topic_models.json"
+GBN_MODELS = ("gbn_rnn", "rgbn_rnn")
 
 # name -> (kind, settings overrides, options). Epochs count passes over the training
 # sentence windows (420 batches of 64 on the APNEWS split).
@@ -79,6 +80,17 @@ EXPERIMENTS = {
     "topicrnn": ("topicrnn", {}, {"epochs": 6}),
     "topicrnn_lda": ("topicrnn", {"decoder_init": "lda"}, {"epochs": 6}),
     "topicrnn_klwarm": ("topicrnn", {"kl_warmup_steps": 1260}, {"epochs": 6}),
+    # GBN-RNN / rGBN-RNN (1 layer, K = 100, batches of 8 chunks: 483 steps an epoch): the
+    # topic model alone (Weibull encoder + TLASGR Phi), one factor at a time.
+    "gbn_tm": ("gbn_tm", {}, {"epochs": 6}),
+    "gbn_tm_long": ("gbn_tm", {}, {"epochs": 30}),
+    "gbn_tm_sweeps4": ("gbn_tm", {}, {"epochs": 6, "sweeps": 4}),
+    "gbn_tm_tau1000": ("gbn_tm", {"tlasgr": {"step_size_tau": 1000.0}}, {"epochs": 6}),
+    "gbn_tm_decay0.5": ("gbn_tm", {"tlasgr": {"step_size_decay": 0.5}}, {"epochs": 6}),
+    "rgbn_tm": ("rgbn_tm", {}, {"epochs": 6}),
+    "gbn_tm_eta0.01": ("gbn_tm", {"tlasgr": {"phi_prior": 0.01}}, {"epochs": 6}),
+    "gbn_tm_eta1": ("gbn_tm", {"tlasgr": {"phi_prior": 1.0}}, {"epochs": 6}),
+    "gbn_tm_lr5e-4": ("gbn_tm", {"learning_rate": 5e-4}, {"epochs": 6}),
 }
 
 
@@ -100,11 +112,11 @@ _LDA = {}
 
 
 def _lda_quality(data, num_topics):
-    key = num_topics
+    key = (num_topics, len(data.topic_vocab))
     if key not in _LDA:
         train = data.parts["train"]
-        _LDA[key] = topic_quality(lda_topics(train, data.topic_vocab, num_topics, SPLIT_SEED),
-                                  train)
+        topics = lda_topics(train, data.topic_vocab, num_topics, SPLIT_SEED)
+        _LDA[key] = {**topic_quality(topics, train), "near_duplicates": near_duplicates(topics)}
     return _LDA[key]
 
 
@@ -172,6 +184,67 @@ def _topic_only(kind, settings, data, epochs, log):
     return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),
             "topics_top10": model.topics(10, data.topic_vocab),
             **_topic_use(kind, model, data, initial)}
+
+
+def near_duplicates(topics, top_n=10, shared=5):
+    """Pairs of topics sharing at least `shared` of their top `top_n` words."""
+    heads = [set(t[:top_n]) for t in topics]
+    return sum(len(a & b) >= shared for i, a in enumerate(heads) for b in heads[i + 1:])
+
+
+def _gbn_topic_only(settings, data, epochs, log, sweeps=1):
+    """Train only the (r)GBN topic model of a freshly built (r)GBN-RNN: the Weibull
+    encoder by Adam on its part of eq. 7 (tm_weight x (-log p(d | Phi theta) + KL)),
+    then TLASGR-MCMC on Phi (and Pi) with the same theta samples (Algorithm 1),
+    `sweeps` augment-and-update steps per batch. NPMI of layer 1 after every epoch."""
+    import keras
+    import tensorflow as tf
+
+    from tfktopic.models.rgbn.prior import rgbn_elbo_terms
+
+    model = runs.build_model(settings, data, seed=0, compile=False)
+    optimizer = keras.optimizers.Adam(settings["training"]["learning_rate"],
+                                      clipnorm=settings["training"].get("clipnorm"))
+    weights = model.encoder.trainable_weights
+    topics = model.topic_model
+
+    @tf.function
+    def train_step(batch):
+        bow = tf.cast(batch["context_bow"], tf.float32)
+        sentences = tf.cast(tf.reduce_sum(batch["mask"], -1) > 0, tf.float32)
+        with tf.GradientTape() as tape:
+            thetas, ks, lams = model.encoder(bow, training=True)
+            log_lik, kls = rgbn_elbo_terms(bow, thetas, ks, lams, topics, sentences)
+            tm_nll = -tf.reduce_mean(log_lik)
+            kl = sum(w * tf.reduce_mean(k) for w, k in zip(model.kl_weights, kls))
+            loss = model.tm_weight * (tm_nll + kl)
+        optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
+        thetas = [tf.stop_gradient(t) for t in thetas]
+        for _ in range(int(sweeps)):
+            topics.update(bow, thetas)
+        return tm_nll, sum(tf.reduce_mean(k) for k in kls)
+
+    def point(step, seconds):
+        top = model.topics(25, data.topic_vocab)   # layer 1
+        quality = topic_quality(top, data.parts["train"])
+        return {"step": int(step), "seconds": round(seconds, 1), "npmi": quality["npmi"],
+                "diversity": quality["diversity"], "near_duplicates": near_duplicates(top)}
+
+    batch_size = int(settings["training"]["batch_size"])
+    start, step, curve = time.time(), 0, [point(0, 0.0)]
+    for epoch in range(int(epochs)):
+        nlls, kls = [], []
+        for batch in data.dataset("train", batch_size, shuffle=True, seed=epoch):
+            nll, kl = train_step(batch)
+            nlls.append(float(nll))
+            kls.append(float(kl))
+            step += 1
+        # tm_nll / kl: the epoch's mean -log p(d | Phi theta) and KL per document chunk.
+        curve.append({**point(step, time.time() - start), "tm_nll": float(np.mean(nlls)),
+                      "kl": float(np.mean(kls))})
+        log(f"  epoch {epoch + 1}: {curve[-1]}")
+    return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),
+            "topics_top10": model.topics(10, data.topic_vocab)}
 
 
 def _topic_use(kind, model, data, initial):
@@ -258,20 +331,24 @@ def run_experiment(name, log=print):
         return json.loads(path.read_text())
     kind, overrides, options = EXPERIMENTS[name]
     model = {"tcnlm_ntm": "tcnlm", "topicrnn_tm": "topicrnn", "lda": "tcnlm",
-             "recorded": name.split("_")[0]}.get(kind, kind)
+             "recorded": name.split("_")[0], "gbn_tm": "gbn_rnn", "rgbn_tm": "rgbn_rnn",
+             "gbn": "gbn_rnn", "rgbn": "rgbn_rnn"}.get(kind, kind)
     overrides = dict(overrides)
     if "epochs" in options:
         overrides["epochs"] = options["epochs"]
+    if model in GBN_MODELS:
+        overrides.setdefault("num_layers", 1)   # the study's gbn_rnn_1 / rgbn_rnn_1 arms
     settings = _settings(model, overrides)
     data = _data(settings)
-    num_topics = int(settings["model"]["num_topics"])
+    num_topics = int(settings["model"]["topic_sizes"][0] if model in GBN_MODELS
+                     else settings["model"]["num_topics"])
     log(f"{name}: {kind}, {data.describe()}")
     start = time.time()
     lda = _lda_quality(data, num_topics)
     result = {"experiment": name, "kind": kind, "model": model, "overrides": overrides,
               "settings": settings, "data": data.describe(),
               "lda": {"npmi": lda["npmi"], "diversity": lda["diversity"],
-                      "num_topics": num_topics}}
+                      "num_topics": num_topics, "near_duplicates": lda["near_duplicates"]}}
     if kind == "lda":
         result.update({"npmi": lda["npmi"], "diversity": lda["diversity"],
                        "seconds": round(time.time() - start, 1)})
@@ -281,6 +358,10 @@ def run_experiment(name, log=print):
     else:
         if kind in ("tcnlm_ntm", "topicrnn_tm"):
             result.update(_topic_only(kind, settings, data, options["epochs"], log))
+        elif kind in ("gbn_tm", "rgbn_tm"):
+            result.update(_gbn_topic_only(settings, data, options["epochs"], log,
+                                          sweeps=options.get("sweeps", 1)))
+            result["sweeps"] = options.get("sweeps", 1)
         else:
             result.update(_joint(model, settings, data, log))
         final = result["curve"][-1]
