@@ -91,6 +91,10 @@ EXPERIMENTS = {
     "gbn_tm_eta0.01": ("gbn_tm", {"tlasgr": {"phi_prior": 0.01}}, {"epochs": 6}),
     "gbn_tm_eta1": ("gbn_tm", {"tlasgr": {"phi_prior": 1.0}}, {"epochs": 6}),
     "gbn_tm_lr5e-4": ("gbn_tm", {"learning_rate": 5e-4}, {"epochs": 6}),
+    "gbn_tm_eps0.1": ("gbn_tm", {"tlasgr": {"step_size": 0.1}}, {"epochs": 6}),
+    "gbn_tm_decay1": ("gbn_tm", {"tlasgr": {"step_size_decay": 1.0}}, {"epochs": 6}),
+    "gbn_tm_lda": ("gbn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
+    "rgbn_tm_lda": ("rgbn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
 }
 
 

@@ -18,7 +18,10 @@ Example:
 """
 
 __all__ = ["PRESETS", "GBN_PRESETS", "PAPER_HIDDEN_SIZES", "PAPER_TOPIC_SIZES",
-           "PER_LAYER_KEYS", "cut_layers"]
+           "PER_LAYER_KEYS", "DECODER_INITS", "cut_layers"]
+
+#: Starts of Phi^1 (`RGBNRNN` ``decoder_init``): the paper's random columns, or an LDA's.
+DECODER_INITS = ("random", "lda")
 
 # The paper's LSTM and topic sizes for 1, 2 and 3 layers (reference rgbn_rnn.md §7).
 PAPER_HIDDEN_SIZES = {1: (600,), 2: (600, 512), 3: (600, 512, 256)}
