@@ -95,6 +95,17 @@ EXPERIMENTS = {
     "gbn_tm_decay1": ("gbn_tm", {"tlasgr": {"step_size_decay": 1.0}}, {"epochs": 6}),
     "gbn_tm_lda": ("gbn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
     "rgbn_tm_lda": ("rgbn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
+    # The LDA start with smaller TLASGR steps (eps_0 = 1 makes the first update replace
+    # Phi by one mini-batch's estimate).
+    "gbn_tm_lda_eps0.1": ("gbn_tm", {"decoder_init": "lda", "tlasgr": {"step_size": 0.1}},
+                          {"epochs": 6}),
+    "gbn_tm_lda_eps0.02": ("gbn_tm", {"decoder_init": "lda", "tlasgr": {"step_size": 0.02}},
+                           {"epochs": 6}),
+    # The joint models (medium, 1 layer = the study's gbn_rnn_1 / rgbn_rnn_1), NPMI per epoch.
+    "gbn_rnn": ("gbn", {}, {"epochs": 6}),
+    "gbn_rnn_lda": ("gbn", {"decoder_init": "lda"}, {"epochs": 6}),
+    "rgbn_rnn": ("rgbn", {}, {"epochs": 6}),
+    "rgbn_rnn_lda": ("rgbn", {"decoder_init": "lda"}, {"epochs": 6}),
 }
 
 
@@ -125,9 +136,10 @@ def _lda_quality(data, num_topics):
 
 
 def _quality(model, data, step, seconds):
-    quality = topic_quality(model.topics(25, data.topic_vocab), data.parts["train"])
+    topics = model.topics(25, data.topic_vocab)   # (r)GBN-RNN: layer 1
+    quality = topic_quality(topics, data.parts["train"])
     return {"step": int(step), "seconds": round(seconds, 1), "npmi": quality["npmi"],
-            "diversity": quality["diversity"]}
+            "diversity": quality["diversity"], "near_duplicates": near_duplicates(topics)}
 
 
 def _topic_only(kind, settings, data, epochs, log):
@@ -228,14 +240,8 @@ def _gbn_topic_only(settings, data, epochs, log, sweeps=1):
             topics.update(bow, thetas)
         return tm_nll, sum(tf.reduce_mean(k) for k in kls)
 
-    def point(step, seconds):
-        top = model.topics(25, data.topic_vocab)   # layer 1
-        quality = topic_quality(top, data.parts["train"])
-        return {"step": int(step), "seconds": round(seconds, 1), "npmi": quality["npmi"],
-                "diversity": quality["diversity"], "near_duplicates": near_duplicates(top)}
-
     batch_size = int(settings["training"]["batch_size"])
-    start, step, curve = time.time(), 0, [point(0, 0.0)]
+    start, step, curve = time.time(), 0, [_quality(model, data, 0, 0.0)]
     for epoch in range(int(epochs)):
         nlls, kls = [], []
         for batch in data.dataset("train", batch_size, shuffle=True, seed=epoch):
@@ -244,7 +250,8 @@ def _gbn_topic_only(settings, data, epochs, log, sweeps=1):
             kls.append(float(kl))
             step += 1
         # tm_nll / kl: the epoch's mean -log p(d | Phi theta) and KL per document chunk.
-        curve.append({**point(step, time.time() - start), "tm_nll": float(np.mean(nlls)),
+        curve.append({**_quality(model, data, step, time.time() - start),
+                      "tm_nll": float(np.mean(nlls)),
                       "kl": float(np.mean(kls))})
         log(f"  epoch {epoch + 1}: {curve[-1]}")
     return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),

@@ -46,8 +46,8 @@ from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
-from tfktopic.models.rgbn.presets import (DECODER_INITS, PAPER_HIDDEN_SIZES,
-                                          PAPER_TOPIC_SIZES, PRESETS, cut_layers)
+from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
+                                          check_decoder_init, cut_layers)
 from tfktopic.models.rgbn.objective import negative_elbo
 
 __all__ = ["RGBNRNN"]
@@ -182,13 +182,7 @@ class RGBNRNN(TopicLanguageModel):
         for key, argument in (("tau0", "tau0"), ("phi_init", "topic_word_init")):
             if key in tlasgr:
                 raise ValueError(f"tlasgr: pass {key} as the model's own {argument} argument")
-        if decoder_init not in DECODER_INITS:
-            raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
-        if (decoder_init == "lda") != (topic_word_init is not None):
-            raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [K_1, "
-                             "topic_vocab_size] topic-word matrix; tfktopic.runs.build_model "
-                             "fits it), and topic_word_init needs decoder_init='lda'")
-        self.decoder_init = decoder_init
+        self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
         self.seed = seed
 
         self.encoder = RecurrentWeibullEncoder(
