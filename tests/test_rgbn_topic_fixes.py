@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tfktopic.bayes.tlasgr import TLASGRTopics, initial_phi
-from tfktopic.models.rgbn import PRESETS, RGBNRNN
+from tfktopic.models.rgbn import GBN_PRESETS, PRESETS, RGBNRNN
 
 V, VC, J = 30, 12, 3
 
@@ -110,15 +110,20 @@ def test_round_trip_keeps_the_lda_start_and_its_label(tmp_path):
     assert RGBNRNN.from_config(config).decoder_init == "random"
 
 
-def test_coherent_preset_is_medium_with_the_lda_start():
+def test_coherent_preset_is_medium_with_the_lda_start_and_small_mcmc_steps():
     coherent, medium = PRESETS["coherent"], PRESETS["medium"]
-    assert coherent["model"] == {**medium["model"], **coherent_changes()}
+    assert coherent["model"] == {**medium["model"], "decoder_init": "lda",
+                                 "tlasgr": {"step_size": 0.02}}
     assert coherent["data"] == medium["data"] and coherent["training"] == medium["training"]
-    assert "decoder_init" not in medium["model"]           # the study's preset is unchanged
-
-
-def coherent_changes():
-    return {"decoder_init": "lda"}
+    assert "decoder_init" not in medium["model"] and "tlasgr" not in medium["model"]
+    assert GBN_PRESETS["coherent"]["model"]["recurrent"] is False
+    # The preset builds a model whose sampler takes the small steps from the LDA start.
+    model = RGBNRNN.from_preset("coherent", V, VC, num_documents=50, num_layers=1,
+                                hidden_sizes=(8,), embedding_dim=8,
+                                topic_word_init=_beta(topics=100))
+    assert model.topic_model.step_size == 0.02 and model.decoder_init == "lda"
+    assert float(model.topic_model.schedule(0)[0]) == pytest.approx(0.02)
+    np.testing.assert_allclose(model.topic_word_matrix(0), _beta(topics=100), atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs, name", [

@@ -18,7 +18,8 @@ Example:
 """
 
 __all__ = ["PRESETS", "GBN_PRESETS", "PAPER_HIDDEN_SIZES", "PAPER_TOPIC_SIZES",
-           "PER_LAYER_KEYS", "DECODER_INITS", "check_decoder_init", "cut_layers"]
+           "PER_LAYER_KEYS", "DECODER_INITS", "COHERENT_CHANGES", "check_decoder_init",
+           "cut_layers"]
 
 #: Starts of Phi^1 (`RGBNRNN` ``decoder_init``): the paper's random columns, or an LDA's.
 DECODER_INITS = ("random", "lda")
@@ -88,6 +89,17 @@ PRESETS = {
         "data": {**_DATA, "min_count": 3},
         "training": {**_ADAM, "learning_rate": 3e-3, "clipnorm": 5.0, "epochs": 3},
     },
+}
+#: ``medium`` with the fixes of issue 14 (module docstring): Phi^1 starts at the training
+#: split's LDA and TLASGR takes 50 times smaller steps (eps_0 = 0.02), so it refines the
+#: LDA's topics instead of replacing them by one mini-batch's estimate at its first step.
+COHERENT_CHANGES = {"decoder_init": "lda", "tlasgr": {"step_size": 0.02}}
+PRESETS["coherent"] = {
+    **PRESETS["medium"],
+    "description": "medium with coherent topics: Phi^1 starts at an LDA of the training "
+                   "split (decoder_init='lda') and TLASGR-MCMC steps eps_0 = 0.02 "
+                   "(tlasgr step_size) instead of 1",
+    "model": {**PRESETS["medium"]["model"], **COHERENT_CHANGES},
 }
 
 #: GBN-RNN: the same presets without the topic transitions Pi (``recurrent=False``).
