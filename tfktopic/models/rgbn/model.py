@@ -31,6 +31,10 @@ Evaluation protocol: build validation/test sequences with
 preceding sentences of the document; leak-free, the paper's S_{<j} for
 rGBN-RNN). The papers' GBN-RNN numbers use ``protocol="all_other"``, which lets
 future text in; label such numbers.
+
+Topic quality: the paper's TLASGR steps (eps_0 = 1) keep Phi below LDA's topics;
+preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI
+(measurements and causes: `tfktopic.models.rgbn.presets`).
 """
 
 import math
@@ -88,12 +92,10 @@ class RGBNRNN(TopicLanguageModel):
         tlasgr: dict of extra keyword arguments for `TLASGRTopics`
             (schedule, priors, preconditioner floor, a separate MCMC ``seed``).
         seed: seed of initializers, dropout, Weibull noise and the MCMC.
-        decoder_init: "random" (Phi^1 columns U(0, 1) normalised, the paper's)
-            or "lda": Phi^1 starts at `topic_word_init` (preset ``coherent``;
-            `tfktopic.models.rgbn.presets` says why).
-        topic_word_init: with "lda", a [K_1, topic_vocab_size] topic-word
-            matrix (an LDA's ``get_topics()``; `tfktopic.runs.build_model`
-            fits one on the training split); saved in Phi, not in the config.
+        decoder_init: "random" (the paper's U(0, 1) Phi^1) or "lda": Phi^1
+            starts at `topic_word_init` (preset ``coherent``).
+        topic_word_init: with "lda", an LDA's [K_1, topic_vocab_size] topic-word
+            matrix (`tfktopic.runs.build_model` fits it); saved in Phi only.
 
     Example:
     >>> model = RGBNRNN(len(lm_vocab), len(topic_vocab), num_documents=len(train_seqs),
