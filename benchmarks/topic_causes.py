@@ -1,4 +1,4 @@
-"""Why TCNLM's and TopicRNN's topics are less coherent than LDA's (issue 14): the experiments.
+"""Why the topic-guided models' topics are less coherent than LDA's (issue 14): the experiments.
 
 Each experiment trains through `tfktopic.runs` (the package's data path: APNEWS,
 ``--format tdlm``, Mallet's stop list, ``min_doc_freq=5``, ``max_freq_fraction=0.001``,
@@ -20,6 +20,11 @@ Kinds of experiment:
   RNN: p(w | theta) = softmax over content words of (b + B^T theta), b the output
   layer's bias of the content words (what the RNN's V h_t would add is left out).
 * ``tcnlm`` / ``topicrnn`` -- the joint model, NPMI after every epoch.
+* ``gbn_tm`` / ``rgbn_tm`` -- GBN-RNN's / rGBN-RNN's topic model alone (1 layer,
+  K = 100 unless overridden): the Weibull encoder trained by Adam on its part of eq. 7
+  (Poisson likelihood + KL), then TLASGR-MCMC on Phi (and Pi) with the same theta
+  samples, as in the joint `train_step` but without the LM; ``sweeps`` updates a batch.
+* ``gbn`` / ``rgbn`` -- the joint (r)GBN-RNN (1 layer), NPMI of layer 1 every epoch.
 * ``recorded`` -- the top-10 topics recorded by the medium topic-model benchmark
   (``benchmarks/results/medium/quality_topic_models.json``: the same data, preset and
   6 epochs), re-rated with the NPMI rule above; diversity over their top 10 only, for
@@ -418,6 +423,33 @@ def table():
     return "\n".join(lines)
 
 
+def gbn_table():
+    """The (r)GBN experiments as a markdown table: NPMI per epoch, diversity,
+    near-duplicate topic pairs, the fit of the bags of words and perplexity."""
+    lines = ["| experiment | kind | changed settings | steps | NPMI per epoch (start first) | "
+             "NPMI / LDA | diversity | near-dup. pairs | -log p(d) / chunk | test ppl |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, (kind, _, _) in EXPERIMENTS.items():
+        path = RESULTS / f"{name}.json"
+        if kind not in ("gbn_tm", "rgbn_tm", "gbn", "rgbn") or not path.exists():
+            continue
+        r = json.loads(path.read_text())
+        changed = ", ".join(f"{k}={v}" for k, v in r["overrides"].items()
+                            if k not in ("epochs", "num_layers"))
+        if r.get("sweeps", 1) != 1:
+            changed = ", ".join(filter(None, [changed, f"sweeps={r['sweeps']}"]))
+        curve = r["curve"]
+        nll = curve[-1].get("tm_nll")
+        npmis = " ".join(f"{point['npmi']:.3f}" for point in curve)
+        nll = "-" if nll is None else f"{nll:.0f}"
+        ppl = f"{r['test_ppl']:.2f}" if "test_ppl" in r else "-"
+        lines.append(
+            f"| {name} | {kind} | {changed or '-'} | {r['steps']} | {npmis} | "
+            f"{r['npmi_over_lda']:.2f} | {r['diversity']:.3f} | "
+            f"{curve[-1].get('near_duplicates', '-')} | {nll} | {ppl} |")
+    return "\n".join(lines)
+
+
 def document_frequencies(names):
     """Median training-document frequency of the recorded top-10 words of experiments, and
     the share of them in at most 10 of the 1,600 training documents (LDA first)."""
@@ -448,6 +480,8 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="list the experiments")
     parser.add_argument("--table", action="store_true",
                         help="print the markdown table of the recorded experiments")
+    parser.add_argument("--gbn-table", action="store_true",
+                        help="print the markdown table of the recorded (r)GBN experiments")
     parser.add_argument("--df", action="store_true",
                         help="document frequency of the recorded top words (rare-word check)")
     args = parser.parse_args(argv)
@@ -458,6 +492,9 @@ def main(argv=None):
         return
     if args.table:
         print(table())
+        return
+    if args.gbn_table:
+        print(gbn_table())
         return
     if args.list:
         for name, (kind, overrides, options) in EXPERIMENTS.items():
