@@ -1,4 +1,4 @@
-"""Why TCNLM's and TopicRNN's topics are less coherent than LDA's (issue 14): the experiments.
+"""Why the topic-guided models' topics are less coherent than LDA's (issue 14): the experiments.
 
 Each experiment trains through `tfktopic.runs` (the package's data path: APNEWS,
 ``--format tdlm``, Mallet's stop list, ``min_doc_freq=5``, ``max_freq_fraction=0.001``,
@@ -20,6 +20,11 @@ Kinds of experiment:
   RNN: p(w | theta) = softmax over content words of (b + B^T theta), b the output
   layer's bias of the content words (what the RNN's V h_t would add is left out).
 * ``tcnlm`` / ``topicrnn`` -- the joint model, NPMI after every epoch.
+* ``gbn_tm`` / ``rgbn_tm`` -- GBN-RNN's / rGBN-RNN's topic model alone (1 layer,
+  K = 100 unless overridden): the Weibull encoder trained by Adam on its part of eq. 7
+  (Poisson likelihood + KL), then TLASGR-MCMC on Phi (and Pi) with the same theta
+  samples, as in the joint `train_step` but without the LM; ``sweeps`` updates a batch.
+* ``gbn`` / ``rgbn`` -- the joint (r)GBN-RNN (1 layer), NPMI of layer 1 every epoch.
 * ``recorded`` -- the top-10 topics recorded by the medium topic-model benchmark
   (``benchmarks/results/medium/quality_topic_models.json``: the same data, preset and
   6 epochs), re-rated with the NPMI rule above; diversity over their top 10 only, for
@@ -50,6 +55,7 @@ DATA_RULES = {"min_doc_freq": 5, "max_freq_fraction": 0.001}
 SPLIT_SEED = 0
 BATCH = 64
 MEDIUM_RECORDS = "benchmarks/results/medium/quality_topic_models.json"
+GBN_MODELS = ("gbn_rnn", "rgbn_rnn")
 
 # name -> (kind, settings overrides, options). Epochs count passes over the training
 # sentence windows (420 batches of 64 on the APNEWS split).
@@ -79,6 +85,34 @@ EXPERIMENTS = {
     "topicrnn": ("topicrnn", {}, {"epochs": 6}),
     "topicrnn_lda": ("topicrnn", {"decoder_init": "lda"}, {"epochs": 6}),
     "topicrnn_klwarm": ("topicrnn", {"kl_warmup_steps": 1260}, {"epochs": 6}),
+    # GBN-RNN / rGBN-RNN (1 layer, K = 100, batches of 8 chunks: 483 steps an epoch): the
+    # topic model alone (Weibull encoder + TLASGR Phi), one factor at a time.
+    "gbn_tm": ("gbn_tm", {}, {"epochs": 6}),
+    "gbn_tm_long": ("gbn_tm", {}, {"epochs": 30}),
+    "gbn_tm_sweeps4": ("gbn_tm", {}, {"epochs": 6, "sweeps": 4}),
+    "gbn_tm_tau1000": ("gbn_tm", {"tlasgr": {"step_size_tau": 1000.0}}, {"epochs": 6}),
+    "gbn_tm_decay0.5": ("gbn_tm", {"tlasgr": {"step_size_decay": 0.5}}, {"epochs": 6}),
+    "rgbn_tm": ("rgbn_tm", {}, {"epochs": 6}),
+    "gbn_tm_eta0.01": ("gbn_tm", {"tlasgr": {"phi_prior": 0.01}}, {"epochs": 6}),
+    "gbn_tm_eta1": ("gbn_tm", {"tlasgr": {"phi_prior": 1.0}}, {"epochs": 6}),
+    "gbn_tm_lr5e-4": ("gbn_tm", {"learning_rate": 5e-4}, {"epochs": 6}),
+    "gbn_tm_eps0.1": ("gbn_tm", {"tlasgr": {"step_size": 0.1}}, {"epochs": 6}),
+    "gbn_tm_decay1": ("gbn_tm", {"tlasgr": {"step_size_decay": 1.0}}, {"epochs": 6}),
+    "gbn_tm_lda": ("gbn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
+    "rgbn_tm_lda": ("rgbn_tm", {"decoder_init": "lda"}, {"epochs": 6}),
+    # The LDA start with smaller TLASGR steps (eps_0 = 1 makes the first update replace
+    # Phi by one mini-batch's estimate).
+    "gbn_tm_lda_eps0.1": ("gbn_tm", {"decoder_init": "lda", "tlasgr": {"step_size": 0.1}},
+                          {"epochs": 6}),
+    "gbn_tm_lda_eps0.02": ("gbn_tm", {"decoder_init": "lda", "tlasgr": {"step_size": 0.02}},
+                           {"epochs": 6}),
+    "rgbn_tm_coherent": ("rgbn_tm", {"preset": "coherent"}, {"epochs": 6}),
+    # The joint models (medium, 1 layer = the study's gbn_rnn_1 / rgbn_rnn_1), NPMI per epoch.
+    # 4 epochs (as the medium benchmark's recorded runs) to fit the shared CPU.
+    "gbn_rnn": ("gbn", {}, {"epochs": 4}),
+    "gbn_rnn_coherent": ("gbn", {"preset": "coherent"}, {"epochs": 4}),
+    "rgbn_rnn": ("rgbn", {}, {"epochs": 4}),
+    "rgbn_rnn_coherent": ("rgbn", {"preset": "coherent"}, {"epochs": 4}),
 }
 
 
@@ -100,18 +134,19 @@ _LDA = {}
 
 
 def _lda_quality(data, num_topics):
-    key = num_topics
+    key = (num_topics, len(data.topic_vocab))
     if key not in _LDA:
         train = data.parts["train"]
-        _LDA[key] = topic_quality(lda_topics(train, data.topic_vocab, num_topics, SPLIT_SEED),
-                                  train)
+        topics = lda_topics(train, data.topic_vocab, num_topics, SPLIT_SEED)
+        _LDA[key] = {**topic_quality(topics, train), "near_duplicates": near_duplicates(topics)}
     return _LDA[key]
 
 
 def _quality(model, data, step, seconds):
-    quality = topic_quality(model.topics(25, data.topic_vocab), data.parts["train"])
+    topics = model.topics(25, data.topic_vocab)   # (r)GBN-RNN: layer 1
+    quality = topic_quality(topics, data.parts["train"])
     return {"step": int(step), "seconds": round(seconds, 1), "npmi": quality["npmi"],
-            "diversity": quality["diversity"]}
+            "diversity": quality["diversity"], "near_duplicates": near_duplicates(topics)}
 
 
 def _topic_only(kind, settings, data, epochs, log):
@@ -172,6 +207,62 @@ def _topic_only(kind, settings, data, epochs, log):
     return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),
             "topics_top10": model.topics(10, data.topic_vocab),
             **_topic_use(kind, model, data, initial)}
+
+
+def near_duplicates(topics, top_n=10, shared=5):
+    """Pairs of topics sharing at least `shared` of their top `top_n` words."""
+    heads = [set(t[:top_n]) for t in topics]
+    return sum(len(a & b) >= shared for i, a in enumerate(heads) for b in heads[i + 1:])
+
+
+def _gbn_topic_only(settings, data, epochs, log, sweeps=1):
+    """Train only the (r)GBN topic model of a freshly built (r)GBN-RNN: the Weibull
+    encoder by Adam on its part of eq. 7 (tm_weight x (-log p(d | Phi theta) + KL)),
+    then TLASGR-MCMC on Phi (and Pi) with the same theta samples (Algorithm 1),
+    `sweeps` augment-and-update steps per batch. NPMI of layer 1 after every epoch."""
+    import keras
+    import tensorflow as tf
+
+    from tfktopic.models.rgbn.prior import rgbn_elbo_terms
+
+    model = runs.build_model(settings, data, seed=0, compile=False)
+    optimizer = keras.optimizers.Adam(settings["training"]["learning_rate"],
+                                      clipnorm=settings["training"].get("clipnorm"))
+    weights = model.encoder.trainable_weights
+    topics = model.topic_model
+
+    @tf.function
+    def train_step(batch):
+        bow = tf.cast(batch["context_bow"], tf.float32)
+        sentences = tf.cast(tf.reduce_sum(batch["mask"], -1) > 0, tf.float32)
+        with tf.GradientTape() as tape:
+            thetas, ks, lams = model.encoder(bow, training=True)
+            log_lik, kls = rgbn_elbo_terms(bow, thetas, ks, lams, topics, sentences)
+            tm_nll = -tf.reduce_mean(log_lik)
+            kl = sum(w * tf.reduce_mean(k) for w, k in zip(model.kl_weights, kls))
+            loss = model.tm_weight * (tm_nll + kl)
+        optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
+        thetas = [tf.stop_gradient(t) for t in thetas]
+        for _ in range(int(sweeps)):
+            topics.update(bow, thetas)
+        return tm_nll, sum(tf.reduce_mean(k) for k in kls)
+
+    batch_size = int(settings["training"]["batch_size"])
+    start, step, curve = time.time(), 0, [_quality(model, data, 0, 0.0)]
+    for epoch in range(int(epochs)):
+        nlls, kls = [], []
+        for batch in data.dataset("train", batch_size, shuffle=True, seed=epoch):
+            nll, kl = train_step(batch)
+            nlls.append(float(nll))
+            kls.append(float(kl))
+            step += 1
+        # tm_nll / kl: the epoch's mean -log p(d | Phi theta) and KL per document chunk.
+        curve.append({**_quality(model, data, step, time.time() - start),
+                      "tm_nll": float(np.mean(nlls)),
+                      "kl": float(np.mean(kls))})
+        log(f"  epoch {epoch + 1}: {curve[-1]}")
+    return {"curve": curve, "steps": step, "seconds": round(time.time() - start, 1),
+            "topics_top10": model.topics(10, data.topic_vocab)}
 
 
 def _topic_use(kind, model, data, initial):
@@ -258,20 +349,24 @@ def run_experiment(name, log=print):
         return json.loads(path.read_text())
     kind, overrides, options = EXPERIMENTS[name]
     model = {"tcnlm_ntm": "tcnlm", "topicrnn_tm": "topicrnn", "lda": "tcnlm",
-             "recorded": name.split("_")[0]}.get(kind, kind)
+             "recorded": name.split("_")[0], "gbn_tm": "gbn_rnn", "rgbn_tm": "rgbn_rnn",
+             "gbn": "gbn_rnn", "rgbn": "rgbn_rnn"}.get(kind, kind)
     overrides = dict(overrides)
     if "epochs" in options:
         overrides["epochs"] = options["epochs"]
+    if model in GBN_MODELS:
+        overrides.setdefault("num_layers", 1)   # the study's gbn_rnn_1 / rgbn_rnn_1 arms
     settings = _settings(model, overrides)
     data = _data(settings)
-    num_topics = int(settings["model"]["num_topics"])
+    num_topics = int(settings["model"]["topic_sizes"][0] if model in GBN_MODELS
+                     else settings["model"]["num_topics"])
     log(f"{name}: {kind}, {data.describe()}")
     start = time.time()
     lda = _lda_quality(data, num_topics)
     result = {"experiment": name, "kind": kind, "model": model, "overrides": overrides,
               "settings": settings, "data": data.describe(),
               "lda": {"npmi": lda["npmi"], "diversity": lda["diversity"],
-                      "num_topics": num_topics}}
+                      "num_topics": num_topics, "near_duplicates": lda["near_duplicates"]}}
     if kind == "lda":
         result.update({"npmi": lda["npmi"], "diversity": lda["diversity"],
                        "seconds": round(time.time() - start, 1)})
@@ -281,6 +376,10 @@ def run_experiment(name, log=print):
     else:
         if kind in ("tcnlm_ntm", "topicrnn_tm"):
             result.update(_topic_only(kind, settings, data, options["epochs"], log))
+        elif kind in ("gbn_tm", "rgbn_tm"):
+            result.update(_gbn_topic_only(settings, data, options["epochs"], log,
+                                          sweeps=options.get("sweeps", 1)))
+            result["sweeps"] = options.get("sweeps", 1)
         else:
             result.update(_joint(model, settings, data, log))
         final = result["curve"][-1]
@@ -324,6 +423,33 @@ def table():
     return "\n".join(lines)
 
 
+def gbn_table():
+    """The (r)GBN experiments as a markdown table: NPMI per epoch, diversity,
+    near-duplicate topic pairs, the fit of the bags of words and perplexity."""
+    lines = ["| experiment | kind | changed settings | steps | NPMI per epoch (start first) | "
+             "NPMI / LDA | diversity | near-dup. pairs | -log p(d) / chunk | test ppl |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, (kind, _, _) in EXPERIMENTS.items():
+        path = RESULTS / f"{name}.json"
+        if kind not in ("gbn_tm", "rgbn_tm", "gbn", "rgbn") or not path.exists():
+            continue
+        r = json.loads(path.read_text())
+        changed = ", ".join(f"{k}={v}" for k, v in r["overrides"].items()
+                            if k not in ("epochs", "num_layers"))
+        if r.get("sweeps", 1) != 1:
+            changed = ", ".join(filter(None, [changed, f"sweeps={r['sweeps']}"]))
+        curve = r["curve"]
+        nll = curve[-1].get("tm_nll")
+        npmis = " ".join(f"{point['npmi']:.3f}" for point in curve)
+        nll = "-" if nll is None else f"{nll:.0f}"
+        ppl = f"{r['test_ppl']:.2f}" if "test_ppl" in r else "-"
+        lines.append(
+            f"| {name} | {kind} | {changed or '-'} | {r['steps']} | {npmis} | "
+            f"{r['npmi_over_lda']:.2f} | {r['diversity']:.3f} | "
+            f"{curve[-1].get('near_duplicates', '-')} | {nll} | {ppl} |")
+    return "\n".join(lines)
+
+
 def document_frequencies(names):
     """Median training-document frequency of the recorded top-10 words of experiments, and
     the share of them in at most 10 of the 1,600 training documents (LDA first)."""
@@ -354,6 +480,8 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="list the experiments")
     parser.add_argument("--table", action="store_true",
                         help="print the markdown table of the recorded experiments")
+    parser.add_argument("--gbn-table", action="store_true",
+                        help="print the markdown table of the recorded (r)GBN experiments")
     parser.add_argument("--df", action="store_true",
                         help="document frequency of the recorded top words (rare-word check)")
     args = parser.parse_args(argv)
@@ -364,6 +492,9 @@ def main(argv=None):
         return
     if args.table:
         print(table())
+        return
+    if args.gbn_table:
+        print(gbn_table())
         return
     if args.list:
         for name, (kind, overrides, options) in EXPERIMENTS.items():

@@ -52,7 +52,7 @@ from keras import ops
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
 from tfktopic.bayes.counter_random import random_key, stateless_standard_normal
 
-__all__ = ["TLASGRTopics", "riemannian_simplex_step"]
+__all__ = ["TLASGRTopics", "riemannian_simplex_step", "initial_phi"]
 
 #: Initialisations of Pi: the released code's identity, or uniform columns.
 PI_INITS = ("identity", "uniform")
@@ -154,6 +154,33 @@ def _replica_layout(local_batch):
     return ctx, offset, tf.reduce_sum(sizes)
 
 
+def initial_phi(topic_word, vocab_size, num_topics, floor=1e-10):
+    """A start of Phi^1 from a topic-word matrix (e.g. an LDA's, ``phi_init``).
+
+    Args:
+        topic_word: [num_topics, vocab_size] nonnegative rows (gensim's
+            ``LdaModel.get_topics()``) or [vocab_size, num_topics] columns.
+        vocab_size, num_topics: the shape of Phi^1.
+        floor: entries are floored here (a zero entry would never get counts).
+
+    Returns:
+        float64 numpy [vocab_size, num_topics] with columns on the simplex.
+
+    Raises:
+        ValueError: a wrong shape, a negative or non-finite entry (named).
+    """
+    matrix = np.asarray(topic_word, np.float64)
+    if matrix.shape == (num_topics, vocab_size) and num_topics != vocab_size:
+        matrix = matrix.T
+    if matrix.shape != (vocab_size, num_topics):
+        raise ValueError(f"phi_init must have shape ({num_topics}, {vocab_size}) (topics x "
+                         f"words) or ({vocab_size}, {num_topics}), got {matrix.shape}")
+    if not np.all(np.isfinite(matrix)) or matrix.min() < 0:
+        raise ValueError("phi_init must hold finite nonnegative numbers")
+    matrix = np.maximum(matrix, floor)
+    return matrix / matrix.sum(0, keepdims=True)
+
+
 def _positive(name, value, integer=False, allow_zero=False):
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     if ok and integer:
@@ -222,6 +249,10 @@ class TLASGRTopics(keras.layers.Layer):
         forgetting_decay: exponent of the preconditioner's forgetting rate.
         phi_prior, pi_prior: Dirichlet concentrations (eta_0 and 1).
         preconditioner_floor: `None` (prior column mass) or a positive float.
+        phi_init: optional start of Phi^1, a [K_1, V] topic-word matrix
+            (rows normalised; e.g. an LDA's ``get_topics()``) or [V, K_1];
+            `None` (default): i.i.d. U(0, 1) columns normalised. Lives in the
+            weights, not in the config.
         pi_init: "uniform" (default) or "identity" (the released code,
             reference §1.1). The identity is a near-absorbing state of the
             sampler when theta is dense (as Weibull encoder samples are): a
@@ -245,7 +276,7 @@ class TLASGRTopics(keras.layers.Layer):
     def __init__(self, vocab_size, topic_sizes, num_documents, recurrent=True, seed=None,
                  tau0=1.0, step_size=1.0, step_size_tau=20.0, step_size_decay=0.7,
                  forgetting_decay=0.9, phi_prior=0.1, pi_prior=1.0, preconditioner_floor=None,
-                 pi_init="uniform", **kwargs):
+                 pi_init="uniform", phi_init=None, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = _positive("vocab_size", vocab_size, integer=True)
         if isinstance(topic_sizes, numbers.Integral):
@@ -278,6 +309,8 @@ class TLASGRTopics(keras.layers.Layer):
         if pi_init not in PI_INITS:
             raise ValueError(f"pi_init must be one of {PI_INITS}, got {pi_init!r}")
         self.pi_init = pi_init
+        self._phi_init = None if phi_init is None else initial_phi(
+            phi_init, self.vocab_size, self.topic_sizes[0])
         self.build()
 
     @property
@@ -304,8 +337,11 @@ class TLASGRTopics(keras.layers.Layer):
         self.phi, self.pi = [], []
         self.phi_preconditioners, self.pi_preconditioners = [], []
         for l, (r, k) in enumerate(zip(rows, self.topic_sizes), start=1):
-            init = rng.uniform(size=(r, k))
-            self.phi.append(weight(f"phi_{l}", (r, k), init / init.sum(0, keepdims=True)))
+            init = rng.uniform(size=(r, k))   # drawn also under phi_init: same later draws
+            init = init / init.sum(0, keepdims=True)
+            if l == 1 and self._phi_init is not None:
+                init = self._phi_init
+            self.phi.append(weight(f"phi_{l}", (r, k), init))
             self.phi_preconditioners.append(weight(f"phi_preconditioner_{l}", (k,), np.zeros(k)))
             if self.recurrent:
                 pi = np.eye(k) if self.pi_init == "identity" else np.full((k, k), 1.0 / k)

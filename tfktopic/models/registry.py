@@ -114,9 +114,10 @@ def _lda_lstm(settings, context):
                                 embeddings=context["embeddings"], **settings)
 
 
-def _lda_start(settings, context):
+def _lda_start(settings, context, num_topics=None):
     """``decoder_init="lda"``: add the topic-word matrix of an LDA of the training split
-    (`TCNLM` / `TopicRNN` ``topic_word_init``; the context's LDA if one is given)."""
+    (`TCNLM` / `TopicRNN` / `RGBNRNN` ``topic_word_init``; the context's LDA if one is
+    given) with `num_topics` topics (default: the settings' ``num_topics``)."""
     settings = dict(settings)
     if settings.get("decoder_init") == "lda" and settings.get("topic_word_init") is None:
         lda = context.get("lda")
@@ -125,7 +126,7 @@ def _lda_start(settings, context):
                 raise ValueError("decoder_init='lda': the LDA is fitted on the training "
                                  "corpus; pass train_corpus")
             lda = fit_lda(context["train_corpus"], context["topic_vocab"],
-                          num_topics=settings.get("num_topics", 50),
+                          num_topics=num_topics or settings.get("num_topics", 50),
                           passes=context["training"].get("lda_passes", 10),
                           seed=context["seed"])
         settings["topic_word_init"] = lda.get_topics()
@@ -148,6 +149,8 @@ def _rgbn(settings, context):
     settings = dict(settings)
     num_layers = settings.pop("num_layers", 3)
     settings.setdefault("seed", context["seed"])
+    # K_1: the first of the (uncut) topic sizes, the paper's 100 for every L by default.
+    settings = _lda_start(settings, context, (settings.get("topic_sizes") or (100,))[0])
     return RGBNRNN.from_preset(settings, len(context["lm_vocab"]), len(context["topic_vocab"]),
                                num_documents=context["num_documents"], num_layers=num_layers,
                                embeddings=context["embeddings"])

@@ -31,6 +31,10 @@ Evaluation protocol: build validation/test sequences with
 preceding sentences of the document; leak-free, the paper's S_{<j} for
 rGBN-RNN). The papers' GBN-RNN numbers use ``protocol="all_other"``, which lets
 future text in; label such numbers.
+
+Topic quality: the paper's TLASGR steps (eps_0 = 1) keep Phi below LDA's topics;
+preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI
+(measurements and causes: `tfktopic.models.rgbn.presets`).
 """
 
 import math
@@ -47,7 +51,7 @@ from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMSt
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
-                                          cut_layers)
+                                          check_decoder_init, cut_layers)
 from tfktopic.models.rgbn.objective import negative_elbo
 
 __all__ = ["RGBNRNN"]
@@ -88,6 +92,10 @@ class RGBNRNN(TopicLanguageModel):
         tlasgr: dict of extra keyword arguments for `TLASGRTopics`
             (schedule, priors, preconditioner floor, a separate MCMC ``seed``).
         seed: seed of initializers, dropout, Weibull noise and the MCMC.
+        decoder_init: "random" (the paper's U(0, 1) Phi^1) or "lda": Phi^1
+            starts at `topic_word_init` (preset ``coherent``).
+        topic_word_init: with "lda", an LDA's [K_1, topic_vocab_size] topic-word
+            matrix (`tfktopic.runs.build_model` fits it); saved in Phi only.
 
     Example:
     >>> model = RGBNRNN(len(lm_vocab), len(topic_vocab), num_documents=len(train_seqs),
@@ -98,6 +106,7 @@ class RGBNRNN(TopicLanguageModel):
     """
 
     has_topics = True
+    saved_in_weights = ("decoder_init",)  # the LDA start of Phi^1 is in the saved Phi
     chunked = True
     hierarchical = True
     generates = True
@@ -109,7 +118,7 @@ class RGBNRNN(TopicLanguageModel):
                  encoder_recurrent=True, scalar_k=False, k_range=(0.1, 100.0), dropout=0.4,
                  locked_dropout=False, gate_orientation="paper", gate_bias_init=None,
                  tm_weight=1.0, kl_weights=None, tau0=1.0, embeddings=None, tlasgr=None,
-                 seed=None, **kwargs):
+                 seed=None, decoder_init="random", topic_word_init=None, **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("topic_vocab_size", topic_vocab_size),
                             ("num_documents", num_documents), ("num_layers", num_layers),
@@ -172,8 +181,10 @@ class RGBNRNN(TopicLanguageModel):
         self.kl_weights = kl_weights
         self.tau0 = float(tau0)
         tlasgr = dict(tlasgr or {})
-        if "tau0" in tlasgr:
-            raise ValueError("tlasgr: pass tau0 as the model's own tau0 argument")
+        for key, argument in (("tau0", "tau0"), ("phi_init", "topic_word_init")):
+            if key in tlasgr:
+                raise ValueError(f"tlasgr: pass {key} as the model's own {argument} argument")
+        self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
         self.seed = seed
 
         self.encoder = RecurrentWeibullEncoder(
@@ -184,7 +195,8 @@ class RGBNRNN(TopicLanguageModel):
         self.topic_model = TLASGRTopics(self.topic_vocab_size, self.topic_sizes,
                                         self.num_documents, recurrent=self.recurrent,
                                         seed=mcmc_seed, tau0=self.tau0, name="topic_model",
-                                        dtype="float32", **tlasgr)  # counts, Phi, Pi
+                                        phi_init=topic_word_init, dtype="float32",
+                                        **tlasgr)  # counts, Phi, Pi
         # The MCMC seed actually used (drawn when seed is None) goes into the
         # config, so a reloaded model continues the same MCMC stream.
         self.tlasgr = {**tlasgr, "seed": self.topic_model.seed}
@@ -561,7 +573,8 @@ class RGBNRNN(TopicLanguageModel):
                 "gate_bias_init": None if self.gate_bias_init is None
                 else list(self.gate_bias_init),
                 "tm_weight": self.tm_weight, "kl_weights": list(self.kl_weights),
-                "tau0": self.tau0, "tlasgr": dict(self.tlasgr), "seed": self.seed}
+                "tau0": self.tau0, "tlasgr": dict(self.tlasgr), "seed": self.seed,
+                "decoder_init": self.decoder_init}
 
     @classmethod
     def from_preset(cls, preset, vocab_size=None, topic_vocab_size=None, num_documents=None,

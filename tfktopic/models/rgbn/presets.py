@@ -10,6 +10,28 @@ num_layers=1`` of the 3-layer presets gives their first layer. ``small`` and
 deeper layers of half the width. The Adam optimizer of a preset's ``training``
 (learning-rate decay, clipping) is `tfktopic.runs.training.adam_optimizer`.
 
+**Topic quality and the ``coherent`` preset** (issue 14; every number from
+``python -m benchmarks.topic_causes``, ``benchmarks/results/topics/causes.md``:
+APNEWS, the study's data rules, 1 layer, K = 100, NPMI of the top 10 words
+against the training split, gensim LDA K = 100 on the same split: NPMI 0.076,
+diversity 0.42). The GBN topic model *alone* (Weibull encoder + TLASGR Phi, no
+LM, the medium budget of 2,898 steps) reaches only NPMI 0.055 (0.73 x LDA), still
+rising; the joint GBN-RNN follows the same curve (0.043 after 4 epochs), so the
+LM is not the cause. The cause is TLASGR's random start with its step size: Phi
+is a moving average of one mini-batch's estimate with weight eps_t (eps_0 = 1,
+0.11 after one epoch, 0.03 after six), so it keeps only the last few hundred
+chunks; larger steps are worse (0.031), four MCMC sweeps a batch barely help
+(0.059), and smaller steps or a running mean from the random start are worse
+too (0.036, 0.045): they keep the first epochs' estimates, made from a random Phi
+with an untrained encoder. An LDA start of Phi^1 is wiped out by the paper's
+first updates (0.076 -> 0.014 after one epoch). An LDA start with 50 times
+smaller steps (eps_0 = 0.02) keeps and refines it: NPMI 0.079 (1.05 x LDA),
+diversity 0.42, and a better fit of the bags of words (-log p(d) 4,029 against
+4,090 per chunk). ``coherent`` = ``medium`` + these two settings
+(`COHERENT_CHANGES`); the defaults and ``medium`` stay the paper's. The joint
+GBN-RNN with it, 4 epochs, one seed: NPMI 0.072 (0.95 x LDA, still rising; default
+0.043), test perplexity 86.05 (default 86.76).
+
 Example:
 >>> PRESETS["paper"]["model"]["hidden_sizes"]
 (600, 512, 256)
@@ -18,7 +40,11 @@ Example:
 """
 
 __all__ = ["PRESETS", "GBN_PRESETS", "PAPER_HIDDEN_SIZES", "PAPER_TOPIC_SIZES",
-           "PER_LAYER_KEYS", "cut_layers"]
+           "PER_LAYER_KEYS", "DECODER_INITS", "COHERENT_CHANGES", "check_decoder_init",
+           "cut_layers"]
+
+#: Starts of Phi^1 (`RGBNRNN` ``decoder_init``): the paper's random columns, or an LDA's.
+DECODER_INITS = ("random", "lda")
 
 # The paper's LSTM and topic sizes for 1, 2 and 3 layers (reference rgbn_rnn.md §7).
 PAPER_HIDDEN_SIZES = {1: (600,), 2: (600, 512), 3: (600, 512, 256)}
@@ -86,6 +112,17 @@ PRESETS = {
         "training": {**_ADAM, "learning_rate": 3e-3, "clipnorm": 5.0, "epochs": 3},
     },
 }
+#: ``medium`` with the fixes of issue 14 (module docstring): Phi^1 starts at the training
+#: split's LDA and TLASGR takes 50 times smaller steps (eps_0 = 0.02), so it refines the
+#: LDA's topics instead of replacing them by one mini-batch's estimate at its first step.
+COHERENT_CHANGES = {"decoder_init": "lda", "tlasgr": {"step_size": 0.02}}
+PRESETS["coherent"] = {
+    **PRESETS["medium"],
+    "description": "medium with coherent topics: Phi^1 starts at an LDA of the training "
+                   "split (decoder_init='lda') and TLASGR-MCMC steps eps_0 = 0.02 "
+                   "(tlasgr step_size) instead of 1",
+    "model": {**PRESETS["medium"]["model"], **COHERENT_CHANGES},
+}
 
 #: GBN-RNN: the same presets without the topic transitions Pi (``recurrent=False``).
 GBN_PRESETS = {name: {**entry, "model": {**entry["model"], "recurrent": False}}
@@ -123,3 +160,19 @@ def cut_layers(settings, num_layers):
         settings[key] = values[:num_layers]
     settings["num_layers"] = num_layers
     return settings
+
+
+def check_decoder_init(decoder_init, topic_word_init):
+    """`RGBNRNN`'s ``decoder_init`` after checking it against ``topic_word_init``.
+
+    Raises:
+        ValueError: an unknown start, "lda" without a matrix or a matrix without
+            "lda" (named).
+    """
+    if decoder_init not in DECODER_INITS:
+        raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
+    if (decoder_init == "lda") != (topic_word_init is not None):
+        raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [K_1, "
+                         "topic_vocab_size] topic-word matrix; tfktopic.runs.build_model "
+                         "fits it), and topic_word_init needs decoder_init='lda'")
+    return decoder_init
