@@ -29,7 +29,7 @@ from keras import ops
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 
 __all__ = ["TopicDecoder", "NeuralTopicModel", "bow_log_likelihood", "topic_diversity",
-           "lda_logits"]
+           "lda_logits", "DECODER_INITS", "check_decoder_init"]
 
 # log() floor of a mixture probability that underflowed (never hit in practice).
 _TINY = 1e-30
@@ -87,6 +87,36 @@ def topic_diversity(beta, include_diagonal=True, epsilon=1e-6):
         mean = ops.sum(angles) / count
         variance = ops.sum(ops.square(angles - mean) * off_diagonal) / count
     return mean - variance
+
+
+#: Starts of a model's topic-word weights (``decoder_init``): random, or an LDA's topics.
+DECODER_INITS = ("random", "lda")
+
+
+def check_decoder_init(decoder_init, topic_word_init):
+    """``decoder_init`` of TCNLM, TopicRNN and rGBN-RNN, checked against ``topic_word_init``.
+
+    Args:
+        decoder_init: one of `DECODER_INITS`.
+        topic_word_init: the LDA's [num_topics, topic_vocab_size] topic-word
+            matrix with "lda" (`tfktopic.runs.build_model` fits it on the
+            training split), else `None`.
+
+    Returns:
+        `decoder_init`.
+
+    Raises:
+        ValueError: an unknown start, "lda" without a matrix or a matrix
+            without "lda" (named).
+    """
+    if decoder_init not in DECODER_INITS:
+        raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
+    if (decoder_init == "lda") != (topic_word_init is not None):
+        raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [num_topics, "
+                         "topic_vocab_size] topic-word matrix; tfktopic.runs.build_model fits "
+                         "it on the training split), and topic_word_init needs "
+                         "decoder_init='lda'")
+    return decoder_init
 
 
 def lda_logits(topic_word, num_topics, vocab_size, floor=1e-10):

@@ -81,7 +81,8 @@ from keras import ops
 
 from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
-from tfktopic.layers.topic_decoder import NeuralTopicModel, lda_logits, topic_diversity
+from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, check_decoder_init,
+                                          lda_logits, topic_diversity)
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
 from tfktopic.models import tcnlm_presets
 from tfktopic.models.base import TopicLanguageModel
@@ -92,7 +93,6 @@ from tfktopic.models.schedules import (after_warmup, annealing_weight, check_ste
 __all__ = ["TCNLM", "PRESETS", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS"]
 
 MIXTURES = ("factorized", "moe")
-DECODER_INITS = ("random", "lda")
 
 #: The presets of `tfktopic.models.tcnlm_presets` in the nested layout the scripts read
 #: (the data rule's corpus size as ``data["min_doc_freq_reference_docs"]``).
@@ -205,14 +205,7 @@ class TCNLM(TopicLanguageModel):
         self.seed = seed
         self.kl_warmup_steps = check_steps("kl_warmup_steps", kl_warmup_steps)
         self.topic_warmup_steps = check_steps("topic_warmup_steps", topic_warmup_steps)
-        if decoder_init not in DECODER_INITS:
-            raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
-        if (decoder_init == "lda") != (topic_word_init is not None):
-            raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [num_topics, "
-                             "topic_vocab_size] topic-word matrix; tfktopic.runs.build_model "
-                             "fits it on the training split), and topic_word_init needs "
-                             "decoder_init='lda'")
-        self.decoder_init = decoder_init
+        self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
 
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,

@@ -72,7 +72,7 @@ from keras import ops
 
 from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
-from tfktopic.layers.topic_decoder import lda_logits
+from tfktopic.layers.topic_decoder import check_decoder_init, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models import topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
@@ -84,7 +84,6 @@ __all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentimen
 
 tfd = tfp.distributions
 
-DECODER_INITS = ("random", "lda")
 CELLS = {"rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
 #: The presets of `tfktopic.models.topicrnn_presets`, each flattened into one dict
@@ -239,13 +238,7 @@ class TopicRNN(TopicLanguageModel):
             tokens_per_document)
         self.seed = seed
         self.kl_warmup_steps = check_steps("kl_warmup_steps", kl_warmup_steps)
-        if decoder_init not in DECODER_INITS:
-            raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
-        if (decoder_init == "lda") != (topic_word_init is not None):
-            raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [num_topics, "
-                             "V_c] topic-word matrix; tfktopic.runs.build_model fits it on the "
-                             "training split), and topic_word_init needs decoder_init='lda'")
-        self.decoder_init = decoder_init
+        self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
         if not (isinstance(lda_scale, (int, float)) and np.isfinite(lda_scale) and lda_scale > 0):
             raise ValueError(f"lda_scale must be a number > 0, got {lda_scale!r}")
         self.lda_scale = float(lda_scale)

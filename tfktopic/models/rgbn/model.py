@@ -46,12 +46,13 @@ from keras import ops
 
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
+from tfktopic.layers.topic_decoder import check_decoder_init
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
-                                          check_decoder_init, cut_layers)
+                                          cut_layers)
 from tfktopic.models.rgbn.objective import negative_elbo
 
 __all__ = ["RGBNRNN"]

@@ -40,11 +40,8 @@ Example:
 """
 
 __all__ = ["PRESETS", "GBN_PRESETS", "PAPER_HIDDEN_SIZES", "PAPER_TOPIC_SIZES",
-           "PER_LAYER_KEYS", "DECODER_INITS", "COHERENT_CHANGES", "check_decoder_init",
-           "cut_layers"]
+           "PER_LAYER_KEYS", "COHERENT_CHANGES", "cut_layers"]
 
-#: Starts of Phi^1 (`RGBNRNN` ``decoder_init``): the paper's random columns, or an LDA's.
-DECODER_INITS = ("random", "lda")
 
 # The paper's LSTM and topic sizes for 1, 2 and 3 layers (reference rgbn_rnn.md §7).
 PAPER_HIDDEN_SIZES = {1: (600,), 2: (600, 512), 3: (600, 512, 256)}
@@ -160,19 +157,3 @@ def cut_layers(settings, num_layers):
         settings[key] = values[:num_layers]
     settings["num_layers"] = num_layers
     return settings
-
-
-def check_decoder_init(decoder_init, topic_word_init):
-    """`RGBNRNN`'s ``decoder_init`` after checking it against ``topic_word_init``.
-
-    Raises:
-        ValueError: an unknown start, "lda" without a matrix or a matrix without
-            "lda" (named).
-    """
-    if decoder_init not in DECODER_INITS:
-        raise ValueError(f"decoder_init must be one of {DECODER_INITS}, got {decoder_init!r}")
-    if (decoder_init == "lda") != (topic_word_init is not None):
-        raise ValueError("decoder_init='lda' needs topic_word_init (an LDA's [K_1, "
-                         "topic_vocab_size] topic-word matrix; tfktopic.runs.build_model "
-                         "fits it), and topic_word_init needs decoder_init='lda'")
-    return decoder_init
