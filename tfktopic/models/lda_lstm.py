@@ -335,7 +335,11 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         # theta is constant over the window: broadcast it to every step.
         theta = ops.expand_dims(ops.cast(theta, x.dtype), 1) + ops.zeros_like(x[..., :1])
         features = ops.concatenate([x, theta], axis=-1)
-        return features if return_features else self.softmax(features)
+        if not return_features:
+            return self.softmax(features)
+        if not self.softmax.built:  # built here, as the full call does
+            self.softmax.build(features.shape)
+        return features
 
     def topic_word_matrix(self):
         """beta [K, V_c]: each LDA topic's expected word distribution lambda / sum(lambda)

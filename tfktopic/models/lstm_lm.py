@@ -112,6 +112,8 @@ class LSTMLanguageModel(TopicLanguageModel):
         for lstm, dropout in zip(self.lstms, self.dropouts[1:]):
             x = dropout(lstm(x, training=training), training=training)
         if return_features:
+            if not self.softmax.built:  # built here, as the full call does
+                self.softmax.build(x.shape)
             return ops.reshape(x, (shape[0], shape[1], shape[2], ops.shape(x)[-1])) \
                 if self.document_level else x
         logits = self.softmax(x)
