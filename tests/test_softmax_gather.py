@@ -230,3 +230,29 @@ def test_gathered_objective_equals_the_full_softmax_reference(data, case, traini
     if training and settings.get("dropout"):
         # Dropout was on: the gathered path drew the same masks as the reference.
         assert any(np.abs(g).max() > 0 for g in fast_gradients)
+
+
+#: TCNLM's training step does not compile with XLA, before this change as after it
+#: (a TensorArray of unbounded size in the factorised LSTM's gradient): its
+#: evaluation step, which holds the gather, is checked.
+XLA_TRAINS = {"lstm": True, "topicrnn": True, "tcnlm": False}
+
+
+@pytest.mark.parametrize("name", list(XLA_TRAINS))
+def test_the_gathered_step_compiles_with_xla_as_keras_does_on_a_gpu(data, name):
+    """The gather has a data-dependent shape; `compile(jit_compile="auto")` turns XLA on
+    on a GPU, so the steps must compile (XLA's bounded dynamic shapes): the evaluation
+    step gives the loss of the uncompiled one, and training steps lower the loss (their
+    theta samples come from XLA's own random stream, so they are not compared)."""
+    batch = _padded(_batch(name, data))
+    evaluation = {}
+    for jit in (False, True):
+        model = _build(name, data)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=jit)
+        evaluation[jit] = float(model.test_on_batch(batch, return_dict=True)["loss"])
+        if jit and XLA_TRAINS[name]:
+            losses = [float(model.train_on_batch(batch, return_dict=True)["loss"])
+                      for _ in range(3)]
+            after = float(model.test_on_batch(batch, return_dict=True)["loss"])
+            assert np.all(np.isfinite(losses)) and after < evaluation[jit], (losses, after)
+    np.testing.assert_allclose(evaluation[True], evaluation[False], rtol=1e-5)

@@ -5,6 +5,11 @@ with ``<eos>`` and ``<unk>`` counted as predicted tokens and padding masked
 out (reference tcnlm_and_evaluation.md §2.6; DESIGN.md §5). Which context the
 model saw (leak-free "preceding" or the papers' "all_other") is the protocol
 that every reported number must carry.
+
+The training and evaluation objectives apply the output softmax at the
+predicted positions only (`gather_real_positions`, `gathered_token_nll`):
+padding adds exactly 0 to the masked sums, so skipping it is the same
+objective at a fraction of the softmax's cost.
 """
 
 import collections

@@ -91,12 +91,12 @@ class StopwordGate(keras.layers.Layer):
     Call args:
         hidden: float [..., T, H] RNN states h_t.
         theta: float [..., K] topic vector, one per sequence (broadcast over T).
-        bias: instead of `theta`, its `topic_bias` already broadcast to every
-            position, float [..., T, C] (e.g. gathered to the predicted
-            positions of a batch: `hidden` [N, H] with `bias` [N, C]).
         stop_indicator: float [..., T] observed l_t (1 = stop word), or `None`.
         marginal: also return the marginal log-probabilities; defaults to
             ``stop_indicator is None``.
+        bias: instead of `theta`, its `topic_bias` already broadcast to every
+            position, float [..., T, C] (e.g. gathered to the predicted
+            positions of a batch: `hidden` [N, H] with `bias` [N, C]).
 
     Returns:
         A dict with ``stop_logits`` [..., T] (s_t = Gamma^T h_t + bias),
