@@ -167,7 +167,17 @@ def _tcnlm_reference(model, batch, training):
     return {"loss": loss, "nll_sum": nll_sum, "num_tokens": num_tokens}
 
 
-#: case -> (registry family, model settings, reference objective, batch kind)
+def _chunks_with_document_targets(data):
+    """The harness's document chunks [B, J, T] with ``doc_targets`` [B, J] (each document's
+    targets in the chunk), for a chunked TopicRNN."""
+    batch = dict(data["chunk_batch"])
+    mask = np.asarray(batch["mask"], np.float32)
+    batch["doc_targets"] = tf.constant(np.broadcast_to(mask.sum(axis=(1, 2))[:, None],
+                                                       mask.shape[:2]).copy())
+    return batch
+
+
+#: case -> (registry family, model settings, reference objective[, batch of the data])
 CASES = {
     "lstm": ("lstm", {"embedding_dim": 12, "hidden_dim": 16, "dropout": 0.3}, _lm_reference),
     "lstm_2_layers_gru": ("lstm", {"embedding_dim": 12, "hidden_dim": 16, "num_layers": 2,
@@ -183,6 +193,9 @@ CASES = {
     "topicrnn_disjoint_gru": ("topicrnn", {"num_topics": 4, "hidden_dim": 16, "cell": "gru",
                                            "encoder_units": (16,), "variant": "disjoint"},
                               _topicrnn_reference),
+    "topicrnn_chunks": ("topicrnn", {"num_topics": 4, "hidden_dim": 16, "encoder_units": (16,),
+                                     "dropout": 0.3, "seed": 3}, _topicrnn_reference,
+                        _chunks_with_document_targets),
     "doc_topicrnn": ("doc_topicrnn", {"num_topics": 4, "hidden_dim": 16, "encoder_units": (16,),
                                       "max_streams": 4, "dropout": 0.3, "seed": 3},
                      _topicrnn_reference),
@@ -206,9 +219,9 @@ def _terms_and_gradients(model, objective, batch, training, state):
 @pytest.mark.parametrize("training", [True, False], ids=["training", "evaluation"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_gathered_objective_equals_the_full_softmax_reference(data, case, training):
-    name, settings, reference = CASES[case]
+    name, settings, reference, *batch_of = CASES[case]
     model = _build(name, data, model_settings=settings)
-    batch = _padded(_batch(name, data))
+    batch = _padded(batch_of[0](data) if batch_of else _batch(name, data))
     model(batch)                                     # built (and any carried state set)
     if getattr(model, "reset_states", None):
         model.reset_states()
