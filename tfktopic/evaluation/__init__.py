@@ -18,6 +18,8 @@ from tfktopic.evaluation.perplexity import (
     Perplexity,
     PerplexityResult,
     evaluate_perplexity,
+    gather_real_positions,
+    gathered_token_nll,
     masked_token_nll,
     unigram_perplexity,
 )

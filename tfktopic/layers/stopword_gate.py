@@ -94,6 +94,9 @@ class StopwordGate(keras.layers.Layer):
         stop_indicator: float [..., T] observed l_t (1 = stop word), or `None`.
         marginal: also return the marginal log-probabilities; defaults to
             ``stop_indicator is None``.
+        bias: instead of `theta`, its `topic_bias` already broadcast to every
+            position, float [..., T, C] (e.g. gathered to the predicted
+            positions of a batch: `hidden` [N, H] with `bias` [N, C]).
 
     Returns:
         A dict with ``stop_logits`` [..., T] (s_t = Gamma^T h_t + bias),
@@ -136,7 +139,7 @@ class StopwordGate(keras.layers.Layer):
         self.stop_projection = keras.layers.Dense(1, name="stop_projection",
                                                   dtype=self.dtype_policy)  # Gamma
 
-    def build(self, hidden_shape, theta_shape=None, stop_indicator_shape=None):
+    def build(self, hidden_shape, theta_shape=None, stop_indicator_shape=None, bias_shape=None):
         self.projection.build(hidden_shape)
         self.stop_projection.build(hidden_shape)
         self.topic_word = self.add_weight(
@@ -160,12 +163,17 @@ class StopwordGate(keras.layers.Layer):
         same = ops.equal(is_stop, ops.cast(stop, is_stop.dtype))
         return ops.where(same, 0.0, _MASKED)
 
-    def call(self, hidden, theta, stop_indicator=None, marginal=None):
+    def call(self, hidden, theta=None, stop_indicator=None, marginal=None, bias=None):
         if marginal is None:
             marginal = stop_indicator is None
+        if (theta is None) == (bias is None):
+            raise ValueError("StopwordGate takes one of theta (the topic vector [..., K]) and "
+                             "bias (its topic_bias at every position [..., T, C])")
         vh = ops.cast(self.projection(hidden), "float32")
         stop_logits = ops.cast(ops.squeeze(self.stop_projection(hidden), -1), "float32")
-        bias = ops.expand_dims(ops.cast(self.topic_bias(theta), "float32"), -2)
+        if bias is None:
+            bias = ops.expand_dims(self.topic_bias(theta), -2)
+        bias = ops.cast(bias, "float32")
         outputs = {"stop_logits": stop_logits}
         if stop_indicator is not None:
             gate = ops.expand_dims(1.0 - ops.cast(stop_indicator, "float32"), -1)

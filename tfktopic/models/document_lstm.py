@@ -23,7 +23,7 @@ import keras
 from keras import ops
 
 from tfktopic.data.streams import stream_examples
-from tfktopic.evaluation.perplexity import evaluate_perplexity, masked_token_nll
+from tfktopic.evaluation.perplexity import evaluate_perplexity, gathered_token_nll
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.models import lstm_presets
 from tfktopic.models.base import TopicLanguageModel
@@ -107,17 +107,22 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
         self.softmax.build((None, None, self.hidden_dim))
         self.built = True
 
-    def call(self, inputs, training=False, carry=True):
+    def call(self, inputs, training=False, carry=True, return_features=False):
         """Next-token logits [B, T, V] of one window of B streams (state carried;
-        ``carry=False``: every row from a zero state, the carried state untouched)."""
+        ``carry=False``: every row from a zero state, the carried state untouched;
+        `return_features`: the softmax input [B, T, H] instead of the logits)."""
         tokens, reset = stream_inputs(inputs)
         x = self.embedding_dropout(self.embedding(tokens), training=training)
-        return self.softmax(self.rnn(x, reset, training=training, carry=carry))
+        features = self.rnn(x, reset, training=training, carry=carry)
+        return features if return_features else self.softmax(features)
 
     def objective(self, data, training=False):
-        """The mean token NLL of a window batch (`TopicLanguageModel`'s contract)."""
-        logits = self(data, training=training)
-        nll_sum, num_tokens = masked_token_nll(data["targets"], logits, data["mask"])
+        """The mean token NLL of a window batch (`TopicLanguageModel`'s contract), the
+        softmax applied at the predicted positions only (`gathered_token_nll`:
+        idle streams and the padding after a document's last window are skipped)."""
+        features = self(data, training=training, return_features=True)
+        nll_sum, num_tokens = gathered_token_nll(self.softmax, features, data["targets"],
+                                                 data["mask"])
         return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
                 "nll_sum": nll_sum, "num_tokens": num_tokens}
 

@@ -321,7 +321,9 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         """theta [B, K] of a batch of context bags of words (the LDA E-step)."""
         return self.topic_inference(self._check_bow_width(bow, self.topic_vocab_size))
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=False, return_features=False):
+        """Next-token logits [B, T, V]; with `return_features` the softmax input
+        [B, T, H + K] (the LSTM output and theta of the window at every step)."""
         if not isinstance(inputs, dict) or "context_bow" not in inputs:
             got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
             raise ValueError("LDALSTMLanguageModel takes the pipeline dict with 'tokens' and "
@@ -332,7 +334,12 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
             x = dropout(lstm(x, training=training), training=training)
         # theta is constant over the window: broadcast it to every step.
         theta = ops.expand_dims(ops.cast(theta, x.dtype), 1) + ops.zeros_like(x[..., :1])
-        return self.softmax(ops.concatenate([x, theta], axis=-1))
+        features = ops.concatenate([x, theta], axis=-1)
+        if not return_features:
+            return self.softmax(features)
+        if not self.softmax.built:  # built here, as the full call does
+            self.softmax.build(features.shape)
+        return features
 
     def topic_word_matrix(self):
         """beta [K, V_c]: each LDA topic's expected word distribution lambda / sum(lambda)

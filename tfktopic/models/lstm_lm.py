@@ -18,7 +18,7 @@ logits out; `train_step` / `test_step` (`tfktopic.models.base`) report
 import keras
 from keras import ops
 
-from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic.evaluation.perplexity import gathered_token_nll
 from tfktopic.models import lstm_presets
 from tfktopic.models.base import TopicLanguageModel
 
@@ -94,7 +94,16 @@ class LSTMLanguageModel(TopicLanguageModel):
                          for _ in range(self.num_layers + 1)]
         self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=False, return_features=False):
+        """Next-token logits [B, T, V] (document level: [B, J, T, V]).
+
+        Args:
+            inputs: the pipeline dict (``tokens``) or a token tensor.
+            training: dropout on/off.
+            return_features: return the softmax input ([..., T, H]: the top
+                layer's output after dropout) instead of the logits; the
+                objective applies the softmax at the predicted positions only.
+        """
         tokens = inputs["tokens"] if isinstance(inputs, dict) else inputs
         if self.document_level:
             shape = ops.shape(tokens)
@@ -102,6 +111,11 @@ class LSTMLanguageModel(TopicLanguageModel):
         x = self.dropouts[0](self.embedding(tokens), training=training)
         for lstm, dropout in zip(self.lstms, self.dropouts[1:]):
             x = dropout(lstm(x, training=training), training=training)
+        if return_features:
+            if not self.softmax.built:  # built here, as the full call does
+                self.softmax.build(x.shape)
+            return ops.reshape(x, (shape[0], shape[1], shape[2], ops.shape(x)[-1])) \
+                if self.document_level else x
         logits = self.softmax(x)
         if self.document_level:
             logits = ops.reshape(logits, (shape[0], shape[1], shape[2], self.vocab_size))
@@ -110,12 +124,17 @@ class LSTMLanguageModel(TopicLanguageModel):
     def objective(self, data, training=False):
         """The mean token NLL of a batch (`TopicLanguageModel`'s contract).
 
+        The softmax runs on the predicted positions only
+        (`tfktopic.evaluation.perplexity.gathered_token_nll`): the same
+        sums as `masked_token_nll` of the full logits ``self(data)``.
+
         Returns:
             dict: ``loss`` = nll_sum / num_tokens, ``units`` = num_tokens,
             ``nll_sum``, ``num_tokens``.
         """
-        logits = self(data, training=training)
-        nll_sum, num_tokens = masked_token_nll(data["targets"], logits, data["mask"])
+        features = self(data, training=training, return_features=True)
+        nll_sum, num_tokens = gathered_token_nll(self.softmax, features, data["targets"],
+                                                 data["mask"])
         return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
                 "nll_sum": nll_sum, "num_tokens": num_tokens}
 

@@ -79,7 +79,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, check_decoder_init,
                                           lda_logits, topic_diversity)
@@ -266,6 +266,17 @@ class TCNLM(TopicLanguageModel):
             (predictions, states): logits [B, T, V] ("factorized") or
             log-probabilities ("moe"), and the final per-layer ``[h, c]``.
         """
+        features, new_states = self.lm_features(tokens, topic_proportions, training=training,
+                                                states=states)
+        return self.output_head(features, ops.expand_dims(topic_proportions, 1)), new_states
+
+    def lm_features(self, tokens, topic_proportions, training=False, states=None):
+        """The softmax input of the LM: (features, states) of `language_model`.
+
+        Returns:
+            features [B, T, H] ("factorized") or [B, T, K, H] (the K experts
+            of "moe"), after dropout, and the final per-layer ``[h, c]``.
+        """
         t = ops.cast(topic_proportions, self.compute_dtype)
         x = self.dropouts[0](self.embedding(tokens), training=training)
         new_states = []
@@ -277,12 +288,27 @@ class TCNLM(TopicLanguageModel):
                 x, h, c = rnn(x, initial_state=initial, training=training)
             new_states.append([h, c])
             x = dropout(x, training=training)
-        logits = self.softmax(x)
+        return x, new_states
+
+    def output_head(self, features, topic_proportions):
+        """Predictions from `lm_features` (at every position, or gathered ones).
+
+        Args:
+            features: [..., H] ("factorized") or [..., K, H] ("moe").
+            topic_proportions: t [..., K] of each row of `features` (or
+                broadcastable to its leading shape; used by "moe" only).
+
+        Returns:
+            logits [..., V] ("factorized") or, "moe", the log-probabilities of
+            eq. (7): log sum_k t_k softmax(V h^(k)), a log-space mixture over
+            the expert axis.
+        """
+        logits = self.softmax(features)
         if self.mixture == "factorized":
-            return logits, new_states
-        # Eq. (7): log sum_k t_k softmax(V h^(k)), a log-space mixture over the expert axis.
-        log_t = ops.log(ops.maximum(t, 1e-30))[:, None, :, None]
-        return ops.logsumexp(ops.log_softmax(logits, axis=-1) + log_t, axis=2), new_states
+            return logits
+        t = ops.cast(topic_proportions, self.compute_dtype)
+        log_t = ops.expand_dims(ops.log(ops.maximum(t, 1e-30)), -1)
+        return ops.logsumexp(ops.log_softmax(logits, axis=-1) + log_t, axis=-2)
 
     def topic_proportions(self, bow):
         """Topic proportions t from the posterior mean of q(theta | d), float [B, K]."""
@@ -298,13 +324,15 @@ class TCNLM(TopicLanguageModel):
         return inputs["tokens"], inputs["context_bow"]
 
     def _forward(self, inputs, training):
+        """(LM features [B, T, ...], t, kl, tm_log_likelihood, bow) of a batch."""
         tokens, bow = self._inputs(inputs)
         t, kl, tm_log_likelihood = self.topic_model(bow, training=training)
-        predictions, _ = self.language_model(tokens, t, training=training)
-        return predictions, kl, tm_log_likelihood, bow
+        features, _ = self.lm_features(tokens, t, training=training)
+        return features, t, kl, tm_log_likelihood, bow
 
     def call(self, inputs, training=False):
-        return self._forward(inputs, training)[0]
+        features, t = self._forward(inputs, training)[:2]
+        return self.output_head(features, ops.expand_dims(t, 1))
 
     # -- objective (see the module docstring for the scaling) --------------------------------
 
@@ -318,8 +346,12 @@ class TCNLM(TopicLanguageModel):
             the NTM on the contexts, ``diversity`` R, and ``report`` (kl per
             sentence, tm_nll per context word, diversity).
         """
-        predictions, kl, tm_log_likelihood, bow = self._forward(data, training)
-        nll_sum, num_tokens = masked_token_nll(data["targets"], predictions, data["mask"],
+        features, t, kl, tm_log_likelihood, bow = self._forward(data, training)
+        # The softmax at the predicted positions only (each with its sentence's t).
+        real = gather_real_positions(data["mask"], data["targets"], per_position=(features,),
+                                     per_row=(t,))
+        predictions = self.output_head(real.per_position[0], real.per_row[0])
+        nll_sum, num_tokens = masked_token_nll(real.targets, predictions, real.mask,
                                                from_logits=self.mixture == "factorized")
         tm_nll_sum = -ops.sum(ops.cast(tm_log_likelihood, "float32"))
         tm_words = ops.sum(ops.cast(bow, "float32"))

@@ -70,7 +70,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from keras import ops
 
-from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_decoder import check_decoder_init, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
@@ -107,15 +107,20 @@ def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_we
     """TopicRNN's ELBO terms (eq. 5) over a batch of windows, as sums (nats).
 
     Written once for the sentence-level `TopicRNN` and the streamed
-    `tfktopic.models.document_topicrnn.DocumentTopicRNN`.
+    `tfktopic.models.document_topicrnn.DocumentTopicRNN`. The output layer
+    runs at the predicted positions only (`gather_real_positions`: the topic
+    bias B^T theta of each window, computed once per window, is gathered to
+    its positions), which skips the padding's softmaxes; padded positions add
+    exactly 0 to every sum, so the terms are those of the full [B, T, C]
+    outputs up to float rounding.
 
     Args:
         gate: the `StopwordGate`.
         encoder: the `GaussianTopicEncoder` (its `kl`).
-        hidden: [B, T, H] RNN outputs.
-        theta, mean, log_std: the topic sample and q's parameters, [B, K].
-        targets, mask: [B, T] target ids and float mask.
-        kl_weights: [B] share of its document's KL each window is charged.
+        hidden: [..., T, H] RNN outputs.
+        theta, mean, log_std: the topic sample and q's parameters, [..., K].
+        targets, mask: [..., T] target ids and float mask.
+        kl_weights: [...] share of its document's KL each window is charged.
         training: observed l_t only (True), or also the marginal over l_t.
 
     Returns:
@@ -123,16 +128,19 @@ def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_we
         (-sum log p(l_t | h_t)), ``kl`` (sum of kl_weights * KL), ``num_tokens``
         and, when not training, ``marginal_nll`` (l_t marginalised).
     """
-    stop = gate.stop_indicator(targets)
-    outputs = gate(hidden, theta, stop_indicator=stop, marginal=not training)
-    token_nll, num_tokens = masked_token_nll(targets, outputs["logits"], mask)
+    real = gather_real_positions(mask, targets, per_position=(hidden,),
+                                 per_row=(gate.topic_bias(theta),))
+    stop = gate.stop_indicator(real.targets)
+    outputs = gate(real.per_position[0], stop_indicator=stop, marginal=not training,
+                   bias=real.per_row[0])
+    token_nll, num_tokens = masked_token_nll(real.targets, outputs["logits"], real.mask)
     stop_log_prob = tfd.Bernoulli(logits=outputs["stop_logits"], dtype="float32").log_prob(stop)
     kl = ops.cast(encoder.kl(mean, log_std), "float32")
-    terms = {"token_nll": token_nll, "stop_nll": -ops.sum(stop_log_prob * mask),
+    terms = {"token_nll": token_nll, "stop_nll": -ops.sum(stop_log_prob * real.mask),
              "kl": ops.sum(kl_weights * kl), "num_tokens": num_tokens}
     if not training:
-        terms["marginal_nll"], _ = masked_token_nll(targets, outputs["log_probs"], mask,
-                                                    from_logits=False)
+        terms["marginal_nll"], _ = masked_token_nll(real.targets, outputs["log_probs"],
+                                                    real.mask, from_logits=False)
     return terms
 
 

@@ -19,7 +19,7 @@ Example:
 import tensorflow as tf
 from keras import ops
 
-from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic.evaluation.perplexity import gathered_token_nll, masked_token_nll
 from tfktopic.models.rgbn.prior import rgbn_elbo_terms
 
 __all__ = ["token_nll", "negative_elbo"]
@@ -51,10 +51,7 @@ def token_nll(softmax, data, outputs):
     windows = outputs["windows"]
     mask = tf.gather_nd(ops.reshape(mask, (-1, length)), windows)
     targets = tf.gather_nd(ops.reshape(data["targets"], (-1, length)), windows)
-    positions = tf.where(mask > 0)
-    logits = softmax(tf.gather_nd(outputs["features"], positions))
-    return masked_token_nll(tf.gather_nd(targets, positions), logits,
-                            tf.gather_nd(mask, positions))
+    return gathered_token_nll(softmax, outputs["features"], targets, mask)
 
 
 def negative_elbo(data, outputs, topic_model, softmax, kl_weights, tm_weight):
