@@ -83,8 +83,11 @@ def _recurrence(inputs, mask, h0, c0, step):
             h_new, c_new = tf.where(keep, h_new, h), tf.where(keep, c_new, c)
         return t + 1, h_new, c_new, outputs.write(t, h_new)
 
+    # maximum_iterations bounds the gradient's accumulators, which XLA needs
+    # (`compile(jit_compile=True)`, the GPU default of "auto").
     _, h, c, outputs = tf.while_loop(lambda t, *_: t < num_steps, body,
-                                     (tf.constant(0), h0, c0, outputs))
+                                     (tf.constant(0), h0, c0, outputs),
+                                     maximum_iterations=num_steps)
     return outputs.stack(), h, c
 
 
