@@ -125,10 +125,9 @@ def _entry(name, mode, precision, data_cache, batch_size=None):
     from tfktopic import cli, runs
 
     _, settings = cli.train_settings(command(name, mode, precision, batch_size))
-    key = (name, batch_size)
+    key = name                      # the data do not depend on the batch size
     if key not in data_cache:
-        if name not in [k for k, _ in data_cache]:
-            _log(f"data for {name} ({mode})")
+        _log(f"data for {name} ({mode})")
         data_cache[key] = runs.prepare_data(
             settings, str(shared_file("apnews/apnews.txt")), format="tdlm",
             max_documents=MODES[mode]["max_documents"], seed=0, subset_seed=0)
