@@ -76,21 +76,6 @@ def test_lda_start_trains_and_the_mcmc_moves_phi_from_it():
     np.testing.assert_allclose(phi.sum(1), 1.0, atol=1e-5)
 
 
-def test_lda_start_through_the_run_glue_uses_the_training_split_lda():
-    from tfktopic import runs
-    from tfktopic.models.lda_lstm import fit_lda
-
-    settings = runs.preset_settings("gbn_rnn", "small")
-    runs.apply_overrides(settings, {"decoder_init": "lda", "num_layers": 1,
-                                    "hidden_sizes": [8], "embedding_dim": 8})
-    data = runs.prepare_data(settings, "lee", seed=0)
-    model = runs.build_model(settings, data, seed=0, compile=False)
-    lda = fit_lda(data.parts["train"], data.topic_vocab, num_topics=10, passes=10, seed=0)
-    expected = lda.get_topics() / lda.get_topics().sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(model.topic_word_matrix(0), expected, atol=1e-5)
-    assert model.topics(5, data.topic_vocab)[0] == data.topic_vocab.decode(
-        [i for i, _ in lda.get_topic_terms(0, topn=5)])
-
 
 def test_round_trip_keeps_the_lda_start_and_its_label(tmp_path):
     beta = _beta(4)

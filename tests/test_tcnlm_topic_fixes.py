@@ -112,22 +112,6 @@ def test_lda_decoder_starts_at_the_given_topic_word_matrix():
     np.testing.assert_allclose(logits.mean(axis=1), 0.0, atol=1e-5)
 
 
-def test_lda_decoder_through_the_run_glue_uses_the_training_split_lda():
-    from tfktopic import runs
-
-    settings = runs.preset_settings("tcnlm", "small")
-    runs.apply_overrides(settings, {"decoder_init": "lda", "hidden_dim": 8,
-                                    "embedding_dim": 8, "ntm_units": [8]})
-    data = runs.prepare_data(settings, "lee", seed=0)
-    from tfktopic.models.lda_lstm import fit_lda
-
-    lda = fit_lda(data.parts["train"], data.topic_vocab, num_topics=10, passes=10, seed=0)
-    model = runs.build_model(settings, data, seed=0, compile=False)
-    expected = lda.get_topics() / lda.get_topics().sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(model.beta(), expected, atol=1e-5)
-    assert model.topics(5, data.topic_vocab)[0] == data.topic_vocab.decode(
-        [i for i, _ in lda.get_topic_terms(0, topn=5)])
-
 
 def test_round_trip_keeps_the_new_arguments(tmp_path):
     beta = np.random.default_rng(4).dirichlet(np.ones(12), size=4)

@@ -114,21 +114,3 @@ def test_lda_scale_shrinks_the_start_and_keeps_each_topics_ranking(tmp_path):
 def test_bad_arguments_name_themselves(kwargs, name):
     with pytest.raises(ValueError, match=name):
         _tiny(**kwargs)
-
-
-def test_lda_start_through_the_run_glue_uses_the_training_split_lda():
-    from tfktopic import runs
-    from tfktopic.models.lda_lstm import fit_lda
-
-    settings = runs.preset_settings("topicrnn", "small")
-    runs.apply_overrides(settings, {"decoder_init": "lda", "hidden_dim": 8,
-                                    "embedding_dim": 8, "encoder_units": [8]})
-    data = runs.prepare_data(settings, "lee", seed=0)
-    lda = fit_lda(data.parts["train"], data.topic_vocab, num_topics=10, passes=10, seed=0)
-    model = runs.build_model(settings, data, seed=0, compile=False)
-    B = np.asarray(model.gate.topic_word, np.float64)
-    e = np.exp(B - B.max(axis=1, keepdims=True))
-    expected = lda.get_topics() / lda.get_topics().sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(e / e.sum(axis=1, keepdims=True), expected, atol=1e-5)
-    assert model.topics(5, data.topic_vocab)[3] == data.topic_vocab.decode(
-        [i for i, _ in lda.get_topic_terms(3, topn=5)])
