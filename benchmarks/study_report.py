@@ -10,6 +10,10 @@
 * ``benchmarks/results/study/<corpus>_summary.md`` -- the same as the two
   Markdown tables pasted into BENCHMARKS.md and README.md.
 
+The baselines' budget sensitivity (their runs on the rest of the grid, seed 0) is a third
+table: how much lower the test perplexity of the best of the whole grid is than the tuned
+choice's.
+
 A verdict needs both arms complete: the tuning done, 3 seeds of the chosen
 configuration, every one stopped by early stopping (converged). Then, with
 ratio = PPL(claimed better) / PPL(other) and its 95 % interval:
@@ -21,7 +25,8 @@ import json
 
 import numpy as np
 
-from benchmarks.study import RESULTS, SEEDS, chosen_config, grid, record_path
+from benchmarks.study import (RESULTS, SEEDS, chosen_config, grid, record_path,
+                              sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 
 #: (claim, paper, better arm, other arm, the paper's figure)
@@ -69,14 +74,38 @@ def _records(corpus, arm):
     return best, tuning, seeds
 
 
+def _run_summary(record):
+    return {"best_val_ppl": record["training"]["best_val_ppl"],
+            "test_ppl": record.get("test", {}).get("perplexity"),
+            "epochs": record["training"]["epochs"],
+            "stopped_by": record["training"]["stopped_by"]}
+
+
+def sensitivity(corpus, arm, tuning):
+    """A baseline's budget sensitivity: its seed-0 runs of the whole grid, and what the
+    best of them on validation scores against the tuned choice (`None` until all ran)."""
+    extra = {c: json.loads(record_path(corpus, arm, c, 0).read_text())
+             for c in sensitivity_configs(corpus, arm) if record_path(corpus, arm, c, 0).exists()}
+    if not sensitivity_configs(corpus, arm):
+        return None
+    runs = {c: _run_summary(r) for c, r in {**tuning, **extra}.items()}
+    result = {"runs": runs, "done": len(extra), "of": len(sensitivity_configs(corpus, arm))}
+    if len(extra) == result["of"] and len(tuning) == len(grid(corpus)):
+        val = {c: r["best_val_ppl"] or float("inf") for c, r in runs.items()}
+        best = min(val, key=val.get)
+        chosen = chosen_config(corpus, arm)
+        result.update(best_of_grid=best, chosen=chosen,
+                      test_gain=runs[chosen]["test_ppl"] - runs[best]["test_ppl"])
+    return result
+
+
 def arm_summary(corpus, arm):
     best, tuning, seeds = _records(corpus, arm)
-    summary = {"arm": arm, "tuning": {c: {"best_val_ppl": r["training"]["best_val_ppl"],
-                                          "test_ppl": r.get("test", {}).get("perplexity"),
-                                          "epochs": r["training"]["epochs"],
-                                          "stopped_by": r["training"]["stopped_by"]}
-                                      for c, r in tuning.items()},
+    summary = {"arm": arm, "tuning": {c: _run_summary(r) for c, r in tuning.items()},
                "tuning_done": len(tuning), "chosen": best, "seeds": len(seeds)}
+    budget = sensitivity(corpus, arm, tuning)
+    if budget is not None:
+        summary["sensitivity"] = budget
     if seeds:
         ppl = [r["test"]["perplexity"] for r in seeds]
         summary.update(
@@ -179,6 +208,24 @@ def markdown(summary):
             test = epochs = stopped = chosen = hours = "--"
         lines.append(f"| {name} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {epochs} | "
                      f"{stopped} | {s['tuning_done']}/{s['grid']} | {hours} |")
+    budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
+              if "sensitivity" in s}
+    if budget:
+        lines += ["", "### Budget sensitivity: the baselines on the whole learning rate x dropout"
+                      " grid (seed 0; the table above tunes every arm on the same 2 configurations)",
+                  "", "| arm | configuration | best val PPL | test PPL | epochs | stopped by |",
+                  "|---|---|---|---|---|---|"]
+        for name, b in budget.items():
+            for config, run in b["runs"].items():
+                mark = " (chosen)" if config == b.get("chosen") else ""
+                mark += " (best of grid)" if config == b.get("best_of_grid") else ""
+                test = "--" if run["test_ppl"] is None else f"{run['test_ppl']:.2f}"
+                val = "--" if run["best_val_ppl"] is None else f"{run['best_val_ppl']:.2f}"
+                lines.append(f"| {name} | {config}{mark} | {val} | {test} | {run['epochs']} | "
+                             f"{run['stopped_by']} |")
+            if "test_gain" in b:
+                lines.append(f"| {name} | whole grid vs tuned choice: test PPL lower by "
+                             f"{b['test_gain']:.2f} | | | | |")
     lines += ["", "### Verdicts: ratio = PPL(claimed better) / PPL(other), 95 % paired "
                   "document bootstrap interval", "",
               "| claim | paper's figure | ours: ratio [95 % CI] | verdict |",

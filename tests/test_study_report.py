@@ -37,13 +37,13 @@ def test_the_chosen_configuration_is_the_lowest_validation_not_test(results):
         _write("lstm", config, 0, val=100.0 - i, nll_per_token=4.0 + 0.1 * i)
     # the last config has the best validation but the worst test perplexity
     assert study.chosen_config("apnews", "lstm") == configs[-1]
-    assert [(a, c, s) for a, c, s in study.pending("apnews", ["lstm"])] == [
+    assert study.pending("apnews", ["lstm"])[:2] == [
         ("lstm", configs[-1], 1), ("lstm", configs[-1], 2)]
 
 
 def test_seeds_wait_for_the_whole_tuning_grid(results):
-    _write("lstm", list(study.grid("apnews"))[0], 0, 90.0, 4.0)
-    todo = study.pending("apnews", ["lstm"])
+    _write("tcnlm", list(study.grid("apnews"))[0], 0, 90.0, 4.0)
+    todo = study.pending("apnews", ["tcnlm"])
     assert all(seed == 0 for _, _, seed in todo) and len(todo) == len(study.grid("apnews")) - 1
 
 
@@ -93,3 +93,34 @@ def test_each_run_is_one_tfktopic_train_command(tmp_path):
                                                                         study.PATIENCE)
     assert "num_layers=3" in args.set and "dropout=0.5" in args.set
     assert args.learning_rate == 2e-3 and args.epochs == study.MAX_EPOCHS
+
+
+def test_every_arm_tunes_on_the_same_configurations_and_baselines_run_the_rest_last(results):
+    tuning = list(study.grid("apnews"))
+    assert set(tuning) < set(study.full_grid("apnews"))
+    for arm in ("lstm", "tcnlm"):
+        for config in tuning:
+            _write(arm, config, 0, 100.0, 4.0)
+    todo = study.pending("apnews", ["lstm", "tcnlm"])
+    extra = [c for c in study.full_grid("apnews") if c not in tuning]
+    # the seeds of both arms first, then the baseline's rest of the grid (tcnlm has none)
+    assert [s for _, _, s in todo[:4]] == [1, 2, 1, 2]
+    assert todo[4:] == [("lstm", config, 0) for config in extra]
+
+
+def test_the_report_shows_what_the_whole_grid_gives_a_baseline(results):
+    _complete("doc_lstm", 4.00)
+    extra = [c for c in study.full_grid("apnews") if c not in study.grid("apnews")]
+    _write("doc_lstm", extra[0], 0, 90.0, 3.95)      # best on validation, and on test
+    _write("doc_lstm", extra[1], 0, 110.0, 4.2)
+    study_report.report("apnews")
+    summary = json.loads((results / "apnews_summary.json").read_text())
+    budget = summary["arms"]["doc_lstm"]["sensitivity"]
+    assert budget["best_of_grid"] == extra[0] and budget["done"] == 2
+    chosen = summary["arms"]["doc_lstm"]["chosen"]
+    assert budget["test_gain"] == pytest.approx(budget["runs"][chosen]["test_ppl"]
+                                                - budget["runs"][extra[0]]["test_ppl"])
+    assert budget["test_gain"] > 0
+    assert "(best of grid)" in (results / "apnews_summary.md").read_text()
+    # the choice itself stays on the shared tuning configurations
+    assert chosen in study.grid("apnews")

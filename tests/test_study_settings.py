@@ -46,7 +46,7 @@ def resolve_arm(corpus, arm, config, out):
     record = {"settings": _portable(settings),
               "optimizer": json.loads(json.dumps(optimizer, default=str))}
     model_name = study.arms_of(corpus)[arm][0]
-    if registry.get(model_name).hierarchical and config == next(iter(study.grid(corpus))):
+    if registry.get(model_name).hierarchical and config == next(iter(study.full_grid(corpus))):
         model = registry.build_model(model_name, settings["model"], lm_vocab=range(1000),
                                      topic_vocab=range(300), num_documents=100,
                                      seed=args.seed)
@@ -60,7 +60,7 @@ def _arms():
     from benchmarks import study
 
     return [(corpus, arm, config) for corpus in study.STUDIES for arm in study.arms_of(corpus)
-            for config in study.grid(corpus)]
+            for config in study.full_grid(corpus)]
 
 
 def _key(corpus, arm, config):
