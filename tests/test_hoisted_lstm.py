@@ -108,3 +108,68 @@ def test_run_lstm_takes_the_fast_path_for_a_plain_keras_lstm():
     _, dropped = _pair(dropout=0.5, seed=3)
     assert not hoistable(dropped, training=True) and hoistable(dropped, training=False)
     np.testing.assert_allclose(run_lstm(dropped, x).numpy(), dropped(x).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [True, False])
+def test_initial_state_and_return_state_equal_keras_lstm_values_and_gradients(jit_compile):
+    """A carried state in, the last state out (`CarriedStateLSTM`): values, and the gradients
+    of the weights, the inputs and the initial state, through both outputs."""
+    _, plain = _pair(units=6, return_state=True)
+    rng = np.random.default_rng(7)
+    x = tf.constant(rng.normal(size=(3, 9, 4)), tf.float32)
+    h_0, c_0 = (tf.constant(rng.normal(size=(3, 6)), tf.float32) for _ in range(2))
+    weights = [tf.constant(rng.normal(size=(1, 9, 6)), tf.float32)] + \
+        [tf.constant(rng.normal(size=(1, 6)), tf.float32) for _ in range(2)]
+    assert hoistable(plain, [h_0, c_0], training=True)
+
+    def run(call):
+        with tf.GradientTape() as tape:
+            tape.watch([x, h_0, c_0])
+            outputs = call([h_0, c_0])
+            loss = sum(tf.reduce_sum(tf.sin(o) * w) for o, w in zip(outputs, weights))
+        return outputs, tape.gradient(loss, [x, h_0, c_0] + plain.trainable_weights)
+
+    fast_out, fast_grads = run(lambda s: run_lstm(plain, x, training=True,
+                                                   jit_compile=jit_compile, initial_state=s))
+    plain_out, plain_grads = run(lambda s: plain(x, initial_state=s, training=True))
+    for a, b in zip(fast_out, plain_out):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
+    for g_fast, g_plain in zip(fast_grads, plain_grads):
+        np.testing.assert_allclose(g_fast.numpy(), g_plain.numpy(), rtol=1e-5, atol=1e-6)
+        assert np.abs(g_plain.numpy()).max() > 1e-3
+
+
+def test_the_last_cell_state_alone_gets_its_gradient():
+    """d c_T alone (h unused) still reaches the weights and c_0 as Keras' does."""
+    _, plain = _pair(units=5, return_state=True)
+    x = tf.constant(np.random.default_rng(8).normal(size=(2, 4, 4)), tf.float32)
+    c_0 = tf.constant(np.random.default_rng(9).normal(size=(2, 5)), tf.float32)
+    h_0 = tf.zeros((2, 5))
+
+    def grads(call):
+        with tf.GradientTape() as tape:
+            tape.watch(c_0)
+            loss = tf.reduce_sum(call([h_0, c_0])[2] ** 2)
+        return tape.gradient(loss, [c_0] + plain.trainable_weights)
+
+    fast = grads(lambda s: run_lstm(plain, x, training=True, initial_state=s))
+    slow = grads(lambda s: plain(x, initial_state=s, training=True))
+    for g_fast, g_plain in zip(fast, slow):
+        np.testing.assert_allclose(g_fast.numpy(), g_plain.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_use_keras_lstm_switches_every_lstm_of_a_model_to_keras_own_path():
+    from tfktopic.layers.hoisted_lstm import use_keras_lstm
+    from tfktopic.models import LSTMLanguageModel
+
+    model = LSTMLanguageModel(vocab_size=30, embedding_dim=4, hidden_dim=5, num_layers=2)
+    assert all(hoistable(lstm, training=True) for lstm in model.lstms)
+    assert use_keras_lstm(model) == 2
+    assert not any(hoistable(lstm, training=True) for lstm in model.lstms)
+    tokens = np.random.default_rng(5).integers(1, 30, (2, 6))
+    keras_path = model(tokens).numpy()
+    use_keras_lstm(model, enabled=False)
+    np.testing.assert_allclose(model(tokens).numpy(), keras_path, atol=1e-5)
+    gru = keras.layers.GRU(3, return_sequences=True)
+    gru.build((None, None, 4))
+    assert not hoistable(gru)          # only the LSTM recurrence has a fast path

@@ -2,8 +2,8 @@
 
 Truncated backpropagation through time over parallel document streams
 (Zaremba et al. 2014; Zheng, Vafa & Blei 2023, ``train.py``'s
-``repackage_hidden``): each call runs the fused `keras.layers.LSTM` over one
-window of T steps of B streams, starting from the state the previous call
+``repackage_hidden``): each call runs its `keras.layers.LSTM` layers (by
+`HoistedLSTM`'s path on a CPU, `run_lstm`) over one window of T steps of B streams, starting from the state the previous call
 left in row b, zeroed where ``reset[b] = 1`` (a new document starts in that
 slot):
 
@@ -23,6 +23,8 @@ replicas are not supported (the streams' states are not split across them).
 import keras
 import tensorflow as tf
 from keras import ops
+
+from tfktopic.layers.hoisted_lstm import run_lstm
 
 __all__ = ["CarriedStateLSTM"]
 
@@ -95,7 +97,7 @@ class CarriedStateLSTM(keras.layers.Layer):
         if not carry:  # a fresh start, the carried states untouched (e.g. serving)
             x = inputs
             for lstm, dropout in zip(self.lstms, self.dropouts):
-                x = dropout(lstm(x, training=training)[0], training=training)
+                x = dropout(run_lstm(lstm, x, training=training)[0], training=training)
             return x
         states = self.states["train" if training else "eval"]
         rows = ops.shape(inputs)[0]
@@ -104,7 +106,7 @@ class CarriedStateLSTM(keras.layers.Layer):
         for lstm, dropout, layer_states in zip(self.lstms, self.dropouts, states):
             initial = [ops.cast(ops.convert_to_tensor(v)[:rows], x.dtype) * keep
                        for v in layer_states]
-            x, h, c = lstm(x, initial_state=initial, training=training)
+            x, h, c = run_lstm(lstm, x, training=training, initial_state=initial)
             for variable, value in zip(layer_states, (h, c)):
                 variable.assign(ops.slice_update(variable.value, (0, 0),
                                                  ops.cast(ops.stop_gradient(value),

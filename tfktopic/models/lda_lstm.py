@@ -49,6 +49,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.models import lda_lstm_presets
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 
@@ -331,7 +332,7 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         theta = self.topic_proportions(inputs["context_bow"])                 # [B, K]
         x = self.dropouts[0](self.embedding(inputs["tokens"]), training=training)
         for lstm, dropout in zip(self.lstms, self.dropouts[1:]):
-            x = dropout(lstm(x, training=training), training=training)
+            x = dropout(run_lstm(lstm, x, training=training), training=training)
         # theta is constant over the window: broadcast it to every step.
         theta = ops.expand_dims(ops.cast(theta, x.dtype), 1) + ops.zeros_like(x[..., :1])
         features = ops.concatenate([x, theta], axis=-1)

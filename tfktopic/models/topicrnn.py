@@ -75,6 +75,7 @@ import tensorflow_probability as tfp
 from keras import ops
 
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
+from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_decoder import check_decoder_init, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
@@ -307,7 +308,7 @@ class TopicRNN(TopicLanguageModel):
             mask = ops.not_equal(tokens, 0)
         x = self.dropouts[0](self.embedding(tokens), training=training)
         for rnn, dropout in zip(self.rnns, self.dropouts[1:]):
-            x = dropout(rnn(x, mask=mask, training=training), training=training)
+            x = dropout(run_lstm(rnn, x, training=training, mask=mask), training=training)
         if chunked:
             x = ops.reshape(x, (shape[0], shape[1], shape[2], self.hidden_dim))
         return x
