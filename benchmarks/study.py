@@ -208,6 +208,7 @@ def collect(corpus, arm, config, seed, out, cmd):
         "test": results["test"], "unigram_ppl": results["unigram_ppl"],
         "training": results["training"], "history": run["progress"]["history"],
         "vocabularies": run.get("vocabularies"), "tfktopic_version": run.get("tfktopic_version"),
+        "code_commits": code_commits(out),
         "test_documents": {"nll": documents["nll"], "tokens": documents["tokens"]},
     }
     for key in ("topics", "generated", "topic_quality"):
@@ -217,6 +218,24 @@ def collect(corpus, arm, config, seed, out, cmd):
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, json.dumps(portable(record), indent=1) + "\n")
     return path
+
+
+def _head_commit():
+    """The repository's HEAD commit (with "-dirty" if tracked files changed), or None."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("-dirty" if dirty.strip() else "")
+
+
+def code_commits(out):
+    """The commits whose code trained a run: one line per (re)start, in ``commits.txt``."""
+    path = pathlib.Path(out) / "commits.txt"
+    return path.read_text().split() if path.exists() else []
 
 
 def _finished(corpus, arm, config, seed):
@@ -260,6 +279,8 @@ def _start(corpus, arm, config, seed, out_root):
     cmd = command(corpus, arm, config, seed, out)
     env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
            "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    with open(out / "commits.txt", "a") as commits:   # which code trained it (`code_commits`)
+        commits.write(f"{_head_commit()}\n")
     log = open(out / "train.log", "a")
     log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
     log.flush()

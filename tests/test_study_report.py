@@ -3,6 +3,7 @@ tuning on validation only, seeds of the chosen configuration, verdicts from the
 paired bootstrap interval, and "pending" until every run converged."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -124,3 +125,19 @@ def test_the_report_shows_what_the_whole_grid_gives_a_baseline(results):
     assert "(best of grid)" in (results / "apnews_summary.md").read_text()
     # the choice itself stays on the shared tuning configurations
     assert chosen in study.grid("apnews")
+
+
+def test_each_start_of_a_run_records_the_commit_whose_code_trains_it(tmp_path, monkeypatch):
+    started, popen = [], study.subprocess.Popen
+
+    def fake_popen(cmd, **kwargs):   # the training command is not run; git is
+        return started.append(cmd) if "tfktopic" in cmd else popen(cmd, **kwargs)
+
+    monkeypatch.setattr(study.subprocess, "Popen", fake_popen)
+    monkeypatch.setattr(study, "command", lambda *a: ["python", "-m", "tfktopic", "train"])
+    for _ in range(2):     # a start and a resume
+        _, out, _, log = study._start("apnews", "lstm", "lr4e-3_do0.3", 0, tmp_path)
+        log.close()
+    commits = study.code_commits(out)
+    assert len(started) == 2 and len(commits) == 2
+    assert all(re.fullmatch(r"[0-9a-f]{40}(-dirty)?|None", c) for c in commits)
