@@ -29,6 +29,10 @@ TABLES = (
      "the non-Bayesian optimizer; measured in the same process)",
      ("tokens_per_s", "arithmetic_ratio", "step_time", "averaging_time", "mcmc_fraction")),
     ("Memory (MiB)", ("peak_rss_mb", "peak_rss_increase_mb")),
+    ("Hardware use: useful FLOP/s / the matmul roofline measured in the same process, and "
+     "training tokens/s by batch size (ratio = against batch 64)",
+     ("roofline_fraction_float32", "roofline_fraction_mixed_bfloat16", "tokens_per_s_batch_64",
+      "tokens_per_s_batch_128", "tokens_per_s_batch_256")),
 )
 
 HEADER = """# Benchmarks
@@ -57,6 +61,8 @@ def load_records(root=RESULTS):
         records = []
         for path in sorted((root / mode).glob("*.json")):
             data = json.loads(path.read_text())
+            if isinstance(data, dict):      # a record file with its context (precision.json)
+                data = data.get("records")
             if not isinstance(data, list):
                 continue
             for item in data:

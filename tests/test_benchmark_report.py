@@ -1,0 +1,27 @@
+"""BENCHMARKS.md is rendered from the record files alone (benchmarks/report.py): plain record
+lists and record files with their context (``{"records": [...], ...}``) alike."""
+
+import json
+
+from benchmarks import report
+
+
+def _record(metric, value, model="lstm"):
+    return {"benchmark": "x", "model": model, "metric": metric, "value": value,
+            "baseline_model": "keras_lstm", "baseline_value": 2.0, "ratio": value / 2.0,
+            "protocol": f"protocol of {metric}", "dataset": "apnews", "config": {}}
+
+
+def test_both_record_file_forms_reach_their_tables_with_their_protocols(tmp_path):
+    (tmp_path / "medium").mkdir()
+    (tmp_path / "medium" / "speed.json").write_text(json.dumps([_record("tokens_per_s", 3.0)]))
+    (tmp_path / "medium" / "precision.json").write_text(json.dumps(
+        {"machine": {"cores": 2}, "records": [_record("roofline_fraction_float32", 0.46)]}))
+    (tmp_path / "medium" / "notes.json").write_text(json.dumps({"no": "records"}))
+    records = report.load_records(tmp_path)
+    assert sorted(r["_file"] for r in records["medium"]) == ["precision.json", "speed.json"]
+    text = report.render(records)
+    speed, hardware = text.index("### Training speed"), text.index("### Hardware use")
+    assert speed < text.index("| tokens_per_s | 3 |") < hardware
+    assert hardware < text.index("| roofline_fraction_float32 | 0.46 |")
+    assert "protocol of roofline_fraction_float32" in text
