@@ -129,9 +129,25 @@ def render_mode(mode, records):
     return "\n".join(lines)
 
 
-def render(records_by_mode):
-    """The whole report: header, then the sections of full, medium and quick."""
-    parts = [HEADER]
+STUDY_HEADER = """## The comparison study (converged runs, seeds, verdicts)
+
+Written by `python -m benchmarks.study report` from the run records in
+`benchmarks/results/study/<corpus>/` (protocol: `benchmarks/study.py`, DESIGN.md §5a). A
+verdict needs every run of both arms converged (3 seeds each); until then a row is
+"pending" and says what is missing.
+"""
+
+
+def study_sections(root=RESULTS):
+    """The study's summary tables (``study/<corpus>_summary.md``), if any were written."""
+    paths = sorted((root / "study").glob("*_summary.md")) if (root / "study").exists() else []
+    return [STUDY_HEADER] + [path.read_text() for path in paths] if paths else []
+
+
+def render(records_by_mode, study=()):
+    """The whole report: header, the study's tables, then the sections of full, medium and
+    quick."""
+    parts = [HEADER, *study]
     for mode in ("full", "medium", "quick"):
         if mode in records_by_mode:
             parts.append(render_mode(mode, records_by_mode[mode]))
@@ -148,7 +164,8 @@ def main(argv=None):
     parser.add_argument("--out", default=str(REPO_ROOT / "BENCHMARKS.md"))
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     args = parser.parse_args(argv)
-    text = render(load_records(pathlib.Path(args.results)))
+    results = pathlib.Path(args.results)
+    text = render(load_records(results), study_sections(results))
     if args.stdout:
         print(text)
     else:

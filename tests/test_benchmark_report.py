@@ -25,3 +25,14 @@ def test_both_record_file_forms_reach_their_tables_with_their_protocols(tmp_path
     assert speed < text.index("| tokens_per_s | 3 |") < hardware
     assert hardware < text.index("| roofline_fraction_float32 | 0.46 |")
     assert "protocol of roofline_fraction_float32" in text
+
+
+def test_the_study_tables_come_first_when_the_study_report_wrote_them(tmp_path):
+    (tmp_path / "medium").mkdir()
+    (tmp_path / "medium" / "speed.json").write_text(json.dumps([_record("tokens_per_s", 3.0)]))
+    assert report.study_sections(tmp_path) == []
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "apnews_summary.md").write_text("### apnews: verdicts\n")
+    text = report.render(report.load_records(tmp_path), report.study_sections(tmp_path))
+    assert text.index("## The comparison study") < text.index("### apnews: verdicts") \
+        < text.index("## Mode `medium`")

@@ -75,9 +75,14 @@ def test_an_unconverged_arm_leaves_its_claims_pending(results):
     _complete("doc_lstm", 4.00)
     _complete("tcnlm", 3.90, stopped="max_epochs")
     study_report.report("apnews")
-    row = json.loads((results / "apnews_summary.json").read_text())["claims"][0]
+    claims = json.loads((results / "apnews_summary.json").read_text())["claims"]
+    row = next(r for r in claims if (r["better"], r["other"]) == ("tcnlm", "doc_lstm"))
     assert row["verdict"] == "pending" and "not all converged" in row["missing"][0]
     assert row["provisional"]["ratio"] < 1.0
+    # every claim of the study has a row, even before its arms ran
+    empty = next(r for r in claims if (r["better"], r["other"]) == ("rgbn_rnn_3", "gbn_rnn_3"))
+    assert empty["verdict"] == "pending" and "seeds 0/3" in empty["missing"][0]
+    assert all(r["better"] != "topicrnn_100" for r in claims)    # PTB's claim: not APNEWS's
 
 
 def test_each_run_is_one_tfktopic_train_command(tmp_path):
