@@ -42,6 +42,48 @@ class MissingData(RuntimeError):
     """A benchmark's corpus is absent; the runner reports and skips it."""
 
 
+def code_snapshot(directory, repo=REPO_ROOT):
+    """A frozen copy of the committed code for a long run: HEAD's ``tfktopic/`` and
+    ``benchmarks/`` extracted (``git archive``) to ``directory/<commit>``, once per commit.
+
+    A training process that imports the working tree can crash hours later when a commit
+    changes a module under it: autograph re-reads a function's source when it traces one
+    (new input shapes, the final scoring), and the lines no longer match the code it runs.
+    Run long jobs with the snapshot as working directory and ``PYTHONPATH`` instead.
+
+    Args:
+        directory: where snapshots live (e.g. ``runs/study/code``).
+        repo: the git repository.
+
+    Returns:
+        (path, commit): the snapshot directory and HEAD's commit; ``(repo, None)`` when
+        ``repo`` is not a git checkout (the live code is used then).
+    """
+    import io
+    import subprocess
+    import tarfile
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return pathlib.Path(repo), None
+    target = pathlib.Path(directory) / commit[:12]
+    if not (target / "tfktopic" / "__init__.py").exists():
+        archive = subprocess.run(["git", "archive", "--format=tar", commit, "tfktopic",
+                                  "benchmarks"], cwd=repo, capture_output=True, check=True)
+        partial = target.with_name(target.name + ".partial")
+        if partial.exists():
+            import shutil
+
+            shutil.rmtree(partial)
+        partial.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(partial, filter="data")
+        partial.rename(target)
+    return target, commit
+
+
 def shared_file(relative):
     """Path of a corpus under ../shared/data (or $TFKTOPIC_SHARED_DATA)."""
     path = SHARED_DATA / relative

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common import portable
+from benchmarks.common import code_snapshot, portable
 from benchmarks.precision import MODELS, PRECISIONS, command
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -81,8 +81,9 @@ def run(models, seeds, epochs, workers, out_root):
     todo = [(name, precision, seed) for name in models for seed in seeds
             for precision in PRECISIONS]
     active = []
+    code, _ = code_snapshot(pathlib.Path(out_root) / "code", REPO)   # frozen HEAD code
     env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
-           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(code)}
     while todo or active:
         active = [(p, key) for p, key in active if p.poll() is None]
         while todo and len(active) < workers:
@@ -93,7 +94,7 @@ def run(models, seeds, epochs, workers, out_root):
             out.mkdir(parents=True, exist_ok=True)
             log = open(out / "train.log", "a")
             process = subprocess.Popen(run_command(*key, epochs, out), stdout=log,
-                                       stderr=subprocess.STDOUT, env=env, cwd=REPO)
+                                       stderr=subprocess.STDOUT, env=env, cwd=code)
             active.append((process, key))
             _log(f"started {key}")
         time.sleep(5)

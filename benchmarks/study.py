@@ -47,7 +47,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common import portable
+from benchmarks.common import code_snapshot, portable
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "study"
@@ -277,14 +277,17 @@ def _start(corpus, arm, config, seed, out_root):
     out = pathlib.Path(out_root) / corpus / arm / f"{config}-s{seed}"
     out.mkdir(parents=True, exist_ok=True)
     cmd = command(corpus, arm, config, seed, out)
+    # The run imports a frozen copy of HEAD's code (`code_snapshot`), not the working tree
+    # that later commits change under it.
+    code, commit = code_snapshot(pathlib.Path(out_root) / "code", REPO)
     env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
-           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(code)}
     with open(out / "commits.txt", "a") as commits:   # which code trained it (`code_commits`)
-        commits.write(f"{_head_commit()}\n")
+        commits.write(f"{commit or _head_commit()}\n")
     log = open(out / "train.log", "a")
-    log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+    log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} (code {code}) {' '.join(cmd)}\n")
     log.flush()
-    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=code)
     return process, out, cmd, log
 
 

@@ -132,11 +132,12 @@ def test_the_report_shows_what_the_whole_grid_gives_a_baseline(results):
     assert chosen in study.grid("apnews")
 
 
-def test_each_start_of_a_run_records_the_commit_whose_code_trains_it(tmp_path, monkeypatch):
+def test_each_start_of_a_run_records_the_commit_whose_frozen_code_trains_it(tmp_path,
+                                                                           monkeypatch):
     started, popen = [], study.subprocess.Popen
 
     def fake_popen(cmd, **kwargs):   # the training command is not run; git is
-        return started.append(cmd) if "tfktopic" in cmd else popen(cmd, **kwargs)
+        return started.append((cmd, kwargs)) if cmd[0] != "git" else popen(cmd, **kwargs)
 
     monkeypatch.setattr(study.subprocess, "Popen", fake_popen)
     monkeypatch.setattr(study, "command", lambda *a: ["python", "-m", "tfktopic", "train"])
@@ -146,3 +147,10 @@ def test_each_start_of_a_run_records_the_commit_whose_code_trains_it(tmp_path, m
     commits = study.code_commits(out)
     assert len(started) == 2 and len(commits) == 2
     assert all(re.fullmatch(r"[0-9a-f]{40}(-dirty)?|None", c) for c in commits)
+    # the run imports a frozen copy of that commit's code, not the working tree
+    _, kwargs = started[0]
+    code = kwargs["cwd"]
+    assert kwargs["env"]["PYTHONPATH"] == str(code)
+    if commits[0] != "None":     # a git checkout
+        assert code.parent == tmp_path / "code" and commits[0].startswith(code.name)
+        assert (code / "tfktopic" / "__main__.py").exists()
