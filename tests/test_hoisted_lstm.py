@@ -173,3 +173,38 @@ def test_use_keras_lstm_switches_every_lstm_of_a_model_to_keras_own_path():
     gru = keras.layers.GRU(3, return_sequences=True)
     gru.build((None, None, 4))
     assert not hoistable(gru)          # only the LSTM recurrence has a fast path
+
+
+def test_a_stateful_lstm_carries_its_state_across_calls_as_keras_does():
+    """Successive minibatches (`LSTMLanguageModel(stateful=True)`, the SG-MCMC PTB setups):
+    the fast path starts each call from the layer's state variables and leaves its last
+    state there, with the values and gradients of Keras' own stateful path."""
+    from tfktopic.layers.hoisted_lstm import use_keras_lstm
+
+    fast, plain = (keras.layers.LSTM(5, return_sequences=True, stateful=True) for _ in "ab")
+    use_keras_lstm(plain)
+    rng = np.random.default_rng(11)
+    batches = [tf.constant(rng.normal(size=(3, 4, 4)), tf.float32) for _ in range(3)]
+    for layer in (fast, plain):
+        layer.build((3, None, 4))
+    weights = [rng.normal(scale=0.5, size=w.shape).astype(np.float32) for w in plain.weights]
+    for layer in (fast, plain):
+        layer.set_weights(weights)
+        layer.reset_state()
+    assert hoistable(fast, training=True) and not hoistable(plain, training=True)
+    for x in batches:
+        with tf.GradientTape(persistent=True) as tape:
+            y_fast = run_lstm(fast, x, training=True)
+            y_plain = run_lstm(plain, x, training=True)    # Keras' own path
+            losses = [tf.reduce_sum(tf.sin(y)) for y in (y_fast, y_plain)]
+        np.testing.assert_allclose(y_fast.numpy(), y_plain.numpy(), atol=1e-5)
+        for a, b in zip(fast.states, plain.states):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+        for g_fast, g_plain in zip(tape.gradient(losses[0], fast.trainable_weights),
+                                   tape.gradient(losses[1], plain.trainable_weights)):
+            np.testing.assert_allclose(g_fast.numpy(), g_plain.numpy(), rtol=1e-4, atol=1e-5)
+    assert np.abs(fast.states[0].numpy()).max() > 1e-2     # a state was carried
+    fast.reset_state()
+    assert not np.any(fast.states[0].numpy())
+    with pytest.raises(ValueError, match="stateful LSTM keeps the state of 3 rows"):
+        run_lstm(fast, tf.zeros((2, 4, 4)))
