@@ -120,7 +120,7 @@ def core_multiply_adds(model, vocab_size):
     return _lstm_multiply_adds(model.embedding_dim, hidden) + hidden[-1] * vocab_size
 
 
-def _entry(name, mode, precision, data_cache, batch_size=None):
+def build_entry(name, mode, precision, data_cache, batch_size=None):
     """(model, dataset, real tokens per step, settings) of one entry under `precision`."""
     from tfktopic import cli, runs
 
@@ -161,7 +161,7 @@ def run(mode, models):
     load_before = os.getloadavg()
     data_cache, records, rooflines = {}, [], []
     for name in models:
-        built = {p: _entry(name, mode, p, data_cache) for p in PRECISIONS}
+        built = {p: build_entry(name, mode, p, data_cache) for p in PRECISIONS}
         model, dataset, tokens, settings, vocab = built["float32"]
         # The output softmax of a step: [real tokens, softmax input width] x [width, V].
         width = (sum(model.hidden_sizes) if hasattr(model, "hidden_sizes") else model.hidden_dim)
@@ -197,7 +197,7 @@ def run(mode, models):
     if "lstm" in models:
         batch_rates = {}
         for size in cfg["batch_sizes"]:
-            model, dataset, tokens, _s, _v = _entry("lstm", mode, "float32", data_cache, size)
+            model, dataset, tokens, _s, _v = build_entry("lstm", mode, "float32", data_cache, size)
             best, _ = _interleaved({size: (model, dataset)}, steps, rounds)
             batch_rates[size] = tokens / best[size]
             _log(f"lstm float32 batch {size}: {batch_rates[size]:.0f} tokens/s")
