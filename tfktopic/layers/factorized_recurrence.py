@@ -97,24 +97,26 @@ def _batch_major(gate_major):
 
 def _forward_loop(input_side, topic_factors, factor_kernel, output_kernel, h_0, c_0):
     """Forward pass (eqs. 13-15): h and c of every step [L, B, n_h], the activated
-    gates i, f, o, g [L, 4, B, n_h] and the factors a_t = h_{t-1} U_*c [L, 4, B, n_f]."""
+    gates i, f, o, g [L, 4, B, n_h], the factors a_t = h_{t-1} U_*c and s ⊙ a_t
+    [L, 4, B, n_f]."""
     factors_side_by_side = _concat_gates(factor_kernel)
 
     def step(carry, x_t):
         h, c = carry[0], carry[1]
         a = _gate_major(tf.matmul(h, factors_side_by_side))                        # (13)
-        pre = x_t + tf.matmul(topic_factors * a, output_kernel)                    # (13-14)
+        topic_a = topic_factors * a
+        pre = x_t + tf.matmul(topic_a, output_kernel)                              # (13-14)
         gates = tf.concat([tf.sigmoid(pre[:3]), tf.tanh(pre[3:])], axis=0)
         c = gates[1] * c + gates[0] * gates[3]                                     # (15)
-        return tf.tanh(c) * gates[2], c, gates, a
+        return tf.tanh(c) * gates[2], c, gates, a, topic_a
 
-    first = tf.zeros_like(input_side[0])
+    zeros = tf.zeros_like(topic_factors)
     return tf.scan(step, input_side,
-                   initializer=(h_0, c_0, first, tf.zeros_like(topic_factors)))
+                   initializer=(h_0, c_0, tf.zeros_like(input_side[0]), zeros, zeros))
 
 
 def _backward_loop(d_hidden, d_c_last, topic_factors, factor_kernel, output_kernel, h_0, c_0,
-                   hidden, cells, gates, factors):
+                   hidden, cells, gates, factors, topic_a):
     """Gradients (dX, ds, dU_c, dU_a, dh_0, dc_0) of sum(d_hidden * h) + sum(d_c_last * c_L)
     (equations: `_make_recurrence`)."""
     previous_h = tf.concat([h_0[None], hidden[:-1]], axis=0)
@@ -122,8 +124,8 @@ def _backward_loop(d_hidden, d_c_last, topic_factors, factor_kernel, output_kern
     factors_side_by_side_t = tf.transpose(_concat_gates(factor_kernel))             # [4n_f, n_h]
 
     def back(carry, step_values):
-        dh_next, dc_next = carry[0], carry[1]
-        dh_out, c, c_prev, gates_t = step_values
+        dh_next, dc_next, d_topic = carry[0], carry[1], carry[2]
+        dh_out, c, c_prev, gates_t, a = step_values
         i, f, o, g = gates_t[0], gates_t[1], gates_t[2], gates_t[3]
         dh = dh_out + dh_next
         tanh_c = tf.tanh(c)
@@ -131,18 +133,25 @@ def _backward_loop(d_hidden, d_c_last, topic_factors, factor_kernel, output_kern
         d_pre = tf.stack([dc * g * i * (1.0 - i), dc * c_prev * f * (1.0 - f),
                           dh * tanh_c * o * (1.0 - o), dc * i * (1.0 - g * g)])
         d_a = tf.matmul(d_pre, output_kernel, transpose_b=True)                     # [4, B, n_f]
-        dh_prev = tf.matmul(_batch_major(topic_factors * d_a), factors_side_by_side_t)
-        return dh_prev, dc * f, d_pre, d_a
+        d_factors = _batch_major(topic_factors * d_a)                               # [B, 4 n_f]
+        dh_prev = tf.matmul(d_factors, factors_side_by_side_t)
+        return dh_prev, dc * f, d_topic + d_a * a, d_pre, d_factors
 
     zeros = tf.zeros_like(h_0)
-    dh_carried, dc_carried, d_pre, d_a = tf.scan(
-        back, (d_hidden, cells, previous_c, gates),
-        initializer=(zeros, d_c_last, tf.zeros_like(gates[0]), tf.zeros_like(factors[0])),
+    dh_carried, dc_carried, d_topic, d_pre, d_factors = tf.scan(
+        back, (d_hidden, cells, previous_c, gates, factors),
+        initializer=(zeros, d_c_last, tf.zeros_like(topic_factors), tf.zeros_like(gates[0]),
+                     _batch_major(tf.zeros_like(topic_factors))),
         reverse=True)
-    d_factor_kernel = tf.einsum("tbh,tgbf->ghf", previous_h, topic_factors * d_a)
-    d_output_kernel = tf.einsum("tgbf,tgbh->gfh", topic_factors * factors, d_pre)
-    d_topic_factors = tf.reduce_sum(d_a * factors, axis=0)
-    return d_pre, d_topic_factors, d_factor_kernel, d_output_kernel, dh_carried[0], dc_carried[0]
+    # One product each over all L B rows: dU_c as [n_h, 4 n_f], dU_a per gate.
+    units = tf.shape(h_0)[1]
+    d_factor_kernel = tf.matmul(tf.reshape(previous_h, (-1, units)),
+                                tf.reshape(d_factors, (-1, tf.shape(d_factors)[2])),
+                                transpose_a=True)
+    d_factor_kernel = tf.transpose(tf.reshape(d_factor_kernel, (units, 4, -1)), (1, 0, 2))
+    d_output_kernel = tf.einsum("tgbf,tgbh->gfh", topic_a, d_pre)
+    # The reverse scan's carries are stacked by step: index 0 holds the sum over all steps.
+    return (d_pre, d_topic[0], d_factor_kernel, d_output_kernel, dh_carried[0], dc_carried[0])
 
 
 def _make_recurrence(forward, backward):
@@ -171,14 +180,14 @@ def _make_recurrence(forward, backward):
         input_side, topic_factors, factor_kernel, output_kernel, h_0, c_0 = (
             tf.stop_gradient(t) for t in (input_side, topic_factors, factor_kernel,
                                           output_kernel, h_0, c_0))
-        hidden, cells, gates, factors = forward(input_side, topic_factors, factor_kernel,
-                                                output_kernel, h_0, c_0)
+        hidden, cells, gates, factors, topic_a = forward(input_side, topic_factors,
+                                                         factor_kernel, output_kernel, h_0, c_0)
 
         def grad(d_hidden, d_c_last):
             if d_c_last is None:   # c_L unused
                 d_c_last = tf.zeros_like(c_0)
             return backward(d_hidden, d_c_last, topic_factors, factor_kernel, output_kernel,
-                            h_0, c_0, hidden, cells, gates, factors)
+                            h_0, c_0, hidden, cells, gates, factors, topic_a)
 
         return (hidden, cells[-1]), grad
 
