@@ -20,10 +20,26 @@ gradient is one product or sum over all steps after it (see `_make_recurrence`).
 Autodiff carries d pre (= dX) and ds back through the input side and U_*b t
 (one product each, outside this module).
 
-Profile of the TCNLM medium training step before this path (batch 64 x 30,
-n_h = n_f = 256, K = 50, V = 4591, 2 cores shared with the study's two
-training processes; ``/tmp`` script timing each piece as a `tf.function`):
-see `FactorizedTopicLSTM`'s docstring for the numbers.
+Profile of one TCNLM medium training step (APNEWS benchmark batches of
+64 x 30, n_h = n_f = 256, K = 50, V = 4,591; each piece timed as its own
+`tf.function` on the 2-core CPU while other training processes ran, so the
+numbers are rough): with the while loop, step 506 ms, of which the
+factorised LSTM forward + backward 320 ms (forward 131 ms), the softmax and
+NLL 149 ms, the neural topic model with the diversity term 14 ms. With this
+path: step 399 ms, factorised LSTM 215 ms (forward 61 ms), softmax 137 ms,
+NTM 13 ms; of the LSTM's 215 ms, the input side (one product before the
+loop, autodiff) is ~75 ms and the recurrence ~120 ms (forward loop ~40 ms,
+reverse loop ~40 ms, the after-loop products dU_a, dU_c ~15 ms each). The
+recurrence does twice an LSTM's recurrent products (h U_c, then U_a per
+gate), so a TCNLM step has ~1.45x the matmul work of an LSTM LM of the same
+size; the loops run at about the speed per FLOP of `HoistedLSTM`'s.
+Training tokens/s of TCNLM / Keras' LSTM LM (``python -m benchmarks.speed
+--mode medium --models tcnlm``), all measured while the study's two training
+processes (and other tests) loaded the 2 cores, so the ratios swing with the
+load: before 0.65 (load ~2) and 0.60 (load ~5); after 0.74 and 0.78 (load
+~2-4), 0.58 and 0.65 (load ~5.6). In one process, interleaved over 5 rounds at
+load ~5, this path gave TCNLM 1.22x (fastest round) and 1.34x (median) the
+tokens/s of the while loop (0.63 / 0.70 of the Keras LSTM LM against 0.52).
 """
 import tensorflow as tf
 
@@ -49,6 +65,12 @@ def factorized_recurrence(input_side, topic_factors, factor_kernel, output_kerne
 
     Returns:
         (outputs, h_L, c_L): float [L, B, n_h] (time-major) and [B, n_h] twice.
+
+    Example (L = 5 steps, B = 2, n_h = 3, n_f = 6):
+    >>> outputs, h, c = factorized_recurrence(
+    ...     tf.zeros((5, 4, 2, 3)), tf.ones((4, 2, 6)), tf.zeros((4, 3, 6)), tf.zeros((4, 6, 3)))
+    >>> tuple(outputs.shape), tuple(c.shape)
+    ((5, 2, 3), (2, 3))
     """
     input_side = tf.convert_to_tensor(input_side)
     dtype = input_side.dtype
