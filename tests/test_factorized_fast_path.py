@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfktopic.layers import factorized_lstm
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM
 from tfktopic.layers.factorized_recurrence import factorized_recurrence
 from tfktopic.models.tcnlm import TCNLM
@@ -159,9 +160,16 @@ def test_config_keeps_the_options_and_old_configs_take_the_fast_path():
     assert FactorizedTopicLSTM.from_config(old).takes_fast_path()
 
 
-def test_tcnlm_training_gradients_equal_on_both_paths():
+def test_tcnlm_training_gradients_equal_on_both_paths(monkeypatch):
     """TCNLM's whole objective: the loss and the gradient of every weight are the same with
-    the layer's fast path and with the while loop."""
+    the layer's fast path and with the while loop (and TCNLM does take the fast path)."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return factorized_recurrence(*args, **kwargs)
+
+    monkeypatch.setattr(factorized_lstm, "factorized_recurrence", counted)
     rng = np.random.default_rng(6)
     batch = {"tokens": rng.integers(1, 30, (5, 6)).astype("int32"),
              "targets": rng.integers(1, 30, (5, 6)).astype("int32"),
@@ -178,5 +186,7 @@ def test_tcnlm_training_gradients_equal_on_both_paths():
             loss = model.objective(batch, training=False)["loss"]
         results.append([loss] + [tf.convert_to_tensor(g)   # the embedding's IndexedSlices
                                  for g in tape.gradient(loss, model.trainable_weights)])
+        assert len(calls) == (2 if fast else 0)     # both layers, on the fast path only
+        calls.clear()
     assert all(g is not None for g in results[0])
     _assert_close(results[0], results[1], check_nonzero=False)
