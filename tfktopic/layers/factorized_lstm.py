@@ -20,7 +20,9 @@ sigma there; SCN's code and every LSTM use tanh).
 * `FactorizedTopicLSTM` -- the fast sequence layer (DESIGN.md §4): t is
   constant over a sequence, so the input side W_*a((W_*b t) ⊙ (W_*c x)) + b_*
   of **all** time steps is one batched product before the recurrence; only
-  the recurrent side runs per step, inside one `tf.while_loop`.
+  the recurrent side runs per step: on a CPU in XLA-compiled loops with a
+  hand-written backward pass (`tfktopic.layers.factorized_recurrence`), else
+  (a mask, a GPU, ``fast_path=False``) inside one `tf.while_loop`, the reference.
 * `TopicExpertsLSTM` -- K independent LSTMs run as one batched recurrence,
   for the naive mixture of experts p(y) = sum_k t_k softmax(V h^(k)) (eq. 7).
 
@@ -30,6 +32,8 @@ Weights are stored gate-major: ``[4, ...]`` in the order (i, f, o, c).
 import keras
 import tensorflow as tf
 from keras import ops
+
+from tfktopic.layers.factorized_recurrence import factorized_recurrence
 
 __all__ = ["FactorizedTopicLSTMCell", "FactorizedTopicLSTM", "TopicExpertsLSTM", "lstm_update"]
 
@@ -277,12 +281,22 @@ class FactorizedTopicLSTM(keras.layers.Layer):
     The weights live in `self.cell` (a `FactorizedTopicLSTMCell`), so the fast
     layer and the step-by-step cell compute the same function.
 
+    The loop runs on one of two paths (`takes_fast_path`): on a CPU without a
+    mask, `factorized_recurrence` (XLA-compiled loops, hand-written backward
+    pass; first-order gradients only); with a mask, when a GPU is visible, or
+    with ``fast_path=False``, the reference `tf.while_loop` differentiated by
+    autodiff. Both give the same values and gradients to float round-off.
+
     Args:
         units, num_topics, factor_dim, factor_initializer, recurrent_initializer,
         topic_initializer, bias_initializer, unit_forget_bias: as in
         `FactorizedTopicLSTMCell`.
         return_sequences: return all outputs [B, L, n_h] (else the last one).
         return_state: also return the final states h and c.
+        fast_path: take `factorized_recurrence` where it applies (False: always
+            the reference while loop).
+        jit_compile: compile the fast path's two loops with XLA (each new padded
+            batch size or length compiles once); False runs them as `tf.scan`s.
 
     Call args:
         inputs: float [B, L, n_x] (e.g. word embeddings).
@@ -303,8 +317,10 @@ class FactorizedTopicLSTM(keras.layers.Layer):
     def __init__(self, units, num_topics, factor_dim=None, factor_initializer=SCN_UNIFORM,
                  recurrent_initializer=SCN_UNIFORM, topic_initializer=SCN_UNIFORM,
                  bias_initializer="zeros", unit_forget_bias=True, return_sequences=True,
-                 return_state=False, **kwargs):
+                 return_state=False, fast_path=True, jit_compile=True, **kwargs):
         super().__init__(**kwargs)
+        self.fast_path = bool(fast_path)
+        self.jit_compile = bool(jit_compile)
         self.cell = FactorizedTopicLSTMCell(
             units, num_topics, factor_dim=factor_dim, factor_initializer=factor_initializer,
             recurrent_initializer=recurrent_initializer, topic_initializer=topic_initializer,
@@ -325,18 +341,31 @@ class FactorizedTopicLSTM(keras.layers.Layer):
         # [4, B, L, n_h] -> time-major [L, 4, B, n_h]: one product for all steps.
         input_side = tf.transpose(cell.input_side(inputs, topic), (2, 0, 1, 3))
         topic_factors = cell.recurrent_topic_factors(topic)
-        if initial_state is None:
-            zeros = tf.zeros((tf.shape(inputs)[0], self.units), inputs.dtype)
-            initial_state = [zeros, zeros]
+        if self.takes_fast_path(mask):
+            outputs, h, c = factorized_recurrence(
+                input_side, topic_factors, cell.recurrent_factor_kernel,
+                cell.recurrent_output_kernel, initial_state=initial_state,
+                jit_compile=self.jit_compile)
+        else:
+            if initial_state is None:
+                zeros = tf.zeros((tf.shape(inputs)[0], self.units), inputs.dtype)
+                initial_state = [zeros, zeros]
 
-        def step(x_t, h, c):
-            pre_i, pre_f, pre_o, pre_c = tf.unstack(x_t + cell.recurrent_side(h, topic_factors))
-            return lstm_update(pre_i, pre_f, pre_o, pre_c, c)
+            def step(x_t, h, c):
+                pre_i, pre_f, pre_o, pre_c = tf.unstack(
+                    x_t + cell.recurrent_side(h, topic_factors))
+                return lstm_update(pre_i, pre_f, pre_o, pre_c, c)
 
-        outputs, h, c = _recurrence(input_side, _time_major_mask(mask), initial_state[0],
-                                    initial_state[1], step)
+            outputs, h, c = _recurrence(input_side, _time_major_mask(mask), initial_state[0],
+                                        initial_state[1], step)
         outputs = tf.transpose(outputs, (1, 0, 2)) if self.return_sequences else h
         return (outputs, h, c) if self.return_state else outputs
+
+    def takes_fast_path(self, mask=None):
+        """Whether a call with `mask` runs `factorized_recurrence`: no mask, no GPU
+        visible (there the while loop is the path), and ``fast_path``."""
+        return (self.fast_path and mask is None
+                and not tf.config.list_logical_devices("GPU"))
 
     def compute_mask(self, inputs, topic=None, mask=None, initial_state=None):
         return mask if self.return_sequences else None
@@ -347,7 +376,8 @@ class FactorizedTopicLSTM(keras.layers.Layer):
                 "recurrent_initializer", "topic_initializer", "bias_initializer",
                 "unit_forget_bias")
         return {**super().get_config(), **{k: cell[k] for k in keys},
-                "return_sequences": self.return_sequences, "return_state": self.return_state}
+                "return_sequences": self.return_sequences, "return_state": self.return_state,
+                "fast_path": self.fast_path, "jit_compile": self.jit_compile}
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
