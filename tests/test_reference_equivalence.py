@@ -63,7 +63,10 @@ def _distinct_tcnlm_weights(cell, rng):
     return values
 
 
-def test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence():
+@pytest.mark.parametrize("masked", [True, False], ids=["masked-while-loop", "fast-path"])
+def test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence(masked):
+    """Both paths of the sequence layer against numpy: with a mask the while loop, without
+    one (on a CPU) the XLA-compiled `factorized_recurrence` with its own gate arithmetic."""
     B, L, n_x, n_h, n_f, K = 3, 8, 5, 6, 4, 3
     layer = FactorizedTopicLSTM(n_h, K, factor_dim=n_f, return_state=True)
     layer.build((B, L, n_x), (B, K))
@@ -76,9 +79,12 @@ def test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence():
     h0 = rng.normal(scale=0.5, size=(B, n_h)).astype(np.float32)
     c0 = rng.normal(scale=0.5, size=(B, n_h)).astype(np.float32)
     mask = np.ones((B, L), bool)
-    mask[1, 5:] = False            # right padding
-    mask[2, 3] = False             # a hole: the state is carried over it
-    outputs, h_last, c_last = layer(x, t, mask=mask, initial_state=[h0, c0])
+    if masked:
+        mask[1, 5:] = False            # right padding
+        mask[2, 3] = False             # a hole: the state is carried over it
+    assert layer.takes_fast_path(mask if masked else None) == (not masked)
+    outputs, h_last, c_last = layer(x, t, mask=mask if masked else None,
+                                    initial_state=[h0, c0])
     expected, h_ref, c_ref = _numpy_tcnlm_sequence(x, t, mask, h0, c0, weights)
     np.testing.assert_allclose(np.asarray(outputs), expected, rtol=1e-4, atol=2e-5)
     np.testing.assert_allclose(np.asarray(h_last), h_ref, rtol=1e-4, atol=2e-5)

@@ -58,6 +58,17 @@ MUTATIONS = [
      "edits": [("ops.sigmoid(pre_i) * ops.tanh(pre_c)", "ops.sigmoid(pre_i) * ops.sigmoid(pre_c)")],
      "tests": ["tests/test_reference_equivalence.py::"
                "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
+    {"id": "tcnlm-fast-sigmoid-candidate",
+     "what": "the fast path (factorized_recurrence) uses sigmoid for the candidate (eq. 15)",
+     "edits": [("gates = tf.concat([tf.sigmoid(pre[:3]), tf.tanh(pre[3:])], axis=0)",
+                "gates = tf.concat([tf.sigmoid(pre[:3]), tf.sigmoid(pre[3:])], axis=0)")],
+     "tests": ["tests/test_reference_equivalence.py::"
+               "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
+    {"id": "tcnlm-fast-drop-dc",
+     "what": "the fast path's backward pass drops the carried cell gradient dc",
+     "edits": [("return dh_prev, dc * f, d_topic + d_a * a, d_pre, d_factors",
+                "return dh_prev, 0.0 * dc * f, d_topic + d_a * a, d_pre, d_factors")],
+     "tests": ["tests/test_factorized_fast_path.py"]},
     {"id": "tlasgr-zero-noise",
      "what": "TLASGR Langevin noise set to zero (an optimiser, not a sampler)",
      "edits": [("/ m_bar) * noise", "/ m_bar) * (0.0 * noise)")],
