@@ -4,9 +4,17 @@ Tests that need a corpus skip with a message naming the missing file when the
 shared data folder is absent (users of the package do not have it).
 """
 
+import os
 import pathlib
 
 import pytest
+
+# The fast paths' time loops (HoistedLSTM, factorized_recurrence) run without XLA in the
+# suite: hundreds of tiny models would each compile their loops (the whole suite with XLA
+# everywhere: 690 tests in 733 s on 2 idle cores, over the 10-minute budget). The test
+# files of those loops turn XLA back on (`xla_loops_on`), so the compiled loops are tested
+# against Keras' LSTM and numpy.
+os.environ.setdefault("TFKTOPIC_XLA_LOOPS", "0")
 
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -47,3 +55,9 @@ def imdb_path():
 @pytest.fixture(scope="session")
 def mallet_stopwords_path():
     return shared_file("stopwords/mallet_en.txt")
+
+
+@pytest.fixture()
+def xla_loops_on(monkeypatch):
+    """The fast paths' loops compiled by XLA, as outside the test suite."""
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "1")

@@ -11,6 +11,9 @@ from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM
 from tfktopic.layers.factorized_recurrence import factorized_recurrence
 from tfktopic.models.tcnlm import TCNLM
 
+#: The compiled (XLA) loops are what these tests check (conftest turns XLA off elsewhere).
+pytestmark = pytest.mark.usefixtures("xla_loops_on")
+
 UNITS, TOPICS, FACTORS, DIM = 6, 3, 5, 4
 
 

@@ -7,6 +7,9 @@ import tensorflow as tf
 from tfktopic.layers import HoistedLSTM
 from tfktopic.layers.hoisted_lstm import hoistable, run_lstm
 
+#: The compiled (XLA) loops are what these tests check (conftest turns XLA off elsewhere).
+pytestmark = pytest.mark.usefixtures("xla_loops_on")
+
 
 def _pair(units=6, jit_compile=True, **kwargs):
     """A HoistedLSTM and a keras LSTM holding the same weights."""
@@ -208,3 +211,13 @@ def test_a_stateful_lstm_carries_its_state_across_calls_as_keras_does():
     assert not np.any(fast.states[0].numpy())
     with pytest.raises(ValueError, match="stateful LSTM keeps the state of 3 rows"):
         run_lstm(fast, tf.zeros((2, 4, 4)))
+
+
+def test_the_environment_variable_turns_the_xla_loops_off(monkeypatch):
+    from tfktopic.layers.hoisted_lstm import xla_loops
+
+    assert xla_loops() and not xla_loops(jit_compile=False)      # xla_loops_on
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "0")
+    assert not xla_loops()
+    monkeypatch.delenv("TFKTOPIC_XLA_LOOPS")
+    assert xla_loops()                                            # the default: XLA

@@ -15,6 +15,9 @@ from tfktopic.layers import FactorizedTopicLSTM, FactorizedTopicLSTMCell, Hoiste
 from tfktopic.layers.hoisted_lstm import hoisted_lstm_sequence
 from tfktopic.layers.topic_decoder import NeuralTopicModel
 
+#: The compiled (XLA) loops are what these tests check (conftest turns XLA off elsewhere).
+pytestmark = pytest.mark.usefixtures("xla_loops_on")
+
 
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))

@@ -43,7 +43,7 @@ tokens/s of the while loop (0.63 / 0.70 of the Keras LSTM LM against 0.52).
 """
 import tensorflow as tf
 
-from tfktopic.layers.hoisted_lstm import BATCH_BUCKET
+from tfktopic.layers.hoisted_lstm import BATCH_BUCKET, xla_loops
 
 __all__ = ["factorized_recurrence"]
 
@@ -84,6 +84,7 @@ def factorized_recurrence(input_side, topic_factors, factor_kernel, output_kerne
         states = [tf.zeros(tf.stack([size, units]), dtype)] * 2
     else:
         states = [tf.cast(tf.convert_to_tensor(s), dtype) for s in initial_state]
+    jit_compile = xla_loops(jit_compile)
     if jit_compile:
         # Rows are independent sequences: zero rows only round the size up.
         padded = (size + BATCH_BUCKET - 1) // BATCH_BUCKET * BATCH_BUCKET

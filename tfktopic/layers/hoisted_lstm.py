@@ -25,10 +25,37 @@ The weights are the Keras layer's own, so saved files load either way; on a
 GPU, and for every option this path does not cover, the layer runs Keras' own
 implementation (cuDNN on a GPU).
 """
+import os
+
 import keras
 import tensorflow as tf
 
-__all__ = ["HoistedLSTM", "hoistable", "hoisted_lstm_sequence", "run_lstm", "use_keras_lstm"]
+__all__ = ["HoistedLSTM", "hoistable", "hoisted_lstm_sequence", "run_lstm", "use_keras_lstm",
+           "xla_loops"]
+
+#: The environment variable that turns the XLA compilation of the fast paths' loops off
+#: (`xla_loops`).
+XLA_LOOPS_VARIABLE = "TFKTOPIC_XLA_LOOPS"
+
+
+def xla_loops(jit_compile=True):
+    """Whether the fast paths' time loops (`HoistedLSTM`, `factorized_recurrence`) are
+    compiled by XLA: `jit_compile`, unless the environment variable ``TFKTOPIC_XLA_LOOPS``
+    is ``0``.
+
+    XLA compiles each new padded batch size and sequence length once (about 0.3-1 s per
+    loop); that pays for a training run, not for hundreds of tiny models (the test suite
+    sets it to 0 except where it tests the XLA loops). Without XLA the same loops run as
+    `tf.scan`s with the same hand-written gradients. Read when a function is traced.
+
+    Args:
+        jit_compile: the caller's setting.
+
+    Returns:
+        bool.
+    """
+    return bool(jit_compile) and os.environ.get(XLA_LOOPS_VARIABLE, "1") != "0"
+
 
 #: The batch is padded up to a multiple of this before the XLA-compiled loops,
 #: so that batches of varying size (e.g. after empty windows are dropped)
@@ -212,6 +239,7 @@ def hoisted_lstm_sequence(inputs, kernel, recurrent_kernel, bias, jit_compile=Tr
         states = [tf.zeros(tf.stack([size, units]), inputs.dtype)] * 2
     else:
         states = [tf.cast(tf.convert_to_tensor(s), inputs.dtype) for s in initial_state]
+    jit_compile = xla_loops(jit_compile)
     if jit_compile:
         # Rows are independent sequences: zero rows only round the size up
         # (one compiled program per bucket, not per batch size).
