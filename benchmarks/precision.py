@@ -233,19 +233,30 @@ def _version(module):
     return version(module)
 
 
+def add_models_argument(parser):
+    """The ``--models`` option of the benchmarks over `MODELS` (precision, step_profile,
+    precision_quality)."""
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated subset of: " + ", ".join(MODELS))
+
+
+def parse_models(parser, value):
+    """The model list of a ``--models`` value; unknown names are a parser error."""
+    models = [m for m in value.split(",") if m]
+    unknown = sorted(set(models) - set(MODELS))
+    if unknown:
+        parser.error(f"--models: unknown {unknown}; expected some of {', '.join(MODELS)}")
+    return models
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.precision",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=sorted(MODES), default="medium")
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help="comma-separated subset of: " + ", ".join(MODELS))
+    add_models_argument(parser)
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args(argv)
-    models = [m for m in args.models.split(",") if m]
-    unknown = sorted(set(models) - set(MODELS))
-    if unknown:
-        parser.error(f"--models: unknown {unknown}; expected some of {', '.join(MODELS)}")
-    result = run(args.mode, models)
+    result = run(args.mode, parse_models(parser, args.models))
     text = json.dumps(portable(result), indent=1)
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ import sys
 import time
 
 from benchmarks.common import code_snapshot, portable
-from benchmarks.precision import MODELS, PRECISIONS, command
+from benchmarks.precision import PRECISIONS, add_models_argument, command, parse_models
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -114,8 +114,7 @@ def run(models, seeds, epochs, workers, out_root):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.precision_quality",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help="comma-separated subset of: " + ", ".join(MODELS))
+    add_models_argument(parser)
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
@@ -123,10 +122,7 @@ def main(argv=None):
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "medium"
                                               / "precision_quality.json"))
     args = parser.parse_args(argv)
-    models = [m for m in args.models.split(",") if m]
-    unknown = sorted(set(models) - set(MODELS))
-    if unknown:
-        parser.error(f"--models: unknown {unknown}; expected some of {', '.join(MODELS)}")
+    models = parse_models(parser, args.models)
     seeds = [int(s) for s in args.seeds.split(",") if s]
     result = run(models, seeds, args.epochs, args.workers, args.runs)
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from benchmarks.common import portable, time_train_steps
-from benchmarks.precision import MODELS, MODES, build_entry
+from benchmarks.precision import MODES, add_models_argument, build_entry, parse_models
 
 #: Timed calls per round and rounds.
 STEPS, ROUNDS = 10, 3
@@ -120,16 +120,12 @@ def profile(name, mode, data_cache):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.step_profile",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help="comma-separated subset of: " + ", ".join(MODELS))
+    add_models_argument(parser)
     parser.add_argument("--mode", choices=sorted(MODES), default="medium",
                         help="quick: 200 documents, small presets (a smoke run)")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args(argv)
-    models = [m for m in args.models.split(",") if m]
-    unknown = sorted(set(models) - set(MODELS))
-    if unknown:
-        parser.error(f"--models: unknown {unknown}; expected some of {', '.join(MODELS)}")
+    models = parse_models(parser, args.models)
     data_cache = {}
     result = {"protocol": __doc__.split("\n\n", 2)[2].strip(), "steps": STEPS,
               "rounds": ROUNDS, "mode": args.mode,
