@@ -192,8 +192,18 @@ def collect_diverged(corpus, arm, config, seed, out, cmd):
     return path
 
 
-def collect(corpus, arm, config, seed, out, cmd):
-    """Copy a finished run's record into benchmarks/results/study (atomic)."""
+def collect(corpus, arm, config, seed, out, cmd, path=None):
+    """Copy a finished run's record into benchmarks/results/study (atomic).
+
+    Args:
+        corpus, arm, config, seed: the run's key (recorded).
+        out: the run's ``--out`` directory.
+        cmd: its command (recorded, from ``-m tfktopic`` on).
+        path: where to write the record (default: `record_path` of the key).
+
+    Returns:
+        The record's path.
+    """
     from tfktopic.atomic import write_text
 
     out = pathlib.Path(out)
@@ -214,7 +224,7 @@ def collect(corpus, arm, config, seed, out, cmd):
     for key in ("topics", "generated", "topic_quality"):
         if key in results:
             record[key] = results[key]
-    path = record_path(corpus, arm, config, seed)
+    path = pathlib.Path(path) if path is not None else record_path(corpus, arm, config, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, json.dumps(portable(record), indent=1) + "\n")
     return path
