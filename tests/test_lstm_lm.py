@@ -58,8 +58,10 @@ def test_learns_on_real_text_and_beats_the_unigram_baseline(lee):
     valid_ex = sentence_examples(valid, lm, topic)
     valid_ds = sentence_dataset(valid_ex, batch_size=128, shuffle=False)
     model = LSTMLanguageModel(len(lm), embedding_dim=32, hidden_dim=64)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3))
-    history = model.fit(train_ds, epochs=8, verbose=0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    # 3 epochs at 1e-2 end where 8 at 3e-3 did (valid ppl 0.61 x unigram, measured), at 40 %
+    # of the test's time.
+    history = model.fit(train_ds, epochs=3, verbose=0)
     losses = history.history["loss"]
     assert losses[-1] < losses[0] - 0.5
     assert math.exp(history.history["nll"][-1]) == pytest.approx(history.history["ppl"][-1], rel=1e-4)
