@@ -91,6 +91,59 @@ def speed_optimizers(mode):
     return out
 
 
+def step_breakdown(mode):
+    """Where pSGLD's extra step time goes: one setting of `PSGLD` switched off at a time.
+
+    The same model and batches as `speed_optimizers`; every variant's step time is divided
+    by RMSprop's of the same round (interleaved rounds, median of the per-round ratios):
+
+    * ``as_rmsprop``: T = 0, no prior, V_0 = 0, epsilon inside the root -- the optimizer is
+      Keras' RMSprop written as our update (the cost of the update's structure);
+    * ``no_noise``: T = 0 with the defaults (prior, ``v_init="first_gradient"``): the prior
+      term and the first-step initialisation of V, unfused (T = 0 runs unfused);
+    * ``no_noise_no_prior`` / ``no_noise_v_zeros``: one of those two removed;
+    * ``default``: T = 1, the fused XLA update and the noise draw (what users run);
+    * ``default_unfused``: the same with ``fused_update=False``.
+    """
+    quick = mode == "quick"
+    from tfktopic.bayes import PSGLD
+
+    vocab, hidden, batch, steps = 10_000, (64 if quick else 200), 20, 20
+    data = _random_windows(vocab, batch, steps)
+    timed, rounds = (3, 2) if quick else (8, 8)
+    base = dict(num_examples=900_000, seed=0)
+    makers = {
+        "rmsprop": lambda: keras.optimizers.RMSprop(1e-3, rho=0.99),
+        "as_rmsprop": lambda: PSGLD(1e-3, temperature=0.0, prior_precision=0.0, v_init="zeros",
+                                    epsilon_placement="inside", epsilon=1e-7, **base),
+        "no_noise": lambda: PSGLD(1e-3, temperature=0.0, **base),
+        "no_noise_no_prior": lambda: PSGLD(1e-3, temperature=0.0, prior_precision=0.0, **base),
+        "no_noise_v_zeros": lambda: PSGLD(1e-3, temperature=0.0, v_init="zeros", **base),
+        "default": lambda: PSGLD(1e-3, **base),
+        "default_unfused": lambda: PSGLD(1e-3, fused_update=False, **base),
+    }
+    models = {}
+    for name, make in makers.items():
+        model = _lstm(vocab, hidden)
+        model.compile(optimizer=make())
+        time_train_steps(model, data, steps=1)
+        models[name] = model
+    times = {name: [] for name in makers}
+    for _ in range(rounds):
+        for name, model in models.items():
+            times[name].append(time_train_steps(model, data, steps=timed, warmup=1))
+    rms = np.asarray(times["rmsprop"])
+    ratios = {name: float(np.median(np.asarray(t) / rms)) for name, t in times.items()}
+    config = {"vocab_size": vocab, "hidden_dim": hidden, "num_layers": 2, "batch_size": batch,
+              "num_steps": steps, "timed_steps_per_round": timed, "rounds": rounds,
+              "median_step_s": {name: float(np.median(t)) for name, t in times.items()},
+              "per_round_s": times}
+    return [record("speed", f"psgld_{name}", "step_time_ratio", ratios[name], "rmsprop_lstm",
+                   1.0, protocol="train step / RMSprop's in the same round (median)",
+                   dataset="random ids", config=config)
+            for name in makers if name != "rmsprop"]
+
+
 def _averaging_cost(vocab, hidden, quick):
     """Test-time cost of averaging S samples vs evaluating one model."""
     from tfktopic.bayes import SampleCollector
@@ -272,5 +325,6 @@ def _save_curves(curves, quick, references):
     plt.close(fig)
 
 
-SPEED = {"psgld_lstm": speed_optimizers, "psgld_averaging": averaging_scaling}
+SPEED = {"psgld_lstm": speed_optimizers, "psgld_averaging": averaging_scaling,
+         "psgld_breakdown": step_breakdown}
 QUALITY = {"psgld_lstm": quality_ptb}
