@@ -31,8 +31,14 @@ NTM 13 ms; of the LSTM's 215 ms, the input side (one product before the
 loop, autodiff) is ~75 ms and the recurrence ~120 ms (forward loop ~40 ms,
 reverse loop ~40 ms, the after-loop products dU_a, dU_c ~15 ms each). The
 recurrence does twice an LSTM's recurrent products (h U_c, then U_a per
-gate), so a TCNLM step has ~1.45x the matmul work of an LSTM LM of the same
-size; the loops run at about the speed per FLOP of `HoistedLSTM`'s.
+gate). Counted per token (forward; backward is twice that for both models), with the
+medium sizes E = 128, n_h = n_f = 256, V = 4,591: the LSTM LM does 2(E + n_h)4n_h +
+2 n_h V = 3.14 MFLOP, TCNLM 2E·4n_f + 4·2n_f n_h (input side) + 2n_h·4n_f + 4·2n_f n_h
+(recurrence) + 2 n_h V = 4.19 MFLOP, i.e. 1.33x: at equal FLOP/s TCNLM's tokens/s would be
+0.75 of the LSTM LM's (the neural topic model, per document, adds little). The measured
+0.773 (idle, median of 3: ``benchmarks/results/medium/speed_tcnlm_idle_*.json``) is at
+that bound, so the loops run at about the speed per FLOP of `HoistedLSTM`'s; a ratio of
+0.8 would need TCNLM to beat the LSTM LM's own FLOP efficiency.
 Training tokens/s of TCNLM / Keras' LSTM LM (``python -m benchmarks.speed
 --mode medium --models tcnlm``), all measured while the study's two training
 processes (and other tests) loaded the 2 cores, so the ratios swing with the
