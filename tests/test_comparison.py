@@ -95,9 +95,46 @@ def test_seed_spread_widens_the_interval():
     assert with_seeds.verdict == "inconclusive"
 
 
+def test_two_seeds_are_resampled_too():
+    # Two seeds far apart: resampling them (with replacement: both, one or the other)
+    # widens the interval; without it only the documents vary.
+    tokens = np.full(40, 20.0)
+    rng = np.random.default_rng(3)
+    base = rng.uniform(3.9, 4.1, size=40) * tokens
+    nll_a = np.stack([base - 0.1 * tokens, base + 0.1 * tokens])
+    nll_b = np.stack([base, base])
+    with_seeds = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=500)
+    without = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=500, resample_seeds=False)
+    assert with_seeds.high - with_seeds.low > 5 * (without.high - without.low)
+
+
+def test_unequal_seed_counts_keep_the_interval_around_the_ratio():
+    # 3 seeds of A against 2 of B: each model's resampled seed mean is a mean (weights
+    # summing to 1), so the interval stays around the point ratio.
+    rng = np.random.default_rng(4)
+    tokens = rng.integers(5, 40, size=50).astype(float)
+    nll_a = rng.uniform(3.9, 4.1, size=(3, 50)) * tokens
+    nll_b = rng.uniform(3.9, 4.1, size=(2, 50)) * tokens
+    result = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=500)
+    assert result.low < result.ratio < result.high
+    assert result.high / result.low < 1.1
+
+
+def test_edge_cases_that_are_valid_input():
+    # One document; a document without targets (weight 0); one resample; one token in all.
+    one = paired_bootstrap([4.0], [5.0], [1.0], num_resamples=1)
+    assert one.ratio == pytest.approx(math.exp(4.0) / math.exp(5.0))
+    assert one.low == one.high == pytest.approx(one.ratio)
+    empty_doc = paired_bootstrap([4.0, 0.0], [5.0, 0.0], [2.0, 0.0], num_resamples=20)
+    assert empty_doc.ratio == pytest.approx(math.exp(2.0) / math.exp(2.5))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"nll_a": np.ones((2, 4))}, "nll_a: expected"),
     ({"tokens": np.zeros(3)}, "positive total"),
+    ({"tokens": np.array([])}, "non-empty vector"),
+    ({"tokens": np.array([2.0, -1.0, 1.0])}, "counts must be >= 0"),
+    ({"num_resamples": 0}, "num_resamples"),
     ({"level": 1.0}, "level"),
     ({"nll_b": np.array([1.0, np.nan, 1.0])}, "non-finite"),
 ])
