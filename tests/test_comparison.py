@@ -9,11 +9,17 @@ import pytest
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 
 
+def _random_nll(seed, num_docs, low, high):
+    """Per-document token counts and NLL sums of 3 seeds of A and 2 of B (NLL per token
+    uniform in [low, high])."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(5, 40, size=num_docs).astype(float)
+    return (tokens, rng.uniform(low, high, size=(3, num_docs)) * tokens,
+            rng.uniform(low, high, size=(2, num_docs)) * tokens)
+
+
 def test_point_ratio_is_the_ratio_of_seed_mean_perplexities():
-    rng = np.random.default_rng(1)
-    tokens = rng.integers(5, 40, size=30).astype(float)
-    nll_a = rng.uniform(3.0, 5.0, size=(3, 30)) * tokens
-    nll_b = rng.uniform(3.0, 5.0, size=(2, 30)) * tokens
+    tokens, nll_a, nll_b = _random_nll(1, 30, 3.0, 5.0)
     result = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=10)
     ppl_a = [math.exp(row.sum() / tokens.sum()) for row in nll_a]
     ppl_b = [math.exp(row.sum() / tokens.sum()) for row in nll_b]
@@ -111,10 +117,7 @@ def test_two_seeds_are_resampled_too():
 def test_unequal_seed_counts_keep_the_interval_around_the_ratio():
     # 3 seeds of A against 2 of B: each model's resampled seed mean is a mean (weights
     # summing to 1), so the interval stays around the point ratio.
-    rng = np.random.default_rng(4)
-    tokens = rng.integers(5, 40, size=50).astype(float)
-    nll_a = rng.uniform(3.9, 4.1, size=(3, 50)) * tokens
-    nll_b = rng.uniform(3.9, 4.1, size=(2, 50)) * tokens
+    tokens, nll_a, nll_b = _random_nll(4, 50, 3.9, 4.1)
     result = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=500)
     assert result.low < result.ratio < result.high
     assert result.high / result.low < 1.1
