@@ -54,6 +54,25 @@ def test_document_bootstrap_matches_the_exact_resampling_distribution():
             assert below <= value <= above
 
 
+def test_interval_ends_are_the_exact_bootstrap_quantiles_at_its_level():
+    # Six documents: the 6^6 = 46,656 equally likely ordered draws are the exact bootstrap
+    # distribution, fine enough that the ends must sit between its quantiles at
+    # (1 - level) / 2 +- 0.01 (and 1 minus that): a wrong tail (e.g. (1 - level) / 3) fails.
+    tokens = np.array([10.0, 20.0, 5.0, 15.0, 8.0, 12.0])
+    nll_a = np.array([30.0, 90.0, 25.0, 61.0, 33.0, 40.0])
+    nll_b = np.array([35.0, 80.0, 15.0, 66.0, 30.0, 49.0])
+    draws = np.array(list(itertools.product(range(6), repeat=6)))
+    exact = np.exp(nll_a[draws].sum(1) / tokens[draws].sum(1)
+                   - nll_b[draws].sum(1) / tokens[draws].sum(1))
+    for level in (0.5, 0.9):
+        result = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=40000, level=level,
+                                  resample_seeds=False, seed=5)
+        tail = (1 - level) / 2
+        for value, q in ((result.low, tail), (result.high, 1 - tail)):
+            assert np.quantile(exact, q - 0.01) <= value <= np.quantile(exact, q + 0.01), \
+                (level, q, value)
+
+
 def test_interval_covers_the_true_ratio_at_its_level():
     # Documents drawn from a population where model A's per-token NLL is 0.05
     # nats lower on average: true ratio exp(-0.05) (equal document lengths).
