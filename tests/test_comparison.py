@@ -171,4 +171,5 @@ def test_seed_summary_is_mean_and_sample_sd():
     summary = seed_summary([1.0, 2.0, 4.0])
     assert summary["mean"] == pytest.approx(7 / 3)
     assert summary["sd"] == pytest.approx(np.std([1.0, 2.0, 4.0], ddof=1))
+    assert seed_summary([1.0, 3.0])["sd"] == pytest.approx(math.sqrt(2.0))   # two seeds
     assert seed_summary([5.0]) == {"mean": 5.0, "sd": 0.0, "n": 1}
