@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, load_corpus,
                            sentence_examples)
@@ -272,6 +273,30 @@ def test_a_streamed_model_serves_each_request_as_a_new_document(tmp_path, topica
                                    atol=1e-5)
     for before, variable in zip(carried, model.non_trainable_weights):
         np.testing.assert_array_equal(before, variable.numpy())
+
+
+def test_each_signature_is_traced_once_and_no_gradient_function_is_saved(tmp_path,
+                                                                         monkeypatch):
+    """`save` finds the export's own traces (no second trace inside the save) and the
+    fused LSTM's `tf.custom_gradient` gradient is not traced (serving only)."""
+    keras.utils.set_random_seed(0)
+    model = LSTMLanguageModel(20, embedding_dim=8, hidden_dim=8)
+    tokens = np.ones((2, 5), np.int32)
+    model(tokens)
+    calls = []
+    call = type(model).call
+    monkeypatch.setattr(type(model), "call",
+                        lambda self, *a, **k: (calls.append(1), call(self, *a, **k))[1])
+    export_saved_model(model, tmp_path / "once")
+    assert len(calls) == 2          # next_token_log_probs and score_sentences, once each
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((tmp_path / "once" / "saved_model.pb").read_bytes())
+    assert not saved.meta_graphs[0].graph_def.library.registered_gradients  # TF's default: 2
+    loaded = tf.saved_model.load(str(tmp_path / "once"))
+    got = loaded.signatures["next_token_log_probs"](tokens=tf.constant(tokens),
+                                                    context_bow=tf.zeros((2, 1)))
+    np.testing.assert_allclose(got["log_probs"].numpy(), _log_softmax(model(tokens)),
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_bad_input_gives_clear_errors(tmp_path):
