@@ -245,9 +245,9 @@ def test_gathered_objective_equals_the_full_softmax_reference(data, case, traini
         assert any(np.abs(g).max() > 0 for g in fast_gradients)
 
 
-#: TCNLM's training step does not compile with XLA, before this change as after it
-#: (a TensorArray of unbounded size in the factorised LSTM's gradient): its
-#: evaluation step, which holds the gather, is checked.
+#: TCNLM's XLA training step (which holds the same gathered objective) is
+#: tests/test_tcnlm.py::test_training_step_compiles_with_xla; here its evaluation
+#: step is checked, so its training step is not compiled twice in the suite.
 XLA_TRAINS = {"lstm": True, "topicrnn": True, "tcnlm": False}
 
 
