@@ -156,10 +156,12 @@ def test_averaging_samples_beats_the_last_sample_on_real_text(lee):
     model = LSTMLanguageModel(lee["vocab_size"], embedding_dim=32, hidden_dim=48)
     model.compile(optimizer=PSGLD(learning_rate=1e-2, num_examples=lee["small_num_tokens"],
                                   seed=3))
-    collector = SampleCollector({"test": lee["test"]}, burn_in_epochs=4, thin=3)
+    # Every 6th step of the last 8 epochs: 16 samples. (Every 3rd step gave 32 samples
+    # and the same margin, averaged / best single 0.847 against 0.836, for 1.5x the CPU.)
+    collector = SampleCollector({"test": lee["test"]}, burn_in_epochs=4, thin=6)
     model.fit(lee["small_train"], epochs=12, verbose=0, callbacks=[collector])
     samples = collector.samples("test")
-    assert len(samples) >= 20
+    assert len(samples) >= 15
     singles = samples.sample_perplexities()
     averaged = samples.perplexity()
     # README: "beats every single sample by more than 5%".
@@ -233,11 +235,14 @@ def test_psgld_samples_a_topic_model_and_averages_its_mixture_output(lee):
                      encoder_units=(16,))
     model.compile(optimizer=PSGLD(learning_rate=3e-3, num_examples=train_ex.num_targets,
                                   seed=1))
-    collector = SampleCollector(test_ds, burn_in_steps=2, thin=2)
+    # Two samples, the last at the final step (each sample scores the whole test split).
+    steps = 2 * sum(1 for _ in train_ds)
+    collector = SampleCollector(test_ds, burn_in_steps=steps - 2 * (steps // 3),
+                                thin=steps // 3)
     history = model.fit(train_ds, epochs=2, verbose=0, callbacks=[collector])
     assert np.isfinite(history.history["kl"]).all()
     samples = collector.samples()
-    assert len(samples) == len(collector.steps) >= 2
+    assert len(samples) == len(collector.steps) == 2
     # Stored log-probabilities are TopicRNN's marginal mixture: last sample = evaluate().
     direct = evaluate_perplexity(model, test_ds)
     assert collector.steps[-1] == int(model.optimizer.iterations.numpy())
