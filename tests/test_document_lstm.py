@@ -144,10 +144,11 @@ def test_learns_on_real_text_well_below_unigram(lee):
     streams, valid_streams = document_streams(train, lm), document_streams(valid, lm)
     model = DocumentLSTMLanguageModel(len(lm), embedding_dim=32, hidden_dim=64, max_streams=16)
     keras.utils.set_random_seed(0)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    # 2 epochs at 1e-2: 0.54 x unigram (3 epochs at 3e-3: 0.63 x, 1.7x the CPU).
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
     valid_ds = document_stream_dataset(valid_streams, 8)
     before = evaluate_perplexity(model, valid_ds).perplexity
-    history = model.fit(document_stream_dataset(streams, 16, shuffle=True, seed=0), epochs=3,
+    history = model.fit(document_stream_dataset(streams, 16, shuffle=True, seed=0), epochs=2,
                         steps_per_epoch=steps_per_epoch(streams, 16), validation_data=valid_ds,
                         verbose=0)
     after = evaluate_perplexity(model, valid_ds)
