@@ -29,7 +29,7 @@ PRESETS = {
                      "lda_passes": 20},
     },
     "small": {
-        "description": "the shared small LM (32-d embeddings, 1 x 64) with an 8-topic LDA "
+        "description": "the shared small LM (32-d embeddings, 1 x 64) with a 10-topic LDA "
                        "(tests, quick benchmarks)",
         "model": {"num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
                   "dropout": 0.0, "lda_iterations": 50},
