@@ -102,6 +102,23 @@ def test_lda_scale_shrinks_the_start_and_keeps_each_topics_ranking(tmp_path):
     np.testing.assert_allclose(np.asarray(loaded.gate.topic_word), B, atol=1e-7)
 
 
+def test_coherent_preset_is_medium_with_the_scaled_lda_start():
+    from tfktopic.models.document_topicrnn import DocumentTopicRNN
+    from tfktopic.models.topicrnn_presets import PRESETS
+
+    coherent, medium = PRESETS["coherent"], PRESETS["medium"]
+    assert coherent["model"] == {**medium["model"], "decoder_init": "lda", "lda_scale": 0.1}
+    assert coherent["data"] == medium["data"] and coherent["training"] == medium["training"]
+    assert "decoder_init" not in medium["model"]
+    assert "coherent" not in DocumentTopicRNN.presets   # the streamed model has no LDA start
+    beta = np.random.default_rng(4).dirichlet(np.ones(4), size=50)
+    model = TopicRNN.from_preset("coherent", 10, LM_TO_TOPIC, hidden_dim=8, embedding_dim=8,
+                                 encoder_units=(8,), topic_word_init=beta)
+    assert (model.decoder_init, model.lda_scale, model.num_topics) == ("lda", 0.1, 50)
+    np.testing.assert_allclose(np.asarray(model.gate.topic_word),
+                               0.1 * lda_logits(beta, 50, 4), atol=1e-6)
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"kl_warmup_steps": -2}, "kl_warmup_steps"),
     ({"lda_scale": 0.0}, "lda_scale"),
