@@ -253,10 +253,12 @@ def test_topicrnn_resets_at_document_boundaries(lee):
 def test_topicrnn_learns_and_round_trips(lee, tmp_path):
     train, valid, _, lm, topic = lee
     model = _topicrnn(lm, topic, max_streams=16)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    # One pass over the training streams, in two halves (two loss readings) at 1e-2:
+    # 0.74 x unigram (two full passes at 3e-3: 0.82 x, for 1.9x the CPU).
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
     train_ds, steps, _ = stream_examples(train, lm, topic, batch_size=16, shuffle=True,
                                          context="all_other")
-    history = model.fit(train_ds, epochs=2, steps_per_epoch=steps, verbose=0)
+    history = model.fit(train_ds, epochs=2, steps_per_epoch=steps // 2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     assert history.history["loss"][-1] < history.history["loss"][0]
     result, _ = score_stream_perplexity(model, valid, lm, topic)
