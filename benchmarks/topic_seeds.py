@@ -50,6 +50,8 @@ PAIRS = {
                                 "coherent": ("coherent", {"num_layers": 1})}),
     "gbn_rnn_1": ("gbn_rnn", {"medium": ("medium", {"num_layers": 1}),
                               "coherent": ("coherent", {"num_layers": 1})}),
+    # TCNLM: the random start of the NTM's decoder against preset `coherent` (its LDA start).
+    "tcnlm": ("tcnlm", {"medium": ("medium", {}), "coherent": ("coherent", {})}),
 }
 
 

@@ -36,6 +36,8 @@ def test_each_pair_differs_only_by_its_fix(pair, tmp_path, apnews_path, mallet_s
     if pair == "topicrnn":
         assert changed == {"decoder_init", "lda_scale"}
         assert (f["model"]["decoder_init"], f["model"]["lda_scale"]) == ("lda", 0.1)
+    elif pair == "tcnlm":   # preset `coherent`: the NTM's decoder starts from the LDA
+        assert changed == {"decoder_init"} and f["model"]["decoder_init"] == "lda"
     else:   # preset `coherent`: the LDA start of Phi^1 and 50x smaller TLASGR steps
         assert changed == {"decoder_init", "tlasgr"}
         assert f["model"]["decoder_init"] == "lda"
