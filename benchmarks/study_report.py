@@ -201,7 +201,9 @@ def markdown(summary):
                  "tuning done | CPU hours |", "|---|---|---|---|---|---|---|---|"]
     for name, s in summary["arms"].items():
         if s["seeds"]:
-            test = f"{s['test']['mean']:.2f} +- {s['test']['sd']:.2f}"
+            # One seed has no spread: its value, not "+- 0.00".
+            test = (f"{s['test']['mean']:.2f} +- {s['test']['sd']:.2f}" if s["seeds"] > 1
+                    else f"{s['test']['mean']:.2f} (one seed)")
             epochs = ", ".join(str(e) for e in s["best_epoch"])
             stopped = ", ".join(sorted(set(s["stopped_by"])))
             chosen = f"{s['settings']['learning_rate']}, {s['settings']['dropout']}"

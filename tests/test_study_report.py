@@ -71,6 +71,19 @@ def test_verdicts_follow_the_bootstrap_interval(results):
     assert "| tcnlm |" in (results / "apnews_summary.md").read_text()
 
 
+def test_one_seed_is_shown_as_one_seed_not_with_a_zero_spread(results):
+    for config in study.grid("apnews"):
+        _write("lstm", config, 0, 100.0, 4.0)
+    _complete("doc_lstm", 4.0)
+    study_report.report("apnews")
+    rows = {}   # the first table's row of each arm (the perplexity table)
+    for line in (results / "apnews_summary.md").read_text().splitlines():
+        if line.startswith("| "):
+            rows.setdefault(line.split("|")[1].strip(), line)
+    assert "(one seed)" in rows["lstm"] and "+-" not in rows["lstm"]
+    assert re.search(r"\d+\.\d\d \+- \d+\.\d\d", rows["doc_lstm"]), rows["doc_lstm"]
+
+
 def test_an_unconverged_arm_leaves_its_claims_pending(results):
     _complete("doc_lstm", 4.00)
     _complete("tcnlm", 3.90, stopped="max_epochs")
