@@ -269,10 +269,11 @@ def trained(apnews_path, mallet_stopwords_path, tmp_path_factory):
     model = RGBNRNN(len(lm), len(topic), num_documents=len(train_seq), num_layers=2,
                     hidden_sizes=(48, 32), topic_sizes=(12, 6), embedding_dim=32, dropout=0.1,
                     seed=5)
-    model.compile(optimizer=adam_optimizer({"learning_rate": 5e-3, "clipnorm": 5.0}))
+    # 3 epochs at 1e-2: validation 0.81 x unigram (5 epochs at 5e-3: 0.77 x, 1.4x the CPU).
+    model.compile(optimizer=adam_optimizer({"learning_rate": 1e-2, "clipnorm": 5.0}))
     checkpoint = tmp_path_factory.mktemp("rgbn") / "last.keras"
-    steps = 5 * math.ceil(len(train_seq) / 8)
-    history = model.fit(document_dataset(train_seq, batch_size=8, seed=0), epochs=5, verbose=0,
+    steps = 3 * math.ceil(len(train_seq) / 8)
+    history = model.fit(document_dataset(train_seq, batch_size=8, seed=0), epochs=3, verbose=0,
                         callbacks=[keras.callbacks.ModelCheckpoint(str(checkpoint),
                                                                    save_freq=steps)])
     return dict(model=model, history=history.history, lm=lm, topic=topic, train_seq=train_seq,
