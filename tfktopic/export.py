@@ -143,7 +143,8 @@ def export_saved_model(model, path, *, lm_vocab=None, topic_vocab=None):
     LSTM is exported as its stateless copy (every request starts from a zero
     state). The export is for serving: the gradient functions of the fused
     layers (`tf.custom_gradient` in the hoisted LSTM and TCNLM's factorised
-    recurrence) are not saved, so a loaded export is not differentiable.
+    recurrence) are not saved, so a loaded export gives no gradients through
+    those layers.
 
     Signatures:
 
