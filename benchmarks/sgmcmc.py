@@ -102,8 +102,12 @@ def step_breakdown(mode):
     * ``no_noise``: T = 0 with the defaults (prior, ``v_init="first_gradient"``): the prior
       term and the first-step initialisation of V, unfused (T = 0 runs unfused);
     * ``no_noise_no_prior`` / ``no_noise_v_zeros``: one of those two removed;
-    * ``default``: T = 1, the fused XLA update and the noise draw (what users run);
-    * ``default_unfused``: the same with ``fused_update=False``.
+    * ``default``: T = 1, the fused XLA update and the noise draw from 16-bit uniforms,
+      two per Philox word (what users run);
+    * ``default_unfused``: the same with ``fused_update=False``;
+    * ``noise_bits_23``: the default with 23-bit uniforms, one per Philox word (twice the
+      Philox bits; the default before 2026-11-24, see
+      `tfktopic.bayes.counter_random.stateless_standard_normal`).
     """
     quick = mode == "quick"
     from tfktopic.bayes import PSGLD
@@ -121,6 +125,7 @@ def step_breakdown(mode):
         "no_noise_v_zeros": lambda: PSGLD(1e-3, temperature=0.0, v_init="zeros", **base),
         "default": lambda: PSGLD(1e-3, **base),
         "default_unfused": lambda: PSGLD(1e-3, fused_update=False, **base),
+        "noise_bits_23": lambda: PSGLD(1e-3, noise_bits=23, **base),
     }
     models = {}
     for name, make in makers.items():

@@ -15,9 +15,11 @@ import textwrap
 import keras
 import numpy as np
 import pytest
+import scipy.stats
 import tensorflow as tf
 
 from tfktopic.bayes import PSGLD, SGLD
+from tfktopic.bayes import counter_random
 from tfktopic.bayes.counter_random import stateless_standard_normal
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -191,7 +193,7 @@ def test_psgld_at_zero_temperature_is_rmsprop():
 
 
 def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v_init, seed,
-                 v_floor=0.0, grads_fn=None):
+                 v_floor=0.0, grads_fn=None, bits=16):
     """Hand-written reference of the full pSGLD update, with the same noise draws."""
     sq = [np.ones_like(v) if v_init == "ones" else np.zeros_like(v) for v in values]
     out = []
@@ -210,7 +212,7 @@ def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v
             else:
                 denom = np.sqrt(s + np.float32(eps))
             drift = np.float32(lr) * (g + np.float32(prec / n) * v) / denom
-            xi = stateless_standard_normal(v.shape, seed, t * len(values) + i).numpy()
+            xi = stateless_standard_normal(v.shape, seed, t * len(values) + i, bits=bits).numpy()
             noise = np.sqrt(np.float32(lr) * np.float32(2 * temperature / n) / denom) * xi
             new_values.append(v - (drift - noise))
         values = new_values
@@ -218,17 +220,17 @@ def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v
     return out
 
 
-@pytest.mark.parametrize("placement, v_init, temperature", [
-    ("outside", "zeros", 0.0),
-    ("outside", "ones", 1.0),
-    ("inside", "first_gradient", 0.7),
+@pytest.mark.parametrize("placement, v_init, temperature, bits", [
+    ("outside", "zeros", 0.0, 16),
+    ("outside", "ones", 1.0, 16),
+    ("inside", "first_gradient", 0.7, 23),
 ])
-def test_psgld_matches_hand_written_update(placement, v_init, temperature):
+def test_psgld_matches_hand_written_update(placement, v_init, temperature, bits):
     kw = dict(lr=2e-3, n=40, temperature=temperature, prec=1.5, rho=0.99, eps=1e-5,
-              placement=placement, v_init=v_init, seed=11)
+              placement=placement, v_init=v_init, seed=11, bits=bits)
     opt = PSGLD(learning_rate=kw["lr"], num_examples=kw["n"], temperature=temperature,
                 prior_precision=kw["prec"], rho=kw["rho"], epsilon=kw["eps"],
-                epsilon_placement=placement, v_init=v_init, seed=kw["seed"])
+                epsilon_placement=placement, v_init=v_init, seed=kw["seed"], noise_bits=bits)
     got = _run_steps(opt, _random_grads, _INIT, 4)
     want = _numpy_psgld([v.copy() for v in _INIT], 4, **kw)
     for got_t, want_t in zip(got, want):
@@ -288,7 +290,7 @@ def test_sparse_v_hold_matches_hand_written_lazy_update():
             s = np.float32(0.9) * sq[i] + np.float32(0.1) * np.square(g)
             sq[i] = np.where(g != 0, s, sq[i])
             denom = np.sqrt(sq[i]) + np.float32(1e-5)
-            xi = stateless_standard_normal(g.shape, 5, t * 2 + i).numpy()
+            xi = stateless_standard_normal(g.shape, 5, t * 2 + i, bits=16).numpy()
             noise = np.sqrt(np.float32(2e-3) * np.float32(2 / 40) / denom) * xi
             values[i] = values[i] - (np.float32(2e-3) * g / denom - noise)
         for a, b in zip(got[t], values):
@@ -371,24 +373,47 @@ def test_sparse_embedding_gradients_perturb_every_row():
     assert changed.all()  # rows 1..19 never appear in the batch
 
 
-def test_stateless_standard_normal_statistics_and_xla_equality():
-    z = stateless_standard_normal([1000, 1000], 5, tf.constant(3, tf.int64)).numpy()
+@pytest.mark.parametrize("bits", [23, 16])
+def test_stateless_standard_normal_statistics_and_xla_equality(bits):
+    z = stateless_standard_normal([1000, 1001], 5, tf.constant(3, tf.int64), bits=bits).numpy()
+    assert z.shape == (1000, 1001)   # an odd size: the last Box-Muller pair is cut
     assert abs(z.mean()) < 0.005 and abs(z.var() - 1) < 0.005
     assert abs(np.mean(z**4) - 3) < 0.03 and abs(np.mean(z**3)) < 0.01
+    assert np.abs(z).max() <= {23: 5.77, 16: 4.86}[bits]
     # Tail probabilities of a standard normal (|z| > 1, 2, 3).
     for k, p in [(1, 0.3173), (2, 0.0455), (3, 0.0027)]:
         assert abs(np.mean(np.abs(z) > k) - p) < 5 * np.sqrt(p / z.size)
+    assert scipy.stats.kstest(z.ravel(), "norm").pvalue > 1e-3
     # Neighbouring streams (next step / next variable) are uncorrelated.
-    z2 = stateless_standard_normal([1000, 1000], 5, tf.constant(4, tf.int64)).numpy()
-    z3 = stateless_standard_normal([1000, 1000], 6, tf.constant(3, tf.int64)).numpy()
+    z2 = stateless_standard_normal([1000, 1001], 5, tf.constant(4, tf.int64), bits=bits).numpy()
+    z3 = stateless_standard_normal([1000, 1001], 6, tf.constant(3, tf.int64), bits=bits).numpy()
     for other in (z2, z3):
         assert abs(np.corrcoef(z.ravel(), other.ravel())[0, 1]) < 0.005
     assert abs(np.corrcoef(z[:, :-1].ravel(), z[:, 1:].ravel())[0, 1]) < 0.005
     stream = tf.Variable(3, dtype=tf.int64)
-    draw = tf.function(lambda: stateless_standard_normal([64, 3], 5, stream),
+    draw = tf.function(lambda: stateless_standard_normal([64, 3], 5, stream, bits=bits),
                        jit_compile=True)
-    eager = stateless_standard_normal([64, 3], 5, tf.constant(3, tf.int64)).numpy()
+    eager = stateless_standard_normal([64, 3], 5, tf.constant(3, tf.int64), bits=bits).numpy()
     np.testing.assert_allclose(draw().numpy(), eager, rtol=1e-6, atol=1e-6)
+
+
+def test_sixteen_bit_uniforms_are_the_exact_midpoint_grid_with_the_documented_moments():
+    """Both halves of a word give (k + 1/2)·2⁻¹⁶ exactly, for every k; the Box-Muller
+    radius over that grid has E[R²]/2 = 1 − 5·10⁻⁶ (the noise's variance) and the largest
+    |ξ| is 4.855 (the docstring's claims)."""
+    k = np.arange(2**16, dtype=np.uint32)
+    grid = (k + 0.5) * 2.0**-16
+    high = counter_random._uniform_from_bits(tf.constant((k << 16) | 0xBEEF), 16, 16).numpy()
+    low = counter_random._uniform_from_bits(tf.constant((0xBEEF << 16) | k), 0, 16).numpy()
+    np.testing.assert_array_equal(high, grid.astype(np.float32))
+    np.testing.assert_array_equal(low, grid.astype(np.float32))
+    variance = np.mean(-np.log(grid))          # E[R² cos²] = E[R²] / 2 on a symmetric grid
+    assert 1 - 6e-6 < variance < 1 - 4e-6
+    assert abs(np.sqrt(-2 * np.log(grid[0])) - 4.855) < 1e-3
+    with pytest.raises(ValueError, match="bits"):
+        stateless_standard_normal([3], 5, tf.constant(0, tf.int64), bits=8)
+    with pytest.raises(ValueError, match="noise_bits"):
+        PSGLD(num_examples=10, noise_bits=24)
 
 
 # --------------------------------------------------------------------------

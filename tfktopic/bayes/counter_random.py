@@ -30,7 +30,7 @@ TensorShape([2, 3])
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["random_key", "counter_uniform", "stateless_standard_normal"]
+__all__ = ["NOISE_BITS", "random_key", "counter_uniform", "stateless_standard_normal"]
 
 # splitmix64: the golden-ratio increment and Stafford's "Mix13" multipliers.
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -112,45 +112,77 @@ def counter_uniform(key, counter):
 # -----------------------------------------------------------------------------
 # Philox normals
 # -----------------------------------------------------------------------------
-def stateless_standard_normal(shape, seed, stream, dtype="float32"):
+#: Uniform resolutions of `stateless_standard_normal`: bits per uniform -> uniforms per
+#: 32-bit Philox word.
+NOISE_BITS = {23: 1, 16: 2}
+
+
+def _uniform_from_bits(bits, shift, width):
+    """(k + 1/2)·2^-width in (0, 1) from the `width` bits of `bits` that start at bit `shift`.
+
+    Computed as the float 1 + k·2^-width (k written into the top of 1.0's mantissa) minus
+    (1 − 2^-(width+1)), which is exact (Sterbenz) and bit-identical to (k + 1/2)·2^-width:
+    3 passes over the bits instead of 4 (shift, cast, add, multiply).
+    """
+    field = tf.bitwise.right_shift(bits, shift) if shift else bits
+    if shift + width < 32:   # other bits above the field
+        field = tf.bitwise.bitwise_and(field, tf.constant(2**width - 1, tf.uint32))
+    if width < 23:
+        field = tf.bitwise.left_shift(field, 23 - width)
+    mantissa = tf.bitwise.bitwise_or(field, tf.constant(0x3F800000, tf.uint32))
+    return tf.bitcast(mantissa, tf.float32) - (1.0 - 2.0 ** -(width + 1))
+
+
+def stateless_standard_normal(shape, seed, stream, dtype="float32", bits=23):
     """Standard normal noise that is a pure function of (seed, stream).
 
     Draws Philox-4x32 random bits with key `seed` and 128-bit counter
-    (0, `stream`), turns each pair of 23-bit uniforms into two normals by
-    Box-Muller (cos and sin), and casts to `dtype`. Unlike `tf.random.stateless_normal`,
+    (0, `stream`), turns each pair of uniforms into two normals by Box-Muller
+    (cos and sin), and casts to `dtype`. Unlike `tf.random.stateless_normal`,
     this gives the same values with and without XLA (TF's XLA kernels derive
     the key/counter from a runtime seed, and convert bits to normals,
     differently from the CPU/GPU kernels); only the last-ulp rounding of
     log/cos may differ. Distinct `stream` values give non-overlapping Philox
     streams.
 
+    Resolution (`bits`): each uniform is (k + 1/2)·2^-bits, k taken from the
+    Philox bits. With ``bits=23`` every uniform takes one 32-bit word (its top
+    23 bits), so |ξ| ≤ 5.77. With ``bits=16`` one word gives two uniforms (its
+    two halves): half the Philox bits, which are most of the draw's time,
+    and ξ takes 2^32 values (a 65,536 × 65,536 grid in (u₁, u₂)) with
+    |ξ| ≤ 4.86, truncating a mass of 1.2·10⁻⁶ of N(0, 1)'s tails; its mean is
+    exactly 0 (the angle grid is symmetric) and its variance 1 − 5·10⁻⁶
+    (`tests/test_sgmcmc.py` checks both, the grid, and a Kolmogorov-Smirnov test).
+
     Args:
         shape: 1-D int tensor, the output shape.
         seed: Python int (the key).
         stream: int64 scalar tensor (e.g. step · n_vars + variable index).
         dtype: output dtype.
+        bits: 23 or 16 (`NOISE_BITS`), the resolution of the uniforms.
 
     Returns:
-        A `shape` tensor of N(0, 1) draws (|ξ| ≤ 5.77: the uniforms are ≥ 2⁻²⁴).
+        A `shape` tensor of N(0, 1) draws.
     """
+    if bits not in NOISE_BITS:
+        raise ValueError(f"`bits` must be one of {sorted(NOISE_BITS)}; received bits={bits!r}")
     key = tf.reshape(tf.bitcast(tf.constant(seed, tf.int64), tf.uint64), [1])
     counter = tf.stack(
         [tf.constant(0, tf.uint64), tf.bitcast(tf.cast(stream, tf.int64), tf.uint64)])
     shape = tf.cast(shape, tf.int32)
     size = tf.reduce_prod(shape)
     pairs = (size + 1) // 2
-    bits = tf.raw_ops.StatelessRandomUniformFullIntV2(
-        shape=tf.stack([2, pairs]), key=key, counter=counter, alg=1,
-        dtype=tf.uint32)  # alg 1 = Philox
-    # (k + 1/2)·2⁻²³ with k the top 23 bits: exactly representable, in (0, 1). Computed as
-    # the float 1 + k·2⁻²³ (k as the mantissa of 1.0's bits) minus (1 − 2⁻²⁴), which is exact
-    # (Sterbenz) and bit-identical to (k + 1/2)·2⁻²³: 3 passes over the bits instead of 4
-    # (shift, cast, add, multiply), the noise draw being a large part of the Langevin step.
-    mantissa = tf.bitwise.bitwise_or(tf.bitwise.right_shift(bits, 9),
-                                     tf.constant(0x3F800000, tf.uint32))
-    uniform = tf.bitcast(mantissa, tf.float32) - (1.0 - 2.0**-24)
+    if bits == 23:
+        words = tf.raw_ops.StatelessRandomUniformFullIntV2(
+            shape=tf.stack([2, pairs]), key=key, counter=counter, alg=1,
+            dtype=tf.uint32)  # alg 1 = Philox
+        u1, u2 = _uniform_from_bits(words[0], 9, 23), _uniform_from_bits(words[1], 9, 23)
+    else:
+        words = tf.raw_ops.StatelessRandomUniformFullIntV2(
+            shape=tf.reshape(pairs, [1]), key=key, counter=counter, alg=1, dtype=tf.uint32)
+        u1, u2 = _uniform_from_bits(words, 16, 16), _uniform_from_bits(words, 0, 16)
     # Both Box-Muller outputs (cos and sin) are used: half the bits and logs.
-    radius = tf.sqrt(-2.0 * tf.math.log(uniform[0]))
-    angle = (2.0 * np.pi) * uniform[1]
+    radius = tf.sqrt(-2.0 * tf.math.log(u1))
+    angle = (2.0 * np.pi) * u2
     normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 0)[:size]
     return tf.cast(tf.reshape(normal, shape), dtype)
