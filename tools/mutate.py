@@ -24,6 +24,7 @@ Usage:
     python tools/mutate.py --only tcnlm-wb-ub-swap
     python tools/mutate.py --auto tfktopic/layers/hoisted_lstm.py --max-mutants 40
     python tools/mutate.py --auto all --report mutants.json
+    python tools/mutate.py --auto all --report mutants.json --resume   # continue it
 
 Exit status: 0 when every mutant is killed, 1 when one survives, 2 on a
 mutation that no longer applies (the code it targets moved: update it).
@@ -31,6 +32,7 @@ mutation that no longer applies (the code it targets moved: update it).
 import argparse
 import ast
 import copy
+import hashlib
 import json
 import os
 import pathlib
@@ -260,11 +262,23 @@ _FUNCTION_SWAPS = {"sigmoid": "tanh", "tanh": "sigmoid", "exp": "log", "log": "e
                    "digamma": "lgamma"}
 
 
+#: Functions whose code is not mathematics: configs, representations.
+_NOT_MATHEMATICS = {"get_config", "from_config", "__repr__", "get_build_config"}
+
+
 def _candidate_sites(tree):
-    """(kind, node path) of every mutable site inside a function body."""
+    """(kind, node path) of every mutable site inside a function body.
+
+    Not mutated: what cannot change an output -- the text and limits of error messages
+    (inside ``raise`` statements and f-strings) and the `_NOT_MATHEMATICS` functions.
+    """
     sites = []
 
     def visit(node, path, in_function):
+        if isinstance(node, (ast.Raise, ast.JoinedStr)):
+            return
+        if isinstance(node, ast.FunctionDef) and node.name in _NOT_MATHEMATICS:
+            return
         in_function = in_function or isinstance(node, (ast.FunctionDef, ast.Lambda))
         if in_function:
             if isinstance(node, ast.BinOp) and type(node.op) in _OPERATOR_SWAPS:
@@ -299,7 +313,7 @@ def _mutate_site(tree, kind, path):
     """A mutated copy of `tree` and a description of the change."""
     tree = copy.deepcopy(tree)
     node = _node_at(tree, path)
-    line = getattr(node, "lineno", "?")
+    line = f"{getattr(node, 'lineno', '?')}:{getattr(node, 'col_offset', '?')}"
     if kind == "operator":
         old = type(node.op)
         node.op = _OPERATOR_SWAPS[old]()
@@ -313,8 +327,30 @@ def _mutate_site(tree, kind, path):
     return tree, f"line {line}: constant {old!r} -> {node.value!r}"
 
 
-def run_auto(modules, timeout, max_mutants):
-    results = []
+def _load_done(report):
+    """The results already in `report` (a JSON list), for ``--resume``."""
+    if not report or not pathlib.Path(report).exists():
+        return []
+    return json.loads(pathlib.Path(report).read_text())
+
+
+def _save(report, results):
+    """Write `results` to `report` atomically (a kill leaves the previous version)."""
+    if report:
+        partial = pathlib.Path(f"{report}.partial")
+        partial.write_text(json.dumps(results, indent=1))
+        os.replace(partial, report)
+
+
+def run_auto(modules, timeout, max_mutants, report=None, resume=False):
+    """Every generated mutant of `modules`; with `resume`, those not yet in `report`.
+
+    The report is rewritten after each mutant, so a killed run loses at most one.
+    """
+    results = _load_done(report) if resume else []
+    # A result counts as done only for the source it was run on (the module may have changed
+    # since): keyed on the module's text hash and the site's index among its sites.
+    done = {(r["module"], r.get("source_sha256"), r.get("site")) for r in results}
     with tempfile.TemporaryDirectory(prefix="tfktopic-mut-") as base:
         directory = _scratch_copy(pathlib.Path(base) / "auto")
         _assert_package_used(directory)
@@ -325,12 +361,28 @@ def run_auto(modules, timeout, max_mutants):
                 results.append({"module": module, "change": "-", "status": "not applied"})
                 continue
             original = source_path.read_text()
+            digest = hashlib.sha256(original.encode()).hexdigest()
+            # Results for an older text of the module are stale: dropped.
+            results = [r for r in results
+                       if r["module"] != module or r.get("source_sha256") == digest]
             tree = ast.parse(original)
             sites = _candidate_sites(tree)
             if max_mutants:
                 sites = sites[:max_mutants]
             print(f"{module}: {len(sites)} mutants, tests {CORE[module]}", flush=True)
-            for kind, path in sites:
+            if (module, digest, "baseline") not in done:
+                # Unmutated, the tests must pass: else every mutant would count as killed.
+                status, seconds, summary = _run_tests(directory, CORE[module], timeout)
+                if status != "survived":
+                    raise SystemExit(f"mutate.py: {CORE[module]} fail on the unmutated {module} "
+                                     f"({summary}); fix that first")
+                results.append({"module": module, "change": "none (baseline)",
+                                "status": "baseline passes", "seconds": round(seconds, 1),
+                                "summary": summary, "site": "baseline", "source_sha256": digest})
+                _save(report, results)
+            for site, (kind, path) in enumerate(sites):
+                if (module, digest, site) in done:
+                    continue
                 mutated, change = _mutate_site(tree, kind, path)
                 try:
                     source_path.write_text(ast.unparse(mutated))
@@ -338,7 +390,9 @@ def run_auto(modules, timeout, max_mutants):
                 finally:
                     source_path.write_text(original)
                 results.append({"module": module, "change": change, "status": status,
-                                "seconds": round(seconds, 1), "summary": summary})
+                                "seconds": round(seconds, 1), "summary": summary,
+                                "site": site, "source_sha256": digest})
+                _save(report, results)
                 print(f"  {change}: {status.upper()} [{seconds:.0f} s]", flush=True)
     return results
 
@@ -356,6 +410,9 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds per mutant's test run (a timeout counts as killed)")
     parser.add_argument("--report", help="write the results as JSON to this file")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --auto and --report: keep the report's results and run "
+                             "only the mutants it does not have (a long run over sessions)")
     args = parser.parse_args(argv)
     if args.list:
         for mutation in MUTATIONS:
@@ -368,7 +425,9 @@ def main(argv=None):
         if unknown:
             parser.error(f"--auto: not a core module: {', '.join(unknown)} "
                          f"(choose from {', '.join(sorted(CORE))})")
-        results = run_auto(modules, args.timeout, args.max_mutants)
+        if args.resume and not args.report:
+            parser.error("--resume needs --report (the file to continue)")
+        results = run_auto(modules, args.timeout, args.max_mutants, args.report, args.resume)
     else:
         chosen = MUTATIONS
         if args.only:
@@ -378,6 +437,9 @@ def main(argv=None):
                 parser.error(f"--only: unknown mutant {', '.join(unknown)} (see --list)")
             chosen = [m for m in MUTATIONS if m["id"] in args.only]
         results = run_named(chosen, args.timeout)
+    if args.report:
+        _save(args.report, results)
+    results = [r for r in results if r["status"] != "baseline passes"]
     survivors = [r for r in results if r["status"] in ("survived", "skipped")]
     missing = [r for r in results if r["status"] == "not applied"]
     print(f"\n{len(results)} mutants: {len(results) - len(survivors) - len(missing)} killed, "
@@ -385,8 +447,6 @@ def main(argv=None):
     for result in survivors:
         print(f"  {result['status'].upper()}: "
               f"{result.get('id') or result['module'] + ' ' + result['change']}")
-    if args.report:
-        pathlib.Path(args.report).write_text(json.dumps(results, indent=1))
     return 2 if missing else (1 if survivors else 0)
 
 

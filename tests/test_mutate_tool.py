@@ -1,0 +1,106 @@
+"""The mutation-testing tool (`tools/mutate.py`): its mutants still apply, its generated
+sites are the mathematics, and a long generated run continues where it was killed.
+
+The mutants themselves run in `tools/mutate.py` (hours); these checks run no mutant.
+"""
+import ast
+import importlib.util
+import json
+
+import pytest
+
+from conftest import REPO_ROOT
+
+_spec = importlib.util.spec_from_file_location("mutate", REPO_ROOT / "tools" / "mutate.py")
+mutate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutate)
+
+
+def test_every_named_mutation_still_applies_to_exactly_one_file():
+    """A refactoring that moves or rewrites the mutated line makes the mutant test nothing:
+    caught here, without running it."""
+    sources = {path: path.read_text() for path in (REPO_ROOT / "tfktopic").rglob("*.py")}
+    for mutation in mutate.MUTATIONS:
+        files = [path for path, text in sources.items()
+                 if all(text.count(old) == 1 for old, _ in mutation["edits"])]
+        assert len(files) == 1, (mutation["id"], files)
+        for test in mutation["tests"]:
+            assert (REPO_ROOT / test.split("::")[0]).exists(), (mutation["id"], test)
+
+
+def test_every_core_module_and_its_tests_exist():
+    for module, tests in mutate.CORE.items():
+        assert (REPO_ROOT / module).exists(), module
+        assert tests and all((REPO_ROOT / t).exists() for t in tests), (module, tests)
+
+
+def test_generated_sites_are_the_functions_arithmetic_not_messages_or_configs():
+    source = '''
+SCALE = 2.0 * 3.0
+def f(x):
+    if x < 0:
+        raise ValueError(f"x must be >= {0 + 1}, got {x * 1}")
+    return ops.tanh(x) * 0.5 + x[1]
+class Layer:
+    def get_config(self):
+        return {"units": self.units + 1}
+'''
+    tree = ast.parse(source)
+    changes = sorted(mutate._mutate_site(tree, kind, path)[1]
+                     for kind, path in mutate._candidate_sites(tree))
+    # Line 6: tanh, the * and the +, the constants 0.5 and 1; line 4: the comparison's 0.
+    assert changes == sorted([
+        "line 4:11: constant 0 -> 1", "line 6:11: tanh -> sigmoid", "line 6:11: Mult -> Div",
+        "line 6:11: Add -> Sub", "line 6:25: constant 0.5 -> 1.5",
+        "line 6:33: constant 1 -> 2"]), changes
+
+
+def _changed_copy(scratch_copy, module):
+    def copy(directory):
+        directory = scratch_copy(directory)
+        path = directory / module
+        path.write_text(path.read_text() + "\n# changed\n")
+        return directory
+    return copy
+
+
+def test_a_generated_run_resumes_from_its_report(tmp_path, monkeypatch):
+    """Killed after some mutants, the same command with --resume runs only the others; a
+    changed module is mutated again (its old results are for another source)."""
+    calls = []
+    module = "tfktopic/evaluation/perplexity.py"
+
+    def fake_tests(directory, tests, timeout):
+        calls.append(tests)
+        # The unmutated copy passes; a mutant (written by ast.unparse, so in its canonical
+        # form, unlike the source with its comments) fails.
+        text = (directory / module).read_text()
+        mutant = text == ast.unparse(ast.parse(text))
+        return ("killed", 0.0, "1 failed") if mutant else ("survived", 0.0, "passed")
+
+    monkeypatch.setattr(mutate, "_run_tests", fake_tests)
+    monkeypatch.setattr(mutate, "_assert_package_used", lambda directory: None)
+    report = tmp_path / "mutants.json"
+    first = mutate.run_auto([module], 60, 3, report)
+    assert len(calls) == 4        # the unmutated baseline, then 3 mutants
+    assert [r["site"] for r in first] == ["baseline", 0, 1, 2]
+    assert json.loads(report.read_text()) == first
+    calls.clear()
+    second = mutate.run_auto([module], 60, 5, report, resume=True)
+    assert len(calls) == 2 and second[:4] == first
+    assert [r["site"] for r in second] == ["baseline", 0, 1, 2, 3, 4]
+    assert json.loads(report.read_text()) == second
+    # The module changed since: its old results are dropped and it runs again.
+    monkeypatch.setattr(mutate, "_scratch_copy", _changed_copy(mutate._scratch_copy, module))
+    calls.clear()
+    third = mutate.run_auto([module], 60, 2, report, resume=True)
+    assert len(calls) == 3 and [r["site"] for r in third] == ["baseline", 0, 1]
+    with pytest.raises(SystemExit):
+        mutate.main(["--auto", module, "--resume"])   # --resume needs --report
+
+
+def test_a_generated_run_refuses_a_module_whose_tests_fail_unmutated(tmp_path, monkeypatch):
+    monkeypatch.setattr(mutate, "_run_tests", lambda d, t, timeout: ("killed", 0.0, "1 failed"))
+    monkeypatch.setattr(mutate, "_assert_package_used", lambda directory: None)
+    with pytest.raises(SystemExit, match="fail on the unmutated"):
+        mutate.run_auto(["tfktopic/evaluation/perplexity.py"], 60, 2, tmp_path / "r.json")
