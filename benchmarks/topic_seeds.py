@@ -90,10 +90,16 @@ def _collect(pair, arm, seed, out, cmd):
 
 
 def run(pairs, out_root):
-    """Run every pending run, one at a time (one TensorFlow thread), until none is left."""
+    """Run every pending run, one at a time (one TensorFlow thread), until none is left.
+
+    Two schedulers may share the work (e.g. ``--pairs tcnlm`` beside the others): a run
+    whose record another one has written in the meantime is skipped.
+    """
     failed = []
     for key in pending(pairs):
         pair, arm, seed = key
+        if record_path(pair, arm, seed).exists():
+            continue
         out = pathlib.Path(out_root) / pair / f"{arm}-s{seed}"
         out.mkdir(parents=True, exist_ok=True)
         cmd = command(pair, arm, seed, out)

@@ -7,6 +7,8 @@ from small synthetic records.
 """
 
 import json
+import pathlib
+import subprocess
 
 import numpy as np
 import pytest
@@ -54,6 +56,26 @@ def test_runs_go_seed_by_seed_and_finished_records_are_skipped(tmp_path, monkeyp
     path.write_text("{}")
     assert ("topicrnn", "random", 0) not in topic_seeds.pending(["topicrnn"])
     assert len(topic_seeds.pending(["topicrnn"])) == len(todo) - 1
+
+
+def test_a_run_another_scheduler_finished_meanwhile_is_not_started(tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_seeds, "RESULTS", tmp_path / "results")
+    started = []
+
+    def fake_run(cmd, **kwargs):
+        # This run's record appears (another scheduler wrote the next one meanwhile).
+        started.append(cmd[cmd.index("--out") + 1])
+        other = topic_seeds.record_path("topicrnn", "lda_s0.1", 0)
+        other.parent.mkdir(parents=True, exist_ok=True)
+        other.write_text("{}")
+        return subprocess.CompletedProcess(cmd, 1)
+
+    monkeypatch.setattr(topic_seeds.subprocess, "run", fake_run)
+    monkeypatch.setattr(topic_seeds, "code_snapshot", lambda directory, repo: (tmp_path, "c"))
+    monkeypatch.setattr(topic_seeds, "pending",
+                        lambda pairs: [("topicrnn", "random", 0), ("topicrnn", "lda_s0.1", 0)])
+    topic_seeds.run(["topicrnn"], tmp_path / "runs")
+    assert [pathlib.Path(out).name for out in started] == ["random-s0"]
 
 
 def _record(ppl, npmi, diversity, lda_npmi=0.07):
