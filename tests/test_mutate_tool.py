@@ -90,6 +90,12 @@ def test_a_generated_run_resumes_from_its_report(tmp_path, monkeypatch):
     assert len(calls) == 2 and second[:4] == first
     assert [r["site"] for r in second] == ["baseline", 0, 1, 2, 3, 4]
     assert json.loads(report.read_text()) == second
+    # After new tests: the survivors of the module run again, the killed ones do not.
+    survivors = [dict(r, status="survived") if r["site"] in (1, 3) else r for r in second]
+    report.write_text(json.dumps(survivors))
+    calls.clear()
+    retried = mutate.run_auto([module], 60, 5, report, resume=True, retry_survivors=True)
+    assert len(calls) == 2 and {r["site"]: r["status"] for r in retried}[3] == "killed"
     # The module changed since: its old results are dropped and it runs again.
     monkeypatch.setattr(mutate, "_scratch_copy", _changed_copy(mutate._scratch_copy, module))
     calls.clear()

@@ -115,3 +115,75 @@ def test_unigram_perplexity_is_the_add_half_closed_form():
     empty = types.SimpleNamespace(tokens=examples.tokens, lengths=np.array([0, 0]),
                                   targets=examples.targets)
     assert math.isnan(unigram_perplexity(vocab, empty))
+
+
+# ------------------------------------------------------- the helpers the objectives share
+def test_log_probabilities_normalise_the_last_axis_only():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(2, 3, 5)).astype(np.float32)   # three axes: each one differs
+    from tfktopic.evaluation.perplexity import log_probabilities
+
+    expected = logits - np.log(np.exp(logits.astype(np.float64)).sum(-1, keepdims=True))
+    np.testing.assert_allclose(log_probabilities(logits).numpy(), expected, atol=1e-6)
+    np.testing.assert_array_equal(log_probabilities(logits, from_logits=False).numpy(), logits)
+
+
+def test_gather_real_positions_takes_the_weighted_positions_in_row_major_order():
+    """Rank-3 mask with weights 1 and 0.5: every position with weight > 0, its target,
+    weight, per-position features, and its window's per-row entry (numpy's argwhere)."""
+    from tfktopic.evaluation.perplexity import gather_real_positions
+
+    rng = np.random.default_rng(3)
+    mask = rng.choice([0.0, 0.5, 1.0], size=(2, 3, 4)).astype(np.float32)
+    targets = rng.integers(0, 9, size=(2, 3, 4))
+    features = rng.normal(size=(2, 3, 4, 6)).astype(np.float32)
+    topics = rng.normal(size=(2, 3, 7)).astype(np.float32)
+    real = gather_real_positions(mask, targets, per_position=(features,), per_row=(topics,))
+    index = np.argwhere(mask > 0)
+    np.testing.assert_array_equal(real.index.numpy(), index)
+    np.testing.assert_array_equal(real.targets.numpy(), targets[mask > 0])
+    np.testing.assert_array_equal(real.mask.numpy(), mask[mask > 0])
+    np.testing.assert_array_equal(real.per_position[0].numpy(), features[mask > 0])
+    np.testing.assert_array_equal(real.per_row[0].numpy(), topics[index[:, 0], index[:, 1]])
+
+
+def test_gathered_token_nll_equals_the_nll_of_the_head_at_every_position():
+    from tfktopic.evaluation.perplexity import gathered_token_nll
+
+    rng = np.random.default_rng(4)
+    features = rng.normal(size=(3, 5, 6)).astype(np.float32)
+    targets = rng.integers(0, 11, size=(3, 5))
+    mask = (rng.random((3, 5)) > 0.4).astype(np.float32)
+    head = keras.layers.Dense(11)
+    full_nll, full_count = masked_token_nll(targets, head(features), mask)
+    nll, count = gathered_token_nll(head, features, targets, mask)
+    ref_nll, ref_count = _reference_nll(targets, head(features).numpy().astype(np.float64), mask)
+    assert float(count) == float(full_count) == ref_count
+    assert float(nll) == pytest.approx(ref_nll, rel=1e-5)
+    assert float(full_nll) == pytest.approx(ref_nll, rel=1e-5)
+
+
+@pytest.mark.parametrize("from_logits", [True, False])
+def test_evaluate_perplexity_sums_each_row_into_its_document(from_logits):
+    """Per-document sums from row ids given with the dataset, batches of 3 rows x 5 steps
+    (rows != steps, so a sum over the wrong axis is seen), against numpy."""
+    rng = np.random.default_rng(5)
+    batches, expected_nll, expected_tokens = [], np.zeros(3), np.zeros(3)
+    row_documents = [0, 2, 0, 1, 1, 2]
+    for b in range(2):
+        logits = rng.normal(size=(3, 5, 7)).astype(np.float32)
+        if not from_logits:
+            logits = tf.nn.log_softmax(logits).numpy()
+        targets = rng.integers(0, 7, size=(3, 5))
+        mask = (rng.random((3, 5)) > 0.3).astype(np.float32)
+        batches.append({"logits": logits, "targets": targets, "mask": mask})
+        for row in range(3):
+            nll, count = _reference_nll(targets[row:row + 1], logits[row:row + 1].astype(
+                np.float64), mask[row:row + 1])
+            expected_nll[row_documents[3 * b + row]] += nll
+            expected_tokens[row_documents[3 * b + row]] += count
+    result = evaluate_perplexity(lambda batch: batch["logits"], batches, from_logits=from_logits,
+                                 documents=(3, row_documents))
+    np.testing.assert_allclose(result.document_nll, expected_nll, rtol=1e-5)
+    np.testing.assert_array_equal(result.document_tokens, expected_tokens)
+    assert result.nll == pytest.approx(expected_nll.sum() / expected_tokens.sum(), rel=1e-6)

@@ -25,6 +25,7 @@ Usage:
     python tools/mutate.py --auto tfktopic/layers/hoisted_lstm.py --max-mutants 40
     python tools/mutate.py --auto all --report mutants.json
     python tools/mutate.py --auto all --report mutants.json --resume   # continue it
+    python tools/mutate.py --auto MODULE --report mutants.json --resume --retry-survivors
 
 Exit status: 0 when every mutant is killed, 1 when one survives, 2 on a
 mutation that no longer applies (the code it targets moved: update it).
@@ -342,12 +343,16 @@ def _save(report, results):
         os.replace(partial, report)
 
 
-def run_auto(modules, timeout, max_mutants, report=None, resume=False):
+def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_survivors=False):
     """Every generated mutant of `modules`; with `resume`, those not yet in `report`.
 
-    The report is rewritten after each mutant, so a killed run loses at most one.
+    The report is rewritten after each mutant, so a killed run loses at most one. With
+    `retry_survivors`, the report's survivors run again (after new tests were written).
     """
     results = _load_done(report) if resume else []
+    if retry_survivors:
+        results = [r for r in results if r["status"] not in ("survived", "skipped")
+                   or r["module"] not in modules]
     # A result counts as done only for the source it was run on (the module may have changed
     # since): keyed on the module's text hash and the site's index among its sites.
     done = {(r["module"], r.get("source_sha256"), r.get("site")) for r in results}
@@ -410,6 +415,8 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds per mutant's test run (a timeout counts as killed)")
     parser.add_argument("--report", help="write the results as JSON to this file")
+    parser.add_argument("--retry-survivors", action="store_true",
+                        help="with --resume: run the report's survivors of these modules again")
     parser.add_argument("--resume", action="store_true",
                         help="with --auto and --report: keep the report's results and run "
                              "only the mutants it does not have (a long run over sessions)")
@@ -427,7 +434,10 @@ def main(argv=None):
                          f"(choose from {', '.join(sorted(CORE))})")
         if args.resume and not args.report:
             parser.error("--resume needs --report (the file to continue)")
-        results = run_auto(modules, args.timeout, args.max_mutants, args.report, args.resume)
+        if args.retry_survivors and not args.resume:
+            parser.error("--retry-survivors needs --resume (and --report)")
+        results = run_auto(modules, args.timeout, args.max_mutants, args.report, args.resume,
+                           args.retry_survivors)
     else:
         chosen = MUTATIONS
         if args.only:
