@@ -149,6 +149,12 @@ def test_hand_computed_npmi():
     assert coherence_lib.npmi_from_counts(3, 3, 3, 10) == pytest.approx(1.0, abs=TOL)
     # less than independent -> negative
     assert coherence_lib.npmi_from_counts(6, 6, 1, 10) < 0
+    # words seen in one window only are ordinary counts, not "missing" (exactly 1 here)
+    assert coherence_lib.npmi_from_counts(1, 1, 1, 5) == pytest.approx(1.0, abs=TOL)
+    assert coherence_lib.npmi_from_counts(1, 2, 1, 8) == pytest.approx(
+        math.log(4) / math.log(8), abs=TOL)
+    # both words in every window: the 0/0 limit, exactly 1
+    assert coherence_lib.npmi_from_counts(4, 4, 4, 4) == 1.0
 
 
 # --------------------------------------------------------------------------- real text

@@ -103,8 +103,9 @@ def test_unigram_perplexity_is_the_add_half_closed_form():
 
     from tfktopic.evaluation import unigram_perplexity
 
+    # "b" has no count at all (a type the training text never had): add-1/2 mass only.
     vocab = Vocabulary(["<pad>", "<bos>", "<eos>", "<unk>", "a", "b"],
-                       {"<eos>": 2, "<unk>": 1, "a": 3, "b": 0})
+                       {"<eos>": 2, "<unk>": 1, "a": 3})
     # Two windows; targets beyond `lengths` (the padding) are ignored.
     examples = types.SimpleNamespace(
         tokens=np.zeros((2, 3), np.int32), lengths=np.array([3, 1]),
