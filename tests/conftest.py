@@ -9,11 +9,13 @@ import pathlib
 
 import pytest
 
-# The fast paths' time loops (HoistedLSTM, factorized_recurrence) run without XLA in the
-# suite: hundreds of tiny models would each compile their loops (the whole suite with XLA
-# everywhere: 690 tests in 733 s on 2 idle cores, over the 10-minute budget). The test
-# files of those loops turn XLA back on (`xla_loops_on`), so the compiled loops are tested
-# against Keras' LSTM and numpy.
+# The fast paths (the time loops of HoistedLSTM and factorized_recurrence, the fused SGLD /
+# pSGLD update, TLASGR's simplex update: `tfktopic.xla`) run without XLA in the suite:
+# hundreds of tiny models would each compile them (the whole suite with XLA loops
+# everywhere: 690 tests in 733 s on 2 idle cores, over the 10-minute budget; the fused
+# SG-MCMC and TLASGR updates cost test_collection, test_sgmcmc_models and test_rgbn_rnn
+# 153 against 123 user-s, one loaded run each). The tests of those paths turn XLA back on
+# (`xla_loops_on`), so the compiled code is tested against its plain graph and numpy.
 os.environ.setdefault("TFKTOPIC_XLA_LOOPS", "0")
 # Under pytest-xdist (README's `-n 2` on 2 cores) each worker process runs its TensorFlow ops
 # on one thread: two workers with TF's default of one thread per core each put 4 busy threads
@@ -66,5 +68,5 @@ def mallet_stopwords_path():
 
 @pytest.fixture()
 def xla_loops_on(monkeypatch):
-    """The fast paths' loops compiled by XLA, as outside the test suite."""
+    """The fast paths compiled by XLA (`tfktopic.xla`), as outside the test suite."""
     monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "1")

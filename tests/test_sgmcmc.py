@@ -298,10 +298,18 @@ def test_sparse_v_hold_matches_hand_written_lazy_update():
 
 
 @pytest.mark.parametrize("cls", [SGLD, PSGLD])
-def test_fused_update_equals_unfused(cls):
+def test_fused_update_equals_unfused(cls, xla_loops_on, monkeypatch):
     kwargs = dict(learning_rate=1e-2, num_examples=20, seed=4)
-    fused = _run_steps(cls(**kwargs), _random_grads, _INIT, 4)
+    fused_optimizer = cls(**kwargs)
+    fused = _run_steps(fused_optimizer, _random_grads, _INIT, 4)
+    assert fused_optimizer._fused_step is not None      # the XLA kernel ran
     plain = _run_steps(cls(fused_update=False, **kwargs), _random_grads, _INIT, 4)
+    # TFKTOPIC_XLA_LOOPS=0 (the rest of the suite) runs the unfused graph, same results.
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "0")
+    switched_off = cls(**kwargs)
+    np.testing.assert_array_equal(_run_steps(switched_off, _random_grads, _INIT, 4)[-1][0],
+                                  plain[-1][0])
+    assert switched_off._fused_step is None
     for a_t, b_t in zip(fused, plain):
         for a, b in zip(a_t, b_t):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -62,6 +62,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfktopic.bayes.counter_random import NOISE_BITS, stateless_standard_normal
+from tfktopic.xla import xla_loops
 
 __all__ = ["SGLD", "PSGLD"]
 
@@ -282,7 +283,7 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         # At T = 0 there is no noise to generate and the unfused graph keeps
         # the update bit-identical to Keras' SGD / RMSprop (XLA may contract
         # a·b + c into one FMA, which rounds differently).
-        if self.fused_update and self.temperature > 0:
+        if self.fused_update and self.temperature > 0 and xla_loops():
             if self._fused_step is None:
                 self._fused_step = tf.function(self._step, jit_compile=True)
             step_fn = self._fused_step
@@ -343,7 +344,7 @@ class SGLD(_LangevinOptimizer):
             stores it in the config.
         fused_update: run each variable's update as one XLA-compiled kernel
             when T > 0 (default True; equal to the unfused graph up to float
-            rounding).
+            rounding; off when ``TFKTOPIC_XLA_LOOPS=0``, see `tfktopic.xla`).
         normalize_gradients_to: rescale the global gradient norm to this value
             at every step (after Keras' clipping), as the authors' code does
             (reference notes A1.2); None (default) leaves the gradients.
@@ -481,7 +482,8 @@ class PSGLD(_LangevinOptimizer):
         seed: integer noise seed (`None`: drawn from numpy, stored in config).
         fused_update: run each variable's update (V, G, drift, noise) as one
             XLA-compiled kernel when T > 0 (default True; a speed option, the
-            result equals the unfused graph's up to float rounding).
+            result equals the unfused graph's up to float rounding; off when
+            ``TFKTOPIC_XLA_LOOPS=0``, see `tfktopic.xla`).
         normalize_gradients_to: rescale the global gradient norm to this value
             at every step (after Keras' clipping), as the authors' code does
             (reference notes A1.2); None (default) leaves the gradients.

@@ -51,6 +51,7 @@ from keras import ops
 
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
 from tfktopic.bayes.counter_random import random_key, stateless_standard_normal
+from tfktopic.xla import xla_loops
 
 __all__ = ["TLASGRTopics", "riemannian_simplex_step", "initial_phi"]
 
@@ -134,7 +135,8 @@ def _simplex_update(x, counts, preconditioner, noise, step_size, forgetting_rate
 # (~4x faster for Phi^1 at V = 8k, K = 100 on CPU). Shapes are static per
 # matrix, so each compiles once; the noise is drawn outside (XLA's CPU Philox
 # is ~6x slower than TF's kernel) and the dynamic-shape augmentation stays
-# outside XLA too.
+# outside XLA too. ``TFKTOPIC_XLA_LOOPS=0`` runs the same function without XLA
+# (`tfktopic.xla`).
 _fused_simplex_update = tf.function(_simplex_update, jit_compile=True, autograph=False)
 
 
@@ -594,7 +596,8 @@ class TLASGRTopics(keras.layers.Layer):
             # module-level tf.function is captured by its first trace, so under
             # a MirroredStrategy a later call with another variable of the same
             # shape (another matrix or model) would read the first one's values.
-            new_x, new_m, change = _fused_simplex_update(
+            update = _fused_simplex_update if xla_loops() else _simplex_update
+            new_x, new_m, change = update(
                 tf.convert_to_tensor(var.value), counts, tf.convert_to_tensor(pre.value),
                 noise, step_size, forgetting, scale, prior=float(prior), floor=float(floor))
             var.assign(new_x)

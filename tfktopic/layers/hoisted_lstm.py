@@ -25,37 +25,13 @@ The weights are the Keras layer's own, so saved files load either way; on a
 GPU, and for every option this path does not cover, the layer runs Keras' own
 implementation (cuDNN on a GPU).
 """
-import os
-
 import keras
 import tensorflow as tf
 
+from tfktopic.xla import XLA_LOOPS_VARIABLE, xla_loops  # noqa: F401 (re-exported)
+
 __all__ = ["HoistedLSTM", "hoistable", "hoisted_lstm_sequence", "run_lstm", "use_keras_lstm",
            "xla_loops"]
-
-#: The environment variable that turns the XLA compilation of the fast paths' loops off
-#: (`xla_loops`).
-XLA_LOOPS_VARIABLE = "TFKTOPIC_XLA_LOOPS"
-
-
-def xla_loops(jit_compile=True):
-    """Whether the fast paths' time loops (`HoistedLSTM`, `factorized_recurrence`) are
-    compiled by XLA: `jit_compile`, unless the environment variable ``TFKTOPIC_XLA_LOOPS``
-    is ``0``.
-
-    XLA compiles each new padded batch size and sequence length once (about 0.3-1 s per
-    loop); that pays for a training run, not for hundreds of tiny models (the test suite
-    sets it to 0 except where it tests the XLA loops). Without XLA the same loops run as
-    `tf.scan`s with the same hand-written gradients. Read when a function is traced.
-
-    Args:
-        jit_compile: the caller's setting.
-
-    Returns:
-        bool.
-    """
-    return bool(jit_compile) and os.environ.get(XLA_LOOPS_VARIABLE, "1") != "0"
-
 
 #: The batch is padded up to a multiple of this before the XLA-compiled loops,
 #: so that batches of varying size (e.g. after empty windows are dropped)
