@@ -43,10 +43,11 @@ each 32-bit Philox word gives two 16-bit uniforms, so a step draws half the
 Philox bits, which are most of the noise's cost: pSGLD's step ÷ RMSprop's is
 1.10 against 1.19 with 23-bit uniforms in the same run (PTB-small LSTM, idle
 machine, `python -m benchmarks.speed --mode medium --models psgld_breakdown`;
-`--models psgld_lstm` gave 1.16 a minute later: the host varies). The price is a noise that is N(0, 1)
-up to a truncation of the tails beyond |ξ| = 4.86 (mass 1.2·10⁻⁶) and a variance
-1 − 5·10⁻⁶, far below any chain's Monte Carlo error; ``noise_bits=23`` gives the
-finer draws (|ξ| ≤ 5.77) at the old cost.
+`--models psgld_lstm` gave 1.16 a minute later: the host varies). The price is
+a noise that is N(0, 1) up to a truncation of the tails beyond |ξ| = 4.86 (mass
+1.2·10⁻⁶) and a variance 1 − 5·10⁻⁶, far below any chain's Monte Carlo error;
+``noise_bits=23`` gives the finer draws (|ξ| ≤ 5.77, bit-identical to the
+draws before 16-bit uniforms became the default) at the old cost.
 
 Gradient clipping (`clipnorm`, `clipvalue`, `global_clipnorm`), learning-rate
 schedules, gradient accumulation and loss scaling come from the Keras base
