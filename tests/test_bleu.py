@@ -111,6 +111,7 @@ def test_test_bleu_is_mean_of_nltk_sentence_scores(refs_and_hyps, nltk_per_hyp):
         ((13, 11), 12),  # equidistant: the shorter (11) wins, so BP = 1
         ((5, 9), 7),  # equidistant: 5 wins, BP = 1 (9 would penalise)
         ((9, 8, 30), 7),  # closest is 8 > 7: penalised
+        ((5, 8), 7),  # a shorter one exists, the longer (8) is closer: 8 wins, penalised
         ((3,), 10),  # hypothesis longer than every reference
         ((0, 4), 1),  # an empty reference is a candidate length
     ],
