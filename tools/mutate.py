@@ -363,7 +363,9 @@ def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_sur
             source_path = directory / module
             if not source_path.exists():   # moved by a refactoring: update CORE
                 print(f"{module}: NOT FOUND (update CORE in tools/mutate.py)", flush=True)
+                results = [r for r in results if r["module"] != module]   # once, not per resume
                 results.append({"module": module, "change": "-", "status": "not applied"})
+                _save(report, results)
                 continue
             original = source_path.read_text()
             digest = hashlib.sha256(original.encode()).hexdigest()

@@ -122,7 +122,8 @@ def _uniform_from_bits(bits, shift, width):
 
     Computed as the float 1 + k·2^-width (k written into the top of 1.0's mantissa) minus
     (1 − 2^-(width+1)), which is exact (Sterbenz) and bit-identical to (k + 1/2)·2^-width:
-    3 passes over the bits instead of 4 (shift, cast, add, multiply).
+    for the top 23 bits 3 passes over the bits (shift, or, subtract) instead of 4 (shift,
+    cast, add, multiply); a 16-bit half adds a mask or a shift.
     """
     field = tf.bitwise.right_shift(bits, shift) if shift else bits
     if shift + width < 32:   # other bits above the field
