@@ -72,15 +72,23 @@ def code_snapshot(directory, repo=REPO_ROOT):
     if not (target / "tfktopic" / "__init__.py").exists():
         archive = subprocess.run(["git", "archive", "--format=tar", commit, "tfktopic",
                                   "benchmarks"], cwd=repo, capture_output=True, check=True)
-        partial = target.with_name(target.name + ".partial")
-        if partial.exists():
-            import shutil
+        # Each process extracts into its own directory and renames it into place, so two
+        # schedulers started together cannot remove each other's half-written copy; the
+        # one that loses the rename keeps the winner's (identical) snapshot.
+        import os
+        import shutil
 
-            shutil.rmtree(partial)
+        partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(partial, filter="data")
-        partial.rename(target)
+        try:
+            partial.rename(target)
+        except OSError:
+            if not (target / "tfktopic" / "__init__.py").exists():
+                raise
+            shutil.rmtree(partial, ignore_errors=True)
     return target, commit
 
 
