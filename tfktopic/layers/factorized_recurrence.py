@@ -90,7 +90,7 @@ def factorized_recurrence(input_side, topic_factors, factor_kernel, output_kerne
         states = [tf.zeros(tf.stack([size, units]), dtype)] * 2
     else:
         states = [tf.cast(tf.convert_to_tensor(s), dtype) for s in initial_state]
-    jit_compile = xla_loops(jit_compile)
+    jit_compile = xla_loops(jit_compile, dtype)
     if jit_compile:
         # Rows are independent sequences: zero rows only round the size up.
         padded = (size + BATCH_BUCKET - 1) // BATCH_BUCKET * BATCH_BUCKET

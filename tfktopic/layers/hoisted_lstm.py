@@ -215,7 +215,7 @@ def hoisted_lstm_sequence(inputs, kernel, recurrent_kernel, bias, jit_compile=Tr
         states = [tf.zeros(tf.stack([size, units]), inputs.dtype)] * 2
     else:
         states = [tf.cast(tf.convert_to_tensor(s), inputs.dtype) for s in initial_state]
-    jit_compile = xla_loops(jit_compile)
+    jit_compile = xla_loops(jit_compile, inputs.dtype)
     if jit_compile:
         # Rows are independent sequences: zero rows only round the size up
         # (one compiled program per bucket, not per batch size).
