@@ -22,6 +22,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.evaluation.cross_entropy import row_bucket, target_log_softmax
+
 __all__ = ["log_probabilities", "masked_token_log_probs", "masked_token_nll", "RealPositions",
            "gather_real_positions", "gathered_token_nll", "Perplexity", "PerplexityResult",
            "evaluate_perplexity", "unigram_perplexity"]
@@ -68,10 +70,9 @@ def masked_token_log_probs(targets, predictions, mask=None, from_logits=True):
     """
     targets = ops.cast(targets, "int32")
     if from_logits:
-        # The fused softmax cross-entropy: one kernel forward and backward, instead of a
+        # A fused softmax cross-entropy (XLA-compiled, or TensorFlow's kernel), instead of a
         # log-softmax, a gather and their gradients (the largest cost of a training step).
-        token_log_prob = -ops.sparse_categorical_crossentropy(
-            targets, ops.cast(predictions, "float32"), from_logits=True)
+        token_log_prob = target_log_softmax(targets, predictions)
     else:
         token_log_prob = ops.squeeze(ops.take_along_axis(
             ops.cast(predictions, "float32"), ops.expand_dims(targets, -1), axis=-1), -1)
@@ -107,7 +108,7 @@ RealPositions = collections.namedtuple(
     "RealPositions", ["index", "targets", "mask", "per_position", "per_row"])
 
 
-def gather_real_positions(mask, targets, per_position=(), per_row=()):
+def gather_real_positions(mask, targets, per_position=(), per_row=(), bucket=1):
     """The predicted (mask > 0) positions of a padded batch, gathered to a flat [N] axis.
 
     A training or evaluation objective that gathers the real positions before
@@ -126,6 +127,10 @@ def gather_real_positions(mask, targets, per_position=(), per_row=()):
         per_row: tensors [..., ...] with the mask's leading shape without T,
             one entry per window (e.g. a topic vector [..., K]); each gathered
             position gets its window's entry.
+        bucket: pad N up to a multiple of this with rows of zeros (index 0, target 0,
+            mask 0), so that an XLA-compiled softmax sees a few row counts, not one per
+            batch (`tfktopic.evaluation.cross_entropy.row_bucket`). Padded rows add
+            exactly 0 to every masked sum.
 
     Returns:
         A `RealPositions` of ``index`` (int64 [N, rank(mask)], the positions in
@@ -145,9 +150,19 @@ def gather_real_positions(mask, targets, per_position=(), per_row=()):
     mask = ops.cast(mask, "float32")
     index = tf.where(mask > 0)
     rows = index[:, :-1]
-    return RealPositions(index, tf.gather_nd(targets, index), tf.gather_nd(mask, index),
+    real = RealPositions(index, tf.gather_nd(targets, index), tf.gather_nd(mask, index),
                          tuple(tf.gather_nd(value, index) for value in per_position),
                          tuple(tf.gather_nd(value, rows) for value in per_row))
+    if bucket <= 1:
+        return real
+    extra = -tf.shape(index)[0] % bucket
+
+    def pad(value):
+        return tf.pad(value, [[0, extra]] + [[0, 0]] * (len(value.shape) - 1))
+
+    return RealPositions(pad(real.index), pad(real.targets), pad(real.mask),
+                         tuple(pad(value) for value in real.per_position),
+                         tuple(pad(value) for value in real.per_row))
 
 
 def gathered_token_nll(head, features, targets, mask):
@@ -171,7 +186,7 @@ def gathered_token_nll(head, features, targets, mask):
     >>> round(float(nll), 4), float(num)
     (0.1269, 1.0)
     """
-    real = gather_real_positions(mask, targets, per_position=(features,))
+    real = gather_real_positions(mask, targets, per_position=(features,), bucket=row_bucket())
     return masked_token_nll(real.targets, head(real.per_position[0]), real.mask)
 
 

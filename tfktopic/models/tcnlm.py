@@ -79,6 +79,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, check_decoder_init,
@@ -349,7 +350,9 @@ class TCNLM(TopicLanguageModel):
         features, t, kl, tm_log_likelihood, bow = self._forward(data, training)
         # The softmax at the predicted positions only (each with its sentence's t).
         real = gather_real_positions(data["mask"], data["targets"], per_position=(features,),
-                                     per_row=(t,))
+                                     per_row=(t,),
+                                     # padded rows (t = 0) would give the mixture log 0
+                                     bucket=row_bucket() if self.mixture == "factorized" else 1)
         predictions = self.output_head(real.per_position[0], real.per_row[0])
         nll_sum, num_tokens = masked_token_nll(real.targets, predictions, real.mask,
                                                from_logits=self.mixture == "factorized")

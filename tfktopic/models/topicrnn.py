@@ -77,6 +77,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from keras import ops
 
+from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
@@ -137,7 +138,7 @@ def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_we
         and, when not training, ``marginal_nll`` (l_t marginalised).
     """
     real = gather_real_positions(mask, targets, per_position=(hidden,),
-                                 per_row=(gate.topic_bias(theta),))
+                                 per_row=(gate.topic_bias(theta),), bucket=row_bucket())
     stop = gate.stop_indicator(real.targets)
     outputs = gate(real.per_position[0], stop_indicator=stop, marginal=not training,
                    bias=real.per_row[0])

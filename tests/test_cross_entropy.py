@@ -1,0 +1,126 @@
+"""The XLA softmax cross-entropy (`tfktopic.evaluation.cross_entropy`) against numpy's
+closed forms, and the row buckets that keep its compiled programs few."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfktopic.evaluation.cross_entropy import ROW_BUCKET, row_bucket, target_log_softmax
+from tfktopic.evaluation.perplexity import gather_real_positions, gathered_token_nll
+
+
+def _numpy_log_softmax(logits):
+    logits = logits.astype(np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def _values_and_gradient(targets, logits, upstream):
+    logits = tf.convert_to_tensor(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        log_p = target_log_softmax(targets, logits)
+        total = tf.reduce_sum(log_p * upstream)
+    return log_p, tape.gradient(total, logits)
+
+
+@pytest.mark.parametrize("xla", ["1", "0"])
+def test_target_log_softmax_is_the_closed_form_and_its_gradient(xla, monkeypatch):
+    """log p(y) = z_y - logsumexp(z) and d/dz = upstream (onehot(y) - softmax(z)), for rank-3
+    targets, a logit of 100 (exp overflows float32 above 88.7), with XLA and with the fused kernel."""
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
+    rng = np.random.default_rng(0)
+    logits = (rng.normal(size=(2, 3, 4, 13)) * 20).astype(np.float32)
+    logits[0, 0, 0, 5] = 100.0
+    targets = rng.integers(0, 13, size=(2, 3, 4))
+    upstream = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    log_p, grad = _values_and_gradient(targets, logits, upstream)
+    reference = _numpy_log_softmax(logits)
+    assert log_p.dtype == tf.float32 and log_p.shape == (2, 3, 4)
+    np.testing.assert_allclose(log_p.numpy(),
+                               np.take_along_axis(reference, targets[..., None], -1)[..., 0],
+                               rtol=1e-5, atol=1e-4)
+    onehot = np.eye(13)[targets]
+    np.testing.assert_allclose(grad.numpy(), upstream[..., None] * (onehot - np.exp(reference)),
+                               atol=1e-5)
+
+
+def test_half_precision_logits_are_read_in_float32_and_get_a_gradient_of_their_dtype(
+        xla_loops_on):
+    rng = np.random.default_rng(1)
+    logits = tf.cast(rng.normal(size=(9, 40)) * 8, tf.bfloat16)
+    targets = rng.integers(0, 40, size=9)
+    log_p, grad = _values_and_gradient(targets, logits, tf.ones(9))
+    exact = _numpy_log_softmax(tf.cast(logits, tf.float32).numpy())
+    assert log_p.dtype == tf.float32 and grad.dtype == tf.bfloat16
+    # The log-sum-exp is float32: only the bfloat16 logits themselves are rounded.
+    np.testing.assert_allclose(log_p.numpy(), exact[np.arange(9), targets], atol=1e-5)
+    np.testing.assert_allclose(tf.cast(grad, tf.float32).numpy(),
+                               np.eye(40)[targets] - np.exp(exact), atol=1e-2)
+
+
+def test_no_rows_gives_an_empty_result(xla_loops_on):
+    log_p, grad = _values_and_gradient(np.zeros((0,), np.int32), tf.zeros((0, 7)), tf.ones(0))
+    assert log_p.shape == (0,) and grad.shape == (0, 7)
+
+
+def test_row_bucket_follows_the_xla_switch(monkeypatch):
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "1")
+    assert row_bucket() == ROW_BUCKET > 1
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "0")
+    assert row_bucket() == 1
+
+
+@pytest.mark.parametrize("count", [0, 1, 8, 9])
+def test_bucketed_positions_pad_with_zero_rows_that_add_nothing(count):
+    rng = np.random.default_rng(count)
+    mask = np.zeros((3, 5), np.float32)
+    mask.flat[rng.choice(15, size=count, replace=False)] = rng.choice([0.5, 1.0], size=count)
+    targets = rng.integers(1, 9, size=(3, 5))
+    features = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    topics = rng.normal(size=(3, 2)).astype(np.float32)
+    plain = gather_real_positions(mask, targets, per_position=(features,), per_row=(topics,))
+    padded = gather_real_positions(mask, targets, per_position=(features,), per_row=(topics,),
+                                   bucket=8)
+    rows = -(-count // 8) * 8
+    for field in ("index", "targets", "mask"):
+        value = getattr(padded, field).numpy()
+        assert value.shape[0] == rows
+        np.testing.assert_array_equal(value[:count], getattr(plain, field).numpy())
+        assert not np.any(value[count:])
+    for a, b in zip(padded.per_position + padded.per_row, plain.per_position + plain.per_row):
+        assert a.shape[0] == rows
+        np.testing.assert_array_equal(a.numpy()[:count], b.numpy())
+        assert not np.any(a.numpy()[count:])
+
+
+def test_gathered_nll_with_xla_and_buckets_equals_the_plain_graph(monkeypatch):
+    """The objective and its gradients are the same with the XLA cross-entropy on padded
+    rows as with TensorFlow's kernel on the exact rows; the head sees a multiple of the
+    bucket."""
+    import keras
+
+    rng = np.random.default_rng(5)
+    features = tf.constant(rng.normal(size=(4, 7, 6)).astype(np.float32))
+    targets = rng.integers(0, 11, size=(4, 7))
+    mask = (rng.random((4, 7)) > 0.3).astype(np.float32)
+    head = keras.layers.Dense(11)
+    head.build((None, 6))
+    seen, results = [], {}
+    for xla in ("0", "1"):
+        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
+
+        def recording_head(x):
+            seen.append((xla, int(x.shape[0])))
+            return head(x)
+
+        with tf.GradientTape() as tape:
+            tape.watch(features)
+            nll, count = gathered_token_nll(recording_head, features, targets, mask)
+        results[xla] = (nll, count, tape.gradient(nll, [features] + head.trainable_weights))
+    real = int((mask > 0).sum())
+    assert seen == [("0", real), ("1", -(-real // ROW_BUCKET) * ROW_BUCKET)]
+    assert float(results["1"][1]) == float(results["0"][1]) == mask.sum()
+    assert float(results["1"][0]) == pytest.approx(float(results["0"][0]), rel=1e-5)
+    for a, b in zip(results["1"][2], results["0"][2]):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
