@@ -249,3 +249,15 @@ def test_sentence_bleu_from_stats_is_the_formula():
     got = bleu_lib.sentence_bleu_from_stats([3, 0], [4, 3], hyp_len=4, ref_len=5, n=2)
     expected = math.exp(1 - 5 / 4) * math.sqrt(0.75 * 0.1 / 3)
     assert got == pytest.approx(expected, rel=1e-14)
+
+
+def test_a_sample_of_one_reference_is_allowed():
+    """sample_size = 1, the smallest sample, scores against the one sampled reference."""
+    import random
+
+    references = [["a", "b", "c"], ["a", "x", "y"], ["q", "r", "s"]]
+    hypotheses = [["a", "b", "y"]]
+    kept = random.Random(5).sample(range(3), 1)[0]
+    assert bleu_lib.bleu_against_references(hypotheses, references, n=1, sample_size=1,
+                                            seed=5) == pytest.approx(
+        bleu_lib.bleu_against_references(hypotheses, [references[kept]], n=1))

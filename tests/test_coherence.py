@@ -289,6 +289,10 @@ def test_bad_input_raises_clear_errors():
         coherence_lib.npmi_coherence([["a", "b", "c"]], docs, cardinalities=(1,))
     with pytest.raises(ValueError, match="repeats"):
         coherence_lib.npmi_coherence([["a", "b", "a"]], docs, cardinalities=(3,))
+    # The message names the word that repeats (a word twice is a repeat).
+    with pytest.raises(ValueError, match=r"topic 1 repeats word\(s\) \['b'\] within its top 3"):
+        coherence_lib.npmi_coherence([["a", "b", "c"], ["b", "c", "b"]], docs,
+                                     cardinalities=(3,))
     with pytest.raises(ValueError, match="exactly one"):
         coherence_lib.npmi_coherence([["a", "b"]], cardinalities=(2,))
     counts = coherence_lib.ReferenceCounts(docs, ["a", "b"], window_size=5)
@@ -328,3 +332,17 @@ def test_topic_diversity_counts_unique_top_words_by_brute_force():
     assert topic_diversity([["a", "b"]] * 4, top_n=2) == pytest.approx(1 / 4)
     with pytest.raises(ValueError, match="topic 1 has 1 words"):
         topic_diversity([["a", "b"], ["c"]], top_n=2)
+    # top_n = 1 is the smallest allowed: the first words only.
+    assert topic_diversity([["a", "b"], ["a", "c"]], top_n=1) == 0.5
+    with pytest.raises(ValueError, match="top_n must be >= 1, got 0"):
+        topic_diversity([["a", "b"]], top_n=0)
+
+
+def test_reference_counts_report_the_corpus_size():
+    """Documents, tokens and sliding windows (each document contributes its length plus
+    window_size - 1 partial windows) of the reference corpus."""
+    counts = coherence_lib.ReferenceCounts([["a", "b", "c"], ["d"], ["e", "f"]], ["a", "e"],
+                                           window_size=3)
+    assert counts.num_documents == 3
+    assert counts.num_tokens == 6
+    assert counts.num_windows == (3 + 2) + (1 + 2) + (2 + 2)
