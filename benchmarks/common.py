@@ -92,6 +92,26 @@ def code_snapshot(directory, repo=REPO_ROOT):
     return target, commit
 
 
+def cpu_name():
+    """The CPU's model name (``/proc/cpuinfo``), else what `platform` says."""
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def write_result(result, out=None):
+    """Print `result` as JSON (paths made portable) and write it to `out` when given."""
+    text = json.dumps(portable(result), indent=1)
+    if out:
+        pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(out).write_text(text + "\n")
+    print(text)
+
+
 def shared_file(relative):
     """Path of a corpus under ../shared/data (or $TFKTOPIC_SHARED_DATA)."""
     path = SHARED_DATA / relative

@@ -19,14 +19,13 @@ Read the ratios on a loaded machine; the absolute milliseconds need an idle one.
 """
 
 import argparse
-import json
 import os
-import pathlib
-import platform
 import sys
 import time
 
 import numpy as np
+
+from benchmarks.common import cpu_name, write_result
 
 ROWS, HIDDEN, VOCAB = 1210, 256, 4591
 BATCH, STEPS = 64, 30
@@ -108,19 +107,9 @@ def run():
     return {"sizes": {"rows": ROWS, "hidden": HIDDEN, "vocab": VOCAB, "batch": BATCH,
                       "steps": STEPS},
             "calls_per_round": CALLS, "rounds": ROUNDS,
-            "machine": {"cpu": platform.processor() or _cpu_name(), "cores": os.cpu_count(),
+            "machine": {"cpu": cpu_name(), "cores": os.cpu_count(),
                         "load_before": None},
             "rows": rows, "ratios": ratios}
-
-
-def _cpu_name():
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def main(argv=None):
@@ -132,11 +121,7 @@ def main(argv=None):
     result = run()
     result["machine"]["load_before"] = list(load)
     result["machine"]["load_after"] = list(os.getloadavg())
-    text = json.dumps(result, indent=1)
-    if args.out:
-        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.out).write_text(text + "\n")
-    print(text)
+    write_result(result, args.out)
     return 0
 
 

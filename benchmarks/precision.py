@@ -26,16 +26,15 @@ The machine is shared with the comparison study unless the study is paused: reco
 """
 
 import argparse
-import json
 import os
-import pathlib
 import platform
 import sys
 import time
 
 import numpy as np
 
-from benchmarks.common import portable, record, shared_file, time_train_steps
+from benchmarks.common import (cpu_name, portable, record, shared_file, time_train_steps,
+                               write_result)
 
 #: The entries: the `tfktopic train` model and its extra arguments (the study's medium data rules).
 MODELS = ("lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn")
@@ -208,23 +207,13 @@ def run(mode, models):
                                   protocol="float32 training tokens/s by batch size "
                                            "(throughput only; perplexity not measured)",
                                   dataset="apnews", config={"batch_size": size}))
-    return {"mode": mode, "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(),
+    return {"mode": mode, "machine": {"cpu": cpu_name(), "cores": os.cpu_count(),
                                       "load_before": load_before,
                                       "load_after": os.getloadavg(),
                                       "python": platform.python_version(),
                                       "tensorflow": _version("tensorflow"),
                                       "keras": _version("keras")},
             "rooflines": rooflines, "records": records}
-
-
-def _cpu_name():
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _version(module):
@@ -257,11 +246,7 @@ def main(argv=None):
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args(argv)
     result = run(args.mode, parse_models(parser, args.models))
-    text = json.dumps(portable(result), indent=1)
-    if args.out:
-        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.out).write_text(text + "\n")
-    print(text)
+    write_result(result, args.out)
 
 
 if __name__ == "__main__":

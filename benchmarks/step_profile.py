@@ -26,14 +26,12 @@ the softmax products' share of it.
 """
 
 import argparse
-import json
-import pathlib
 import sys
 import time
 
 import numpy as np
 
-from benchmarks.common import portable, time_train_steps
+from benchmarks.common import time_train_steps, write_result
 from benchmarks.precision import MODES, add_models_argument, build_entry, parse_models
 
 #: Timed calls per round and rounds.
@@ -138,11 +136,7 @@ def main(argv=None):
               "precision": args.precision,
               "models": [profile(name, args.mode, data_cache, args.precision)
                          for name in models]}
-    text = json.dumps(portable(result), indent=1)
-    if args.out:
-        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.out).write_text(text + "\n")
-    print(text)
+    write_result(result, args.out)
     return 0
 
 
