@@ -124,3 +124,37 @@ def test_gathered_nll_with_xla_and_buckets_equals_the_plain_graph(monkeypatch):
     assert float(results["1"][0]) == pytest.approx(float(results["0"][0]), rel=1e-5)
     for a, b in zip(results["1"][2], results["0"][2]):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+
+
+def test_tcnlm_objective_is_the_same_with_the_xla_cross_entropy(monkeypatch):
+    """TCNLM gathers its rows itself (padded to the bucket for its factorized head, whose
+    output is logits): loss and gradients equal the plain graph's."""
+    import keras
+
+    from tfktopic.models import TCNLM
+
+    keras.utils.set_random_seed(0)
+    model = TCNLM(30, 12, num_topics=4, embedding_dim=16, hidden_dim=16, ntm_units=(16,),
+                  seed=1, mixture="factorized")
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(4, 30, size=(3, 7)).astype(np.int32)
+    mask = np.ones((3, 7), np.float32)
+    mask[0, 3:] = 0.0
+    batch = {"tokens": tokens, "targets": np.roll(tokens, -1, axis=1), "mask": mask,
+             "context_bow": rng.poisson(0.5, size=(3, 12)).astype(np.float32)}
+    model(batch)
+    results = {}
+    for xla in ("0", "1"):
+        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
+        with tf.GradientTape() as tape:
+            terms = model.objective(batch, training=False)
+        results[xla] = (terms, tape.gradient(terms["loss"], model.trainable_weights))
+    for key in ("loss", "nll_sum", "num_tokens"):
+        assert float(results["1"][0][key]) == pytest.approx(float(results["0"][0][key]),
+                                                             rel=1e-5), key
+    for a, b in zip(results["1"][1], results["0"][1]):
+        if a is None:
+            assert b is None
+            continue
+        np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
+                                   tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)
