@@ -71,8 +71,8 @@ def test_row_bucket_follows_the_xla_switch(monkeypatch):
     assert row_bucket() == 1
 
 
-@pytest.mark.parametrize("count", [0, 1, 8, 9])
-def test_bucketed_positions_pad_with_zero_rows_that_add_nothing(count):
+@pytest.mark.parametrize("count, bucket", [(0, 8), (1, 8), (8, 8), (9, 8), (3, 2)])
+def test_bucketed_positions_pad_with_zero_rows_that_add_nothing(count, bucket):
     rng = np.random.default_rng(count)
     mask = np.zeros((3, 5), np.float32)
     mask.flat[rng.choice(15, size=count, replace=False)] = rng.choice([0.5, 1.0], size=count)
@@ -81,8 +81,8 @@ def test_bucketed_positions_pad_with_zero_rows_that_add_nothing(count):
     topics = rng.normal(size=(3, 2)).astype(np.float32)
     plain = gather_real_positions(mask, targets, per_position=(features,), per_row=(topics,))
     padded = gather_real_positions(mask, targets, per_position=(features,), per_row=(topics,),
-                                   bucket=8)
-    rows = -(-count // 8) * 8
+                                   bucket=bucket)
+    rows = -(-count // bucket) * bucket
     for field in ("index", "targets", "mask"):
         value = getattr(padded, field).numpy()
         assert value.shape[0] == rows

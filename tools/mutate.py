@@ -141,7 +141,9 @@ CORE = {
     "tfktopic/models/rgbn/model.py": ["tests/test_rgbn_rnn.py"],
     "tfktopic/models/rgbn/prior.py": ["tests/test_rgbn_rnn.py"],
     "tfktopic/evaluation/comparison.py": ["tests/test_comparison.py"],
-    "tfktopic/evaluation/perplexity.py": ["tests/test_perplexity.py"],
+    "tfktopic/evaluation/perplexity.py": ["tests/test_perplexity.py",
+                                          "tests/test_cross_entropy.py"],
+    "tfktopic/evaluation/cross_entropy.py": ["tests/test_cross_entropy.py"],
     "tfktopic/evaluation/coherence.py": ["tests/test_coherence.py"],
     "tfktopic/evaluation/bleu.py": ["tests/test_bleu.py"],
 }
