@@ -90,6 +90,7 @@ def _seconds(step):
 
 
 def run():
+    load_before = list(os.getloadavg())
     cases = {}
     for kernel, build in (("softmax", _softmax_case), ("lstm", _lstm_case)):
         for dtype in ("float32", "bfloat16"):
@@ -108,7 +109,7 @@ def run():
                       "steps": STEPS},
             "calls_per_round": CALLS, "rounds": ROUNDS,
             "machine": {"cpu": cpu_name(), "cores": os.cpu_count(),
-                        "load_before": None},
+                        "load_before": load_before, "load_after": list(os.getloadavg())},
             "rows": rows, "ratios": ratios}
 
 
@@ -117,10 +118,7 @@ def main(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args(argv)
-    load = os.getloadavg()
     result = run()
-    result["machine"]["load_before"] = list(load)
-    result["machine"]["load_after"] = list(os.getloadavg())
     write_result(result, args.out)
     return 0
 

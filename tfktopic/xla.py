@@ -1,13 +1,15 @@
 """The one switch of the package's XLA fast paths (`xla_loops`).
 
 Several fast paths compile a small program with XLA: the time loops of `HoistedLSTM` and
-`factorized_recurrence`, the fused per-variable update of `SGLD` / `PSGLD`, and TLASGR's
-simplex update. Each compiles once per new shape (about 0.3-1 s); that pays for a training
+`factorized_recurrence`, the softmax cross-entropy of the training objectives
+(`tfktopic.evaluation.cross_entropy`), the fused per-variable update of `SGLD` / `PSGLD`,
+and TLASGR's simplex update. Each compiles once per new shape (about 0.3-1 s); that pays for a training
 run, not for hundreds of tiny models. The environment variable ``TFKTOPIC_XLA_LOOPS=0``
 runs all of them without XLA, with the same results up to float rounding (the test suite
 sets it, except where it tests the XLA paths).
 
-The time loops are compiled only in float32 (and float64): under a mixed-precision policy
+The time loops are compiled only in float32 (and float64; the cross-entropy reads any
+logits in float32 and stays compiled): under a mixed-precision policy
 their products are bfloat16 or float16, and XLA's CPU backend runs those without oneDNN's
 AMX kernels. Measured on an AMX CPU (a 256-unit LSTM over 64 x 30 steps, forward and
 hand-written backward, `benchmarks.kernels`, `benchmarks/results/medium/kernels_amx.json`):

@@ -349,13 +349,14 @@ class TCNLM(TopicLanguageModel):
         """
         features, t, kl, tm_log_likelihood, bow = self._forward(data, training)
         # The softmax at the predicted positions only (each with its sentence's t).
+        # Only logits go through the XLA cross-entropy and need bucket-padded rows; the
+        # mixture's padded rows (t = 0) would give it log 0.
+        from_logits = self.mixture == "factorized"
         real = gather_real_positions(data["mask"], data["targets"], per_position=(features,),
-                                     per_row=(t,),
-                                     # padded rows (t = 0) would give the mixture log 0
-                                     bucket=row_bucket() if self.mixture == "factorized" else 1)
+                                     per_row=(t,), bucket=row_bucket() if from_logits else 1)
         predictions = self.output_head(real.per_position[0], real.per_row[0])
         nll_sum, num_tokens = masked_token_nll(real.targets, predictions, real.mask,
-                                               from_logits=self.mixture == "factorized")
+                                               from_logits=from_logits)
         tm_nll_sum = -ops.sum(ops.cast(tm_log_likelihood, "float32"))
         tm_words = ops.sum(ops.cast(bow, "float32"))
         kl = ops.cast(kl, "float32")
