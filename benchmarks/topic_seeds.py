@@ -8,7 +8,9 @@ fixed budget of `EPOCHS` epochs (the budget the fixes were found at; the best ep
 validation is kept and scored on the test split, leak-free). Each finished run's record
 goes to ``benchmarks/results/topics/seeds/<pair>/<arm>-s<seed>.json`` (commit them as they
 land); ``report`` writes the table: per arm mean +- sd over seeds of test perplexity, NPMI
-and diversity (and LDA's), and per pair the per-seed differences fix - default.
+and diversity (and LDA's), whether issue 14's topic target (`NPMI_TARGET`, diversity) holds
+in every seed, and per pair the per-seed differences fix - default and the perplexity ratio
+fix / default with its bootstrap interval over seeds and test documents (DESIGN §5a).
 
 Usage::
 
@@ -53,6 +55,12 @@ PAIRS = {
     # TCNLM: the random start of the NTM's decoder against preset `coherent` (its LDA start).
     "tcnlm": ("tcnlm", {"medium": ("medium", {}), "coherent": ("coherent", {})}),
 }
+
+
+#: Issue 14's targets: NPMI >= this x the same seed's gensim LDA (same corpus, K, reference),
+#: diversity >= LDA's - `DIVERSITY_SLACK`, perplexity of the fix within seed noise of the default.
+NPMI_TARGET = {"topicrnn": 0.9, "rgbn_rnn_1": 1.0, "gbn_rnn_1": 1.0, "tcnlm": 1.0}
+DIVERSITY_SLACK = 0.05
 
 
 def _log(message):
@@ -141,7 +149,16 @@ def summary(pairs):
             if not records:
                 continue
             quality = [r["topic_quality"] for r in records.values()]
+            npmi_over_lda = [q["model"]["npmi"] / q["lda"]["npmi"] for q in quality]
+            diversity_minus_lda = [q["model"]["diversity"] - q["lda"]["diversity"]
+                                   for q in quality]
+            meets = (all(r >= NPMI_TARGET[pair] for r in npmi_over_lda)
+                     and all(d >= -DIVERSITY_SLACK for d in diversity_minus_lda))
             arms[arm] = {
+                "npmi_over_lda": npmi_over_lda,
+                "diversity_minus_lda": diversity_minus_lda,
+                "topic_target_met": meets,   # in every seed, not on average
+                "records": records,
                 "seeds": sorted(records),
                 "test_ppl": _mean_sd([r["test"]["perplexity"] for r in records.values()]),
                 "npmi": _mean_sd([q["model"]["npmi"] for q in quality]),
@@ -158,17 +175,50 @@ def summary(pairs):
                 if paired else {}
             fixed = dict(zip(arms[fix]["seeds"], arms[fix][metric]["values"])) if paired else {}
             differences[metric] = [fixed[s] - values[s] for s in paired]
+        comparison = None
+        if paired:
+            comparison = _perplexity_comparison(
+                [arms[fix]["records"][s] for s in paired],
+                [arms[default]["records"][s] for s in paired])
+        for a in arms.values():
+            del a["records"]
         out["pairs"][pair] = {"default": default, "fix": fix, "arms": arms,
-                              "paired_seeds": paired, "fix_minus_default": differences}
+                              "npmi_target": NPMI_TARGET[pair],
+                              "paired_seeds": paired, "fix_minus_default": differences,
+                              "fix_vs_default_ppl": comparison}
     return out
+
+
+def _perplexity_comparison(fix_records, default_records):
+    """PPL(fix) / PPL(default) with its seeds-and-documents bootstrap interval (DESIGN §5a).
+
+    Args:
+        fix_records, default_records: the two arms' records on the same seeds.
+
+    Returns:
+        `PerplexityComparison.as_dict()` ("A" is the fix), or None when a record has no
+        per-document test scores.
+    """
+    from tfktopic.evaluation.comparison import paired_bootstrap
+
+    records = list(fix_records) + list(default_records)
+    if not all("test_documents" in r for r in records):
+        return None
+    tokens = records[0]["test_documents"]["tokens"]
+    if any(r["test_documents"]["tokens"] != tokens for r in records):
+        raise ValueError("topic_seeds: the two arms did not score the same test tokens")
+    return paired_bootstrap([r["test_documents"]["nll"] for r in fix_records],
+                            [r["test_documents"]["nll"] for r in default_records],
+                            tokens, num_resamples=2000, seed=0).as_dict()
 
 
 def _table(data):
     lines = [f"Medium preset, {data['epochs']} epochs, APNEWS (study data rules, split seed 0); "
              "mean +- sd over seeds. NPMI: top 10 words, reference = the training split; "
              "diversity: unique words among the top 25 of all topics.", "",
-             "| pair | arm | seeds | test ppl | NPMI | diversity | LDA NPMI | NPMI / LDA |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| pair | arm | seeds | test ppl | NPMI | diversity | LDA NPMI | LDA diversity "
+             "| NPMI / LDA per seed | topic target |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
 
     def fmt(stat, digits):
         if stat["sd"] is None:
@@ -177,10 +227,13 @@ def _table(data):
 
     for pair, entry in data["pairs"].items():
         for arm, a in entry["arms"].items():
-            ratio = np.asarray(a["npmi"]["values"]) / np.asarray(a["lda_npmi"]["values"])
+            ratios = ", ".join(f"{r:.2f}" for r in a["npmi_over_lda"])
+            target = (f"met (>= {entry['npmi_target']:g} x LDA)" if a["topic_target_met"]
+                      else "not met")
             lines.append(f"| {pair} | {arm} | {len(a['seeds'])} | {fmt(a['test_ppl'], 2)} | "
                          f"{fmt(a['npmi'], 4)} | {fmt(a['diversity'], 3)} | "
-                         f"{fmt(a['lda_npmi'], 4)} | {ratio.mean():.2f} |")
+                         f"{fmt(a['lda_npmi'], 4)} | {fmt(a['lda_diversity'], 3)} | "
+                         f"{ratios} | {target} |")
     lines += ["", "Per seed, fix - default (same seed, same split):", ""]
     for pair, entry in data["pairs"].items():
         diffs = entry["fix_minus_default"]
@@ -189,6 +242,13 @@ def _table(data):
                          f"{entry['paired_seeds']}): test ppl "
                          + ", ".join(f"{d:+.2f}" for d in diffs["test_ppl"]) + "; NPMI "
                          + ", ".join(f"{d:+.4f}" for d in diffs["npmi"]))
+            c = entry["fix_vs_default_ppl"]
+            if c is not None:
+                verdict = {"A better": f"{entry['fix']} better",
+                           "B better": f"{entry['fix']} worse"}.get(c["verdict"], c["verdict"])
+                lines.append(f"  test perplexity {entry['fix']} / {entry['default']}: "
+                             f"{c['ratio']:.4f} [{c['low']:.4f}, {c['high']:.4f}] "
+                             f"({c['level']:.0%} bootstrap over seeds and documents): {verdict}")
     return "\n".join(lines) + "\n"
 
 

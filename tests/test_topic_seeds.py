@@ -104,3 +104,53 @@ def test_summary_is_mean_sd_over_seeds_and_paired_differences(tmp_path, monkeypa
     table = topic_seeds._table(topic_seeds.summary(["topicrnn"]))
     assert "| topicrnn | random | 3 | 81.00 +- 1.00 |" in table
     assert "test ppl -3.00, -1.00" in table
+
+
+def test_topic_target_is_met_only_when_every_seed_meets_it(tmp_path, monkeypatch):
+    """NPMI >= 0.9 x LDA (TopicRNN) and diversity >= LDA's - 0.05 in every seed."""
+    monkeypatch.setattr(topic_seeds, "RESULTS", tmp_path)
+    # lda_npmi 0.07: ratios 1.0 and 0.8 (< 0.9) -> not met; 0.95 and 0.93 -> met.
+    values = {("random", 0): (81.0, 0.070, 0.70), ("random", 1): (80.0, 0.056, 0.72),
+              ("lda_s0.1", 0): (78.0, 0.0665, 0.46), ("lda_s0.1", 1): (79.0, 0.0651, 0.45)}
+    for (arm, seed), v in values.items():
+        path = topic_seeds.record_path("topicrnn", arm, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(_record(*v)))
+    arms = topic_seeds.summary(["topicrnn"])["pairs"]["topicrnn"]["arms"]
+    assert arms["random"]["npmi_over_lda"] == pytest.approx([1.0, 0.8])
+    assert not arms["random"]["topic_target_met"]
+    assert arms["lda_s0.1"]["topic_target_met"]          # diversity 0.45 = LDA's 0.5 - 0.05
+    path = topic_seeds.record_path("topicrnn", "lda_s0.1", 1)
+    path.write_text(json.dumps(_record(79.0, 0.0651, 0.44)))   # diversity 0.06 below LDA's
+    assert not topic_seeds.summary(["topicrnn"])["pairs"]["topicrnn"]["arms"]["lda_s0.1"][
+        "topic_target_met"]
+
+
+def test_perplexity_verdict_is_the_paired_bootstrap_of_the_two_arms(tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_seeds, "RESULTS", tmp_path)
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(50, 200, size=40).tolist()
+    ppl = {"random": [], "lda_s0.1": []}
+    for seed in (0, 1, 2):
+        for arm, nats in (("random", 4.40), ("lda_s0.1", 4.30)):   # the fix: 0.1 nats better
+            nll = (np.asarray(tokens) * (nats + 0.01 * rng.standard_normal(40))).tolist()
+            ppl[arm].append(np.exp(np.sum(nll) / np.sum(tokens)))
+            record = dict(_record(float(np.exp(nats)), 0.08, 0.8),
+                          test_documents={"nll": nll, "tokens": tokens})
+            path = topic_seeds.record_path("topicrnn", arm, seed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record))
+    entry = topic_seeds.summary(["topicrnn"])["pairs"]["topicrnn"]
+    comparison = entry["fix_vs_default_ppl"]
+    # Ratio of the mean-over-seeds perplexities, all documents.
+    assert comparison["ratio"] == pytest.approx(np.mean(ppl["lda_s0.1"]) / np.mean(ppl["random"]))
+    assert comparison["ratio"] == pytest.approx(np.exp(-0.1), rel=5e-3)
+    assert comparison["high"] < 1.0 and comparison["verdict"] == "A better"
+    assert "lda_s0.1 better" in topic_seeds._table(topic_seeds.summary(["topicrnn"]))
+    # Different target tokens in the two arms: no verdict.
+    path = topic_seeds.record_path("topicrnn", "random", 0)
+    record = json.loads(path.read_text())
+    record["test_documents"]["tokens"][0] += 1
+    path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="same test tokens"):
+        topic_seeds.summary(["topicrnn"])
