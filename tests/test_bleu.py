@@ -261,3 +261,37 @@ def test_a_sample_of_one_reference_is_allowed():
     assert bleu_lib.bleu_against_references(hypotheses, references, n=1, sample_size=1,
                                             seed=5) == pytest.approx(
         bleu_lib.bleu_against_references(hypotheses, [references[kept]], n=1))
+
+
+def test_defaults_are_bleu_4_orders_2_to_5_and_the_seed_0_reference_sample(refs_and_hyps):
+    """The documented defaults: n = 4, orders 2..5 (the papers' BLEU-2..5), max_order 5,
+    and the reference sample of seed 0."""
+    references, hypotheses = refs_and_hyps
+    hypotheses = hypotheses[:40]
+    scorer = bleu_lib.BleuScorer(references)
+    assert scorer.max_order == 5
+    assert scorer.sentence_bleu(hypotheses[0]) == scorer.sentence_bleu(hypotheses[0], 4)
+    assert scorer.sentence_bleu(hypotheses[0], 4) != scorer.sentence_bleu(hypotheses[0], 5)
+    assert scorer.sentence_scores(hypotheses) == scorer.sentence_scores(hypotheses, 4)
+    assert scorer.corpus_mean(hypotheses) == scorer.corpus_mean(hypotheses, 4)
+    assert sorted(scorer.mean_scores(hypotheses)) == [2, 3, 4, 5]
+    own = bleu_lib.SelfBleuScorer(hypotheses)
+    assert own.max_order == 5
+    assert own.sentence_bleu(0) == own.sentence_bleu(0, 4) != own.sentence_bleu(0, 5)
+    assert own.sentence_scores() == own.sentence_scores(4)
+    assert own.corpus_mean() == own.corpus_mean(4)
+    assert sorted(own.mean_scores()) == [2, 3, 4, 5]
+    keep = sorted(random.Random(0).sample(range(len(references)), 50))
+    expected = bleu_lib.BleuScorer([references[i] for i in keep]).corpus_mean(hypotheses, 4)
+    got = bleu_lib.bleu_against_references(hypotheses, references, sample_size=50)
+    assert got == pytest.approx(expected, abs=TOL)
+
+
+def test_self_bleu_takes_the_closer_longer_length_of_the_others():
+    """Lengths 3, 5, 6: for the sentence of length 5 the closest other length is 6 (above,
+    penalised); for the longest (6) it is 5 (below)."""
+    sentences = [["a", "b", "c"], ["a", "b", "c", "d", "e"], ["a", "b", "c", "d", "e", "f"]]
+    scorer = bleu_lib.SelfBleuScorer(sentences)
+    for i, expected in enumerate(brute_force_self_bleu(sentences)):
+        for n in ORDERS:
+            assert scorer.sentence_bleu(i, n) == pytest.approx(expected[n], abs=TOL)

@@ -173,3 +173,13 @@ def test_seed_summary_is_mean_and_sample_sd():
     assert summary["sd"] == pytest.approx(np.std([1.0, 2.0, 4.0], ddof=1))
     assert seed_summary([1.0, 3.0])["sd"] == pytest.approx(math.sqrt(2.0))   # two seeds
     assert seed_summary([5.0]) == {"mean": 5.0, "sd": 0.0, "n": 1}
+
+
+def test_defaults_are_2000_resamples_and_seed_0_so_a_verdict_is_reproducible():
+    tokens, nll_a, nll_b = _random_nll(5, 25, 3.0, 5.0)
+    default = paired_bootstrap(nll_a, nll_b, tokens)
+    assert default.num_resamples == 2000 and default.level == 0.95 and default.resample_seeds
+    explicit = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=2000, seed=0)
+    assert (default.low, default.high) == (explicit.low, explicit.high)
+    other = paired_bootstrap(nll_a, nll_b, tokens, num_resamples=2000, seed=1)
+    assert (default.low, default.high) != (other.low, other.high)
