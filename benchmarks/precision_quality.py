@@ -12,10 +12,10 @@ Runs go to ``runs/precision/<model>-<precision>-s<seed>`` and resume there when 
 A seed fixes the initial weights (the variables are float32 under both policies) and the
 data order, so the bf16 and float32 runs of one seed are a pair. The record has, per
 model, the test perplexity of every run, the paired bf16 / float32 ratios, and the float32
-seed-to-seed spread (the largest over the smallest float32 perplexity). The verdict is
-"within seed noise" when every paired ratio lies inside that spread (``1 / spread <=
-ratio <= spread``), else "outside seed noise"; with one seed there is no spread and the
-verdict is "needs 2 seeds".
+seed-to-seed spread (the largest over the smallest float32 perplexity). The verdict is the
+ratio PPL(bf16) / PPL(float32) with its bootstrap interval over the test documents (paired)
+and the seeds (DESIGN §5a): "within seed noise" when the interval contains 1, else "bf16
+worse" or "bf16 better"; with one seed per precision it is "needs 2 seeds".
 """
 
 import argparse
@@ -52,28 +52,59 @@ def test_perplexity(out):
     return float(json.loads(path.read_text())["test"]["perplexity"])
 
 
-def verdict(float32, bfloat16):
-    """Per model: the paired ratios, the float32 seed spread and the verdict.
+def test_documents(out):
+    """The per-document test NLL sums and token counts of a finished run, or None."""
+    path = pathlib.Path(out) / "test_documents.json"
+    if not path.exists():
+        return None
+    documents = json.loads(path.read_text())
+    return {"nll": documents["nll"], "tokens": documents["tokens"]}
+
+
+def verdict(float32, bfloat16, documents=None):
+    """Per model: the paired ratios, the float32 seed spread and the verdict (DESIGN §5a).
+
+    The verdict rests on PPL(bf16) / PPL(float32) with its 95% bootstrap interval over the
+    test documents (paired) and the seeds of each precision
+    (`tfktopic.evaluation.comparison.paired_bootstrap`): an interval that contains 1 is
+    "within seed noise"; above 1 "bf16 worse", below 1 "bf16 better". It needs two seeds of
+    each precision (one seed has no seed noise to compare with).
 
     Args:
         float32, bfloat16: {seed: test perplexity} of one model.
+        documents: {"float32": {seed: {"nll": [...], "tokens": [...]}}, "mixed_bfloat16":
+            ...}, the runs' per-document test scores (`test_documents`); without them there
+            is no verdict.
 
     Returns:
         dict with ``ratios`` ({seed: bf16 / f32}), ``float32_spread`` (max / min over
-        seeds, None for one seed) and ``verdict``.
+        seeds, None for one seed), ``comparison`` (the bootstrap, or None) and ``verdict``.
     """
     seeds = sorted(set(float32) & set(bfloat16))
     ratios = {seed: bfloat16[seed] / float32[seed] for seed in seeds}
     spread = (max(float32.values()) / min(float32.values())) if len(float32) > 1 else None
+    comparison = None
     if not seeds:
         result = "no pair yet"
-    elif spread is None:
+    elif len(seeds) < 2:
         result = "needs 2 seeds"
-    elif all(1.0 / spread <= r <= spread for r in ratios.values()):
-        result = "within seed noise"
+    elif documents is None or any(seed not in documents[p] for p in PRECISIONS
+                                  for seed in seeds):
+        result = "no per-document scores"
     else:
-        result = "outside seed noise"
-    return {"ratios": ratios, "float32_spread": spread, "verdict": result}
+        from tfktopic.evaluation.comparison import paired_bootstrap
+
+        tokens = documents["float32"][seeds[0]]["tokens"]
+        if any(documents[p][seed]["tokens"] != tokens for p in PRECISIONS for seed in seeds):
+            raise ValueError("precision_quality: the runs did not score the same test tokens")
+        comparison = paired_bootstrap(
+            [documents["mixed_bfloat16"][seed]["nll"] for seed in seeds],
+            [documents["float32"][seed]["nll"] for seed in seeds], tokens,
+            num_resamples=2000, seed=0).as_dict()
+        result = {"A better": "bf16 better", "B better": "bf16 worse"}.get(
+            comparison["verdict"], "within seed noise")
+    return {"ratios": ratios, "float32_spread": spread, "comparison": comparison,
+            "verdict": result}
 
 
 def run(models, seeds, epochs, workers, out_root):
@@ -103,8 +134,10 @@ def run(models, seeds, epochs, workers, out_root):
         runs = {p: {s: test_perplexity(pathlib.Path(out_root) / f"{name}-{p}-s{s}")
                     for s in seeds} for p in PRECISIONS}
         runs = {p: {s: v for s, v in r.items() if v is not None} for p, r in runs.items()}
+        documents = {p: {s: test_documents(pathlib.Path(out_root) / f"{name}-{p}-s{s}")
+                         for s in runs[p]} for p in PRECISIONS}
         results[name] = {"test_perplexity": runs,
-                         **verdict(runs["float32"], runs["mixed_bfloat16"]),
+                         **verdict(runs["float32"], runs["mixed_bfloat16"], documents),
                          "command": portable(run_command(name, "<precision>", "<seed>", epochs,
                                                          "<out>")[2:])}
         _log(f"{name}: {results[name]['verdict']} {results[name]['ratios']}")

@@ -1,23 +1,64 @@
-"""The mixed-precision quality verdict (benchmarks/precision_quality.py): a bf16 run is
-judged against its own seed's float32 run and the float32 seed-to-seed spread."""
+"""The mixed-precision quality verdict (benchmarks/precision_quality.py): bf16 against
+float32 by the paired bootstrap over test documents and seeds (DESIGN §5a)."""
 
+import numpy as np
 import pytest
 
 from benchmarks.precision_quality import verdict
 
 
-@pytest.mark.parametrize("bf16, expected", [
-    ({0: 101.0, 1: 101.5}, "within seed noise"),    # ratios 1.01, 0.995 inside the 1.02 spread
-    ({0: 104.0, 1: 99.0}, "outside seed noise"),    # 1.04 beyond it
-    ({0: 97.0, 1: 99.0}, "outside seed noise"),     # 0.97 below 1 / 1.02: better is noticed too
+def _documents(nats_per_token, seeds=(0, 1), num_docs=60, seed_spread=0.01):
+    """Per-document scores of runs whose NLL per token is `nats_per_token` + seed noise."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(20, 200, size=num_docs)
+    out = {}
+    for precision, nats in nats_per_token.items():
+        out[precision] = {}
+        for seed in seeds:
+            shift = seed_spread * rng.standard_normal()
+            per_doc = nats + shift + 0.02 * rng.standard_normal(num_docs)
+            out[precision][seed] = {"nll": (per_doc * tokens).tolist(),
+                                    "tokens": tokens.tolist()}
+    return out
+
+
+def _ppl(documents):
+    return {p: {s: float(np.exp(np.sum(d["nll"]) / np.sum(d["tokens"])))
+                for s, d in runs.items()} for p, runs in documents.items()}
+
+
+@pytest.mark.parametrize("bf16_nats, expected", [
+    (4.60, "within seed noise"),
+    (4.70, "bf16 worse"),        # 0.1 nats per token: 10% worse, far outside the seed noise
+    (4.50, "bf16 better"),       # better is noticed too
 ])
-def test_a_pair_outside_the_float32_seed_spread_is_flagged(bf16, expected):
-    result = verdict({0: 100.0, 1: 102.0}, bf16)
-    assert result["float32_spread"] == pytest.approx(1.02)
+def test_verdict_is_the_bootstrap_interval_of_the_ratio(bf16_nats, expected):
+    documents = _documents({"float32": 4.60, "mixed_bfloat16": bf16_nats})
+    ppl = _ppl(documents)
+    result = verdict(ppl["float32"], ppl["mixed_bfloat16"], documents)
     assert result["verdict"] == expected
-    assert result["ratios"][0] == pytest.approx(bf16[0] / 100.0)
+    c = result["comparison"]
+    assert c["ratio"] == pytest.approx(np.mean(list(ppl["mixed_bfloat16"].values()))
+                                       / np.mean(list(ppl["float32"].values())))
+    assert (c["low"] <= 1.0 <= c["high"]) == (expected == "within seed noise")
+    assert result["ratios"][0] == pytest.approx(ppl["mixed_bfloat16"][0] / ppl["float32"][0])
+    assert result["float32_spread"] == pytest.approx(max(ppl["float32"].values())
+                                                     / min(ppl["float32"].values()))
 
 
-def test_one_seed_gives_no_verdict():
-    assert verdict({0: 100.0}, {0: 100.5})["verdict"] == "needs 2 seeds"
+def test_one_seed_or_no_scores_gives_no_verdict():
+    documents = _documents({"float32": 4.6, "mixed_bfloat16": 4.6}, seeds=(0,))
+    ppl = _ppl(documents)
+    assert verdict(ppl["float32"], ppl["mixed_bfloat16"], documents)["verdict"] \
+        == "needs 2 seeds"
     assert verdict({0: 100.0}, {})["verdict"] == "no pair yet"
+    assert verdict({0: 100.0, 1: 101.0}, {0: 100.0, 1: 101.0})["verdict"] \
+        == "no per-document scores"
+
+
+def test_runs_that_scored_different_tokens_are_refused():
+    documents = _documents({"float32": 4.6, "mixed_bfloat16": 4.6})
+    documents["mixed_bfloat16"][1]["tokens"][0] += 1
+    ppl = _ppl(documents)
+    with pytest.raises(ValueError, match="same test tokens"):
+        verdict(ppl["float32"], ppl["mixed_bfloat16"], documents)
