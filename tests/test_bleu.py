@@ -285,6 +285,12 @@ def test_defaults_are_bleu_4_orders_2_to_5_and_the_seed_0_reference_sample(refs_
     expected = bleu_lib.BleuScorer([references[i] for i in keep]).corpus_mean(hypotheses, 4)
     got = bleu_lib.bleu_against_references(hypotheses, references, sample_size=50)
     assert got == pytest.approx(expected, abs=TOL)
+    keep = sorted(random.Random(0).sample(range(len(hypotheses)), 20))
+    expected = bleu_lib.SelfBleuScorer([hypotheses[i] for i in keep]).corpus_mean(4)
+    assert bleu_lib.self_bleu(hypotheses, sample_size=20) == pytest.approx(expected, abs=TOL)
+    report = bleu_lib.bleu_report(hypotheses, references)
+    assert sorted(k for k in report if k.startswith(("test_", "self_"))) == sorted(
+        f"{kind}_bleu_{n}" for kind in ("test", "self") for n in (2, 3, 4, 5))
 
 
 def test_self_bleu_takes_the_closer_longer_length_of_the_others():
@@ -295,3 +301,13 @@ def test_self_bleu_takes_the_closer_longer_length_of_the_others():
     for i, expected in enumerate(brute_force_self_bleu(sentences)):
         for n in ORDERS:
             assert scorer.sentence_bleu(i, n) == pytest.approx(expected[n], abs=TOL)
+
+
+def test_self_bleu_of_two_sentences_scores_each_against_the_other():
+    """Two sentences are the fewest self-BLEU accepts (each is the other's reference)."""
+    pair = [["a", "b", "c", "d"], ["a", "b", "c", "e"]]
+    scores = bleu_lib.SelfBleuScorer(pair).sentence_scores(n=2)
+    expected = [nltk_scores([pair[1]], pair[0])[2], nltk_scores([pair[0]], pair[1])[2]]
+    assert scores == pytest.approx(expected, abs=TOL) and scores[0] > 0
+    with pytest.raises(ValueError, match="at least two sentences"):
+        bleu_lib.SelfBleuScorer(pair[:1])
