@@ -289,6 +289,11 @@ def test_defaults_are_bleu_4_orders_2_to_5_and_the_seed_0_reference_sample(refs_
     expected = bleu_lib.SelfBleuScorer([hypotheses[i] for i in keep]).corpus_mean(4)
     assert bleu_lib.self_bleu(hypotheses, sample_size=20) == pytest.approx(expected, abs=TOL)
     report = bleu_lib.bleu_report(hypotheses, references)
+    sampled = bleu_lib.bleu_report(hypotheses, references, reference_sample_size=50,
+                                   self_bleu_sample_size=20)
+    assert sampled == bleu_lib.bleu_report(hypotheses, references, reference_sample_size=50,
+                                           self_bleu_sample_size=20, seed=0)
+    assert sampled["test_bleu_4"] == pytest.approx(got, abs=TOL)
     assert sorted(k for k in report if k.startswith(("test_", "self_"))) == sorted(
         f"{kind}_bleu_{n}" for kind in ("test", "self") for n in (2, 3, 4, 5))
 
