@@ -169,6 +169,25 @@ def test_multinomial_split_matches_exact_moments_and_conserves_counts():
     np.testing.assert_array_equal(phi_counts.sum(0), topic_counts.sum((0, 1)))
 
 
+def test_integer_counts_draw_as_float_counts_and_negative_or_zero_counts_draw_nothing():
+    """Counts may come as integers (rounded, negatives count as 0, reference §8.7): the
+    draws equal those of the same float counts, and a 0 or negative entry gives 0."""
+    m = np.array([[0, -3, 1, 6, 2]])
+    r = np.array([0.5, 0.5, 2.0, 1.0, 0.3], np.float32)
+    for dtype in (np.int32, np.int64):
+        tables = crt(m.astype(dtype), r, key=3).numpy()
+        np.testing.assert_array_equal(tables, crt(m.astype(np.float32), r, key=3).numpy())
+        assert tables[0, 0] == tables[0, 1] == 0 and tables[0, 2] == 1
+        wins = binomial(m.astype(dtype), 0.5, key=4).numpy()
+        np.testing.assert_array_equal(wins, binomial(m.astype(np.float32), 0.5, key=4).numpy())
+        assert wins[0, 0] == wins[0, 1] == 0
+    phi = np.full((5, 2), 0.5, np.float32)
+    theta = np.ones((1, 1, 2), np.float32)
+    phi_counts, topic_counts = multinomial_split(m[:, None, :].astype(np.int64), phi, theta,
+                                                 key=5)
+    assert topic_counts.numpy().sum() == 1 + 6 + 2 and phi_counts.numpy()[:2].sum() == 0
+
+
 def test_multinomial_split_with_all_zero_weights_is_uniform_not_topic_zero():
     # theta underflow (reference §8.6) must not dump every count on topic 0.
     _, topic_counts = multinomial_split(np.full((1, 1, 1), 4000.0, np.float32),
