@@ -188,6 +188,48 @@ def test_integer_counts_draw_as_float_counts_and_negative_or_zero_counts_draw_no
     assert topic_counts.numpy().sum() == 1 + 6 + 2 and phi_counts.numpy()[:2].sum() == 0
 
 
+def test_each_unit_draws_at_its_global_entry_and_occurrence():
+    """The documented key layout: unit i of count entry e (global flat index: the replica's
+    `offset` rows shifted in) draws counter_uniform(key, e * 2**24 + i). A resumed or
+    re-split run depends on it; the CRT below is recomputed from those uniforms alone."""
+    counts = np.array([[3.0, 0.0], [2.0, 5.0]], np.float32)
+    r = np.array([[0.7, 1.0], [2.0, 0.4]], np.float32)
+    offset, key = 4, 11
+    tables = crt(counts, r, key=key, offset=offset).numpy()
+    expected = np.zeros_like(counts)
+    for (row, col), m in np.ndenumerate(counts):
+        entry = (row + offset) * counts.shape[1] + col
+        u = counter_uniform(key, tf.constant(entry * 2 ** 24 + np.arange(int(m)),
+                                             tf.int64)).numpy()
+        i = np.arange(int(m))
+        expected[row, col] = np.sum((i == 0) | (u * (r[row, col] + i) < r[row, col]))
+    np.testing.assert_array_equal(tables, expected)
+
+
+def test_samplers_default_to_key_0_and_offset_0():
+    counts = np.full((3, 4), 6.0, np.float32)
+    for sample in (lambda **kw: crt(counts, 0.8, **kw),
+                   lambda **kw: binomial(counts, 0.4, **kw),
+                   lambda **kw: multinomial_split(counts[:, None, :],
+                                                  np.full((4, 3), 1 / 3, np.float32),
+                                                  np.ones((3, 1, 3), np.float32), **kw)[1]):
+        default = sample().numpy()
+        np.testing.assert_array_equal(default, sample(key=0, offset=0).numpy())
+        assert not np.array_equal(default, sample(key=0, offset=1).numpy())
+        assert not np.array_equal(default, sample(key=1, offset=0).numpy())
+
+
+def test_multinomial_split_of_tiny_theta_keeps_its_proportions():
+    """theta near float32's smallest normal numbers (reference §8.6): each row is rescaled
+    by its maximum before the 1e-30 floor weight is added, so a 1 : 3 row still splits
+    1 : 3, not uniformly."""
+    theta = np.array([[[1e-33, 3e-33]]], np.float32)
+    _, topic_counts = multinomial_split(np.full((1, 1, 1), 8000.0, np.float32),
+                                        np.full((1, 2), 0.5, np.float32), theta, key=2)
+    counts = topic_counts.numpy().ravel()
+    assert counts.sum() == 8000 and abs(counts[1] - 6000) < 5 * np.sqrt(8000 * 0.75 * 0.25)
+
+
 def test_multinomial_split_with_all_zero_weights_is_uniform_not_topic_zero():
     # theta underflow (reference §8.6) must not dump every count on topic 0.
     _, topic_counts = multinomial_split(np.full((1, 1, 1), 4000.0, np.float32),

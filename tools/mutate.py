@@ -124,6 +124,9 @@ EXPLAINED = {
     ("tfktopic/evaluation/coherence.py", "line 375:27: Add -> Sub"):
         "`range(i - 1, size)` in the pair loop also fills the diagonal and one entry below "
         "it, which the sum never reads (`np.triu_indices(card, k=1)`: above the diagonal)",
+    ("tfktopic/bayes/augmentation.py", "line 189:23: Sub -> Add"):
+        "the clip of the topic index to K - 1 is defensive: target = u * cum[-1] <= cum[-1], "
+        "so searchsorted(side='left') is at most K - 1 and the clip never acts",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
