@@ -145,10 +145,27 @@ def study_sections(root=RESULTS):
     return [STUDY_HEADER] + [path.read_text() for path in paths] if paths else []
 
 
-def render(records_by_mode, study=()):
-    """The whole report: header, the study's tables, then the sections of full, medium and
-    quick."""
-    parts = [HEADER, *study]
+TOPICS_HEADER = """## Topic quality over seeds (issue 14)
+
+Written by `python -m benchmarks.topic_seeds report` from the records in
+`benchmarks/results/topics/seeds/` (each topic fix against its model's default, three seeds;
+causes and single-factor experiments: `benchmarks/results/topics/causes.md`). Targets: NPMI
+>= 1.0 x the same seed's gensim LDA (0.9 x for TopicRNN) and diversity >= LDA's - 0.05, in
+every seed; test perplexity of the fix within seed noise of the default (the bootstrap
+interval of the ratio contains 1, or lies below it).
+"""
+
+
+def topic_sections(root=RESULTS):
+    """The topic-seeds summary table (``topics/seeds/summary.md``), if it was written."""
+    path = root / "topics" / "seeds" / "summary.md"
+    return [TOPICS_HEADER, path.read_text()] if path.exists() else []
+
+
+def render(records_by_mode, study=(), topics=()):
+    """The whole report: header, the study's tables, the topic-seeds table, then the
+    sections of full, medium and quick."""
+    parts = [HEADER, *study, *topics]
     for mode in ("full", "medium", "quick"):
         if mode in records_by_mode:
             parts.append(render_mode(mode, records_by_mode[mode]))
@@ -166,7 +183,7 @@ def main(argv=None):
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     args = parser.parse_args(argv)
     results = pathlib.Path(args.results)
-    text = render(load_records(results), study_sections(results))
+    text = render(load_records(results), study_sections(results), topic_sections(results))
     if args.stdout:
         print(text)
     else:

@@ -36,3 +36,14 @@ def test_the_study_tables_come_first_when_the_study_report_wrote_them(tmp_path):
     text = report.render(report.load_records(tmp_path), report.study_sections(tmp_path))
     assert text.index("## The comparison study") < text.index("### apnews: verdicts") \
         < text.index("## Mode `medium`")
+
+
+def test_the_topic_seeds_table_follows_the_study_when_written(tmp_path):
+    (tmp_path / "medium").mkdir()
+    (tmp_path / "medium" / "speed.json").write_text(json.dumps([_record("tokens_per_s", 3.0)]))
+    assert report.topic_sections(tmp_path) == []
+    (tmp_path / "topics" / "seeds").mkdir(parents=True)
+    (tmp_path / "topics" / "seeds" / "summary.md").write_text("| tcnlm | coherent |\n")
+    text = report.render(report.load_records(tmp_path), [], report.topic_sections(tmp_path))
+    assert text.index("## Topic quality over seeds") < text.index("| tcnlm | coherent |") \
+        < text.index("## Mode `medium`")
