@@ -34,8 +34,8 @@ future text in; label such numbers.
 
 Topic quality: the paper's TLASGR steps (eps_0 = 1) keep Phi below LDA's topics;
 preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI
-(rGBN-RNN, 1 layer, three seeds: 1.04-1.07 x LDA at no perplexity cost;
-measurements and causes: `tfktopic.models.rgbn.presets`).
+(1 layer, three seeds: rGBN-RNN 1.04-1.07 x LDA, GBN-RNN 1.04-1.08 x, both at no
+perplexity cost; measurements and causes: `tfktopic.models.rgbn.presets`).
 """
 
 import math

@@ -28,13 +28,15 @@ first updates (0.076 -> 0.014 after one epoch). An LDA start with 50 times
 smaller steps (eps_0 = 0.02) keeps and refines it: NPMI 0.079 (1.05 x LDA),
 diversity 0.42, and a better fit of the bags of words (-log p(d) 4,029 against
 4,090 per chunk). ``coherent`` = ``medium`` + these two settings
-(`COHERENT_CHANGES`); the defaults and ``medium`` stay the paper's. The joint
-GBN-RNN with it, 4 epochs, one seed: NPMI 0.072 (0.95 x LDA, still rising; default
-0.043), test perplexity 86.05 (default 86.76). The joint rGBN-RNN, 1 layer, 6 medium
-epochs, three seeds on one split (``python -m benchmarks.topic_seeds report``): NPMI
-0.081 +- 0.005, 1.04 / 1.07 / 1.04 x each seed's LDA, diversity 0.44 (LDA 0.41-0.43),
-test perplexity 78.89 +- 0.88, against 0.049 (0.63-0.66 x LDA) and 79.68 +- 0.99 for
-``medium``: lower perplexity in every seed.
+(`COHERENT_CHANGES`); the defaults and ``medium`` stay the paper's. The joint models,
+1 layer, 6 medium epochs, three seeds on one split (``python -m benchmarks.topic_seeds
+report``): rGBN-RNN NPMI 0.081 +- 0.005, 1.04 / 1.07 / 1.04 x each seed's LDA,
+diversity 0.44 (LDA 0.41-0.43), test perplexity 78.89 +- 0.88, against 0.049
+(0.63-0.66 x LDA) and 79.68 +- 0.99 for ``medium``; GBN-RNN NPMI 0.082 +- 0.004,
+1.08 / 1.07 / 1.04 x LDA, diversity 0.45, test perplexity 78.20 +- 0.54, against 0.056
+(0.68-0.75 x LDA) and 78.27 +- 0.19. The perplexity ratios coherent / medium, 0.990
+[0.974, 1.007] and 0.999 [0.990, 1.009] (95% bootstrap over seeds and test documents),
+contain 1: no perplexity cost.
 
 Example:
 >>> PRESETS["paper"]["model"]["hidden_sizes"]
