@@ -38,6 +38,10 @@ def test_averaged_perplexity_is_the_mean_of_probabilities_not_of_logs():
     assert samples.perplexity(mean="geometric") == pytest.approx(geometric, rel=1e-12)
     # Jensen: the arithmetic mixture is never worse than the geometric one.
     assert samples.perplexity() < samples.perplexity(mean="geometric")
+    # Per token: the log of the mean probability, or the mean log-probability.
+    np.testing.assert_allclose(samples.average_log_prob(), np.log(probs.mean(axis=0)))
+    np.testing.assert_allclose(samples.average_log_prob(mean="geometric"),
+                               np.log(probs).mean(axis=0))
     floored = math.exp(-np.log(probs[[1, 3, 5]].mean(axis=0) + 1e-6).mean())
     assert samples.perplexity(3, "thinned", floor=1e-6) == pytest.approx(floored, rel=1e-12)
     mean, std = samples.average_probabilities(indices=[0, 2])
@@ -143,6 +147,41 @@ def test_epoch_thinning_and_epoch_burn_in(lee):
     assert collector.steps == [10, 15]
     assert history.history["num_samples"][-1] == 2.0
     assert "eval_avg_ppl" in history.history
+
+
+def test_defaults_collect_every_100_steps_from_the_first_and_boundaries_are_accepted(lee):
+    collector = SampleCollector(lee["valid"])
+    collected = []
+    collector.collect = lambda step=None: collected.append(step)
+    collector._step, collector._burn_in_step = 0, 0
+    for batch in range(250):
+        collector.on_train_batch_end(batch)
+    assert collected == [100, 200]
+    # The smallest valid settings: a sample every step, no burn-in, one sample.
+    edge = SampleCollector(lee["valid"], thin=1, burn_in_epochs=0, max_samples=1)
+    assert (edge.thin, edge.burn_in_epochs, edge.max_samples) == (1, 0, 1)
+
+
+def test_logged_running_average_is_the_mixture_in_memory_and_after_a_resume(lee, tmp_path):
+    """`eval_avg_ppl` is the perplexity of the mean probability over the samples so far
+    (eq. 5), whether the samples are in memory or a collection resumed from disk."""
+    model = _psgld_lm(lee, dropout=0.0)
+    memory = SampleCollector(lee["valid"])
+    disk = SampleCollector(lee["valid"], directory=tmp_path / "samples")
+    for collector in (memory, disk):
+        collector.set_model(model)
+    first = memory.collect(step=1)
+    disk.collect(step=1)
+    assert first["eval_avg_ppl"] == pytest.approx(first["eval_sample_ppl"], rel=1e-6)
+    model.fit(lee["train"], epochs=1, steps_per_epoch=3, verbose=0)   # other weights
+    second = memory.collect(step=4)
+    assert second["eval_avg_ppl"] == pytest.approx(memory.samples().perplexity(), rel=1e-9)
+    assert second["eval_avg_ppl"] != pytest.approx(second["eval_sample_ppl"], rel=1e-6)
+    resumed = SampleCollector(lee["valid"], directory=tmp_path / "samples")   # 1 on disk
+    resumed.set_model(model)
+    after = resumed.collect(step=4)
+    assert len(resumed.samples()) == 2
+    assert after["eval_avg_ppl"] == pytest.approx(second["eval_avg_ppl"], rel=1e-6)
 
 
 def test_averaging_samples_beats_the_last_sample_on_real_text(lee):

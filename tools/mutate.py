@@ -127,6 +127,15 @@ EXPLAINED = {
     ("tfktopic/bayes/augmentation.py", "line 189:23: Sub -> Add"):
         "the clip of the topic index to K - 1 is defensive: target = u * cum[-1] <= cum[-1], "
         "so searchsorted(side='left') is at most K - 1 and the clip never acts",
+    ("tfktopic/bayes/collection.py", "line 305:25: constant 0 -> 1"):
+        "SampleCollector's default `verbose=1` only prints each sample's logs",
+    ("tfktopic/bayes/collection.py", "line 332:22: constant 0 -> 1"):
+        "`self._epoch = 1` in __init__ is overwritten by on_epoch_begin before it is read",
+    ("tfktopic/bayes/collection.py", "line 391:60: constant 1 -> 2"):
+        "`reshape(-2)`: numpy takes any negative size as the one unknown dimension, as -1",
+    ("tfktopic/bayes/collection.py", "line 449:49: constant 1 -> 2"):
+        "the running mean is then rebuilt from the stored samples at the second sample (the "
+        "resume path): the same mean, one more pass over the samples",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
