@@ -88,7 +88,7 @@ def verdict(float32, bfloat16, documents=None):
         result = "no pair yet"
     elif len(seeds) < 2:
         result = "needs 2 seeds"
-    elif documents is None or any(seed not in documents[p] for p in PRECISIONS
+    elif documents is None or any(documents[p].get(seed) is None for p in PRECISIONS
                                   for seed in seeds):
         result = "no per-document scores"
     else:

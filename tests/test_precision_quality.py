@@ -54,6 +54,10 @@ def test_one_seed_or_no_scores_gives_no_verdict():
     assert verdict({0: 100.0}, {})["verdict"] == "no pair yet"
     assert verdict({0: 100.0, 1: 101.0}, {0: 100.0, 1: 101.0})["verdict"] \
         == "no per-document scores"
+    documents = _documents({"float32": 4.6, "mixed_bfloat16": 4.6})
+    documents["float32"][1] = None        # a run without its test_documents.json
+    ppl = {0: 100.0, 1: 101.0}
+    assert verdict(ppl, ppl, documents)["verdict"] == "no per-document scores"
 
 
 def test_runs_that_scored_different_tokens_are_refused():
