@@ -136,6 +136,13 @@ EXPLAINED = {
     ("tfktopic/bayes/collection.py", "line 449:49: constant 1 -> 2"):
         "the running mean is then rebuilt from the stored samples at the second sample (the "
         "resume path): the same mean, one more pass over the samples",
+    ("tfktopic/bayes/counter_random.py", "line 129:7: Add -> Sub"):
+        "`_uniform_from_bits` then also masks a field that ends at bit 31: after the right "
+        "shift it has only `width` bits, so the mask changes nothing",
+    ("tfktopic/bayes/counter_random.py", "line 129:23: constant 32 -> 33"):
+        "as line 129:7: the extra mask of a field ending at bit 31 changes nothing",
+    ("tfktopic/bayes/counter_random.py", "line 131:15: constant 23 -> 24"):
+        "`width < 24` lets width 23 through to a left shift by 0 bits: no change",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
