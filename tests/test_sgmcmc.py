@@ -405,6 +405,56 @@ def test_stateless_standard_normal_statistics_and_xla_equality(bits):
     np.testing.assert_allclose(draw().numpy(), eager, rtol=1e-6, atol=1e-6)
 
 
+_M32 = 0xFFFFFFFF
+
+
+def _philox4x32_10(counter, key):
+    """Philox-4x32-10 (Salmon et al. 2011) in Python integers: one 128-bit block."""
+    c, (k0, k1) = list(counter), key
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [((p1 >> 32) ^ c[1] ^ k0) & _M32, p1 & _M32, ((p0 >> 32) ^ c[3] ^ k1) & _M32,
+             p0 & _M32]
+        k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
+    return c
+
+
+def _reference_normal(size, seed, stream, bits):
+    """The documented draw, in float64: Philox words with key `seed` and counter
+    (0, `stream`), uniforms (k + 1/2)·2^-bits, Box-Muller cos values then sin values."""
+    pairs = (size + 1) // 2
+    count = 2 * pairs if bits == 23 else pairs
+    words, block = [], stream << 64
+    while len(words) < count:
+        words += _philox4x32_10([block >> shift & _M32 for shift in (0, 32, 64, 96)],
+                                (seed & _M32, seed >> 32 & _M32))
+        block += 1
+    words = np.array(words[:count], np.uint64)
+    if bits == 23:
+        u1, u2 = (words[:pairs] >> 9) + 0.5, (words[pairs:] >> 9) + 0.5
+    else:
+        u1, u2 = (words >> 16) + 0.5, (words & 0xFFFF) + 0.5
+    u1, u2 = u1 * 2.0 ** -bits, u2 * 2.0 ** -bits
+    radius, angle = np.sqrt(-2 * np.log(u1)), 2 * np.pi * u2
+    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:size]
+
+
+@pytest.mark.parametrize("bits", [23, 16])
+def test_stateless_standard_normal_is_the_documented_philox_box_muller_draw(bits):
+    """Against an independent Philox-4x32-10 (checked on Random123's known answers) and
+    numpy's Box-Muller: the key, the counter (0, stream), the word order, the uniforms and
+    the cos/sin halves are the documented ones (even and odd sizes: an odd one cuts the
+    last pair)."""
+    assert _philox4x32_10([0, 0, 0, 0], (0, 0)) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C,
+                                                    0x9B00DBD8]
+    assert _philox4x32_10([_M32] * 4, (_M32, _M32)) == [0x408F276D, 0x41C83B0E, 0xA20BC7C6,
+                                                        0x6D5451FD]
+    for shape, seed, stream in (([7, 5], 5, 3), ([4, 6], 5, 4), ([1001], 12, 2**40 + 9)):
+        z = stateless_standard_normal(shape, seed, tf.constant(stream, tf.int64), bits=bits)
+        expected = _reference_normal(int(np.prod(shape)), seed, stream, bits)
+        np.testing.assert_allclose(z.numpy().ravel(), expected, rtol=2e-6, atol=2e-6)
+
+
 def test_sixteen_bit_uniforms_are_the_exact_midpoint_grid_with_the_documented_moments():
     """Both halves of a word give (k + 1/2)·2⁻¹⁶ exactly, for every k; the Box-Muller
     radius over that grid has E[R²]/2 = 1 − 5·10⁻⁶ (the noise's variance) and the largest

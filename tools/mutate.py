@@ -143,6 +143,12 @@ EXPLAINED = {
         "as line 129:7: the extra mask of a field ending at bit 31 changes nothing",
     ("tfktopic/bayes/counter_random.py", "line 131:15: constant 23 -> 24"):
         "`width < 24` lets width 23 through to a left shift by 0 bits: no change",
+    ("tfktopic/bayes/counter_random.py", "line 178:28: constant 2 -> 3"):
+        "Philox words of shape [3, pairs]: rows 0 and 1 are the same words as with [2, "
+        "pairs] (the stream is filled row by row); row 2 is never read",
+    ("tfktopic/bayes/counter_random.py", "line 180:49: constant 23 -> 24"):
+        "u2 = (k + 1/4)·2^-23 instead of (k + 1/2)·2^-23: each angle moves by 2π·2^-25 = "
+        "1.9e-7 rad, below the float32 rounding of 2π·u2 itself (4.8e-7 near 2π)",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
