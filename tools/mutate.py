@@ -148,7 +148,8 @@ EXPLAINED = {
         "pairs] (the stream is filled row by row); row 2 is never read",
     ("tfktopic/bayes/counter_random.py", "line 180:49: constant 23 -> 24"):
         "u2 = (k + 1/4)·2^-23 instead of (k + 1/2)·2^-23: each angle moves by 2π·2^-25 = "
-        "1.9e-7 rad, below the float32 rounding of 2π·u2 itself (4.8e-7 near 2π)",
+        "1.9e-7 rad, the size of the float32 rounding of 2π·u2 itself (half an ulp is "
+        "2.4e-7 near 2π): a different last bit, not a different law",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
