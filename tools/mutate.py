@@ -146,7 +146,7 @@ EXPLAINED = {
     ("tfktopic/bayes/counter_random.py", "line 178:28: constant 2 -> 3"):
         "Philox words of shape [3, pairs]: rows 0 and 1 are the same words as with [2, "
         "pairs] (the stream is filled row by row); row 2 is never read",
-    ("tfktopic/bayes/counter_random.py", "line 180:49: constant 23 -> 24"):
+    ("tfktopic/bayes/counter_random.py", "line 180:86: constant 23 -> 24"):
         "u2 = (k + 1/4)·2^-23 instead of (k + 1/2)·2^-23: each angle moves by 2π·2^-25 = "
         "1.9e-7 rad, the size of the float32 rounding of 2π·u2 itself (half an ulp is "
         "2.4e-7 near 2π): a different last bit, not a different law",
