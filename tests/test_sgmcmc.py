@@ -722,6 +722,10 @@ def test_first_gradient_init_fills_coordinates_without_gradient():
     opt = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0)
     opt.apply_gradients([(np.array([2.0, 0.0, 0.0, 1.0], "float32"), var)])
     np.testing.assert_allclose(opt._sq_averages[0].numpy(), [4.0, 2.5, 2.5, 1.0])
+    single = keras.Variable(np.zeros(3, "float32"))      # one non-zero gradient: its square
+    opt = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0)
+    opt.apply_gradients([(np.array([0.0, 3.0, 0.0], "float32"), single)])
+    np.testing.assert_allclose(opt._sq_averages[0].numpy(), [9.0, 9.0, 9.0])
     silent = keras.Variable(np.zeros(3, "float32"))
     opt = PSGLD(learning_rate=1e-3, num_examples=10, temperature=0.0)
     opt.apply_gradients([(np.zeros(3, "float32"), silent)])

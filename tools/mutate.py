@@ -150,6 +150,9 @@ EXPLAINED = {
         "u2 = (k + 1/4)·2^-23 instead of (k + 1/2)·2^-23: each angle moves by 2π·2^-25 = "
         "1.9e-7 rad, the size of the float32 rounding of 2π·u2 itself (half an ulp is "
         "2.4e-7 near 2π): a different last bit, not a different law",
+    ("tfktopic/bayes/sgmcmc.py", "line 144:19: constant 16 -> 17"):
+        "`_LangevinOptimizer`'s own `noise_bits` default is never used: SGLD and PSGLD pass "
+        "theirs (16; any other value than 16 or 23 raises)",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
