@@ -142,11 +142,18 @@ def test_collector_follows_burn_in_and_thinning_and_disk_equals_memory(lee, tmp_
 def test_epoch_thinning_and_epoch_burn_in(lee):
     model = _psgld_lm(lee, dropout=0.0)
     collector = SampleCollector(lee["valid"], burn_in_epochs=1, thin="epoch")
+    # Step thinning after 0 burn-in epochs: every 4th step from the start; its running
+    # average goes into the epoch logs under the evaluation set's name.
+    stepper = SampleCollector({"stepped": lee["valid"]}, burn_in_epochs=0, thin=4)
     history = model.fit(lee["train"], epochs=3, steps_per_epoch=5, verbose=0,
-                        callbacks=[collector])
+                        callbacks=[stepper, collector])   # the last one writes num_samples
     assert collector.steps == [10, 15]
     assert history.history["num_samples"][-1] == 2.0
-    assert "eval_avg_ppl" in history.history
+    assert history.history["eval_avg_ppl"][-1] == pytest.approx(
+        collector.samples().perplexity(), rel=1e-6)
+    assert stepper.steps == [4, 8, 12]
+    assert history.history["stepped_avg_ppl"][-1] == pytest.approx(
+        stepper.samples().perplexity(), rel=1e-6)
 
 
 def test_defaults_collect_every_100_steps_from_the_first_and_boundaries_are_accepted(lee):

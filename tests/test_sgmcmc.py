@@ -193,7 +193,7 @@ def test_psgld_at_zero_temperature_is_rmsprop():
 
 
 def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v_init, seed,
-                 v_floor=0.0, grads_fn=None, bits=16):
+                 v_floor=0.0, grads_fn=None, bits=16, noise_burnin=0):
     """Hand-written reference of the full pSGLD update, with the same noise draws."""
     sq = [np.ones_like(v) if v_init == "ones" else np.zeros_like(v) for v in values]
     out = []
@@ -214,6 +214,8 @@ def _numpy_psgld(values, steps, lr, n, temperature, prec, rho, eps, placement, v
             drift = np.float32(lr) * (g + np.float32(prec / n) * v) / denom
             xi = stateless_standard_normal(v.shape, seed, t * len(values) + i, bits=bits).numpy()
             noise = np.sqrt(np.float32(lr) * np.float32(2 * temperature / n) / denom) * xi
+            if t < noise_burnin:
+                noise = np.zeros_like(noise)
             new_values.append(v - (drift - noise))
         values = new_values
         out.append(values)
@@ -236,6 +238,25 @@ def test_psgld_matches_hand_written_update(placement, v_init, temperature, bits)
     for got_t, want_t in zip(got, want):
         for a, b in zip(got_t, want_t):
             np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+
+
+def test_psgld_matches_hand_written_update_at_the_edges_of_its_settings():
+    """One variable (its noise streams are t·1 + 0), a prior precision below 1, and
+    noise_burnin_steps=1 (step 0 without noise, then noise)."""
+    init = [np.linspace(-1, 1, 6, dtype="float32")]
+    kw = dict(lr=2e-3, n=40, temperature=1.0, prec=0.5, rho=0.99, eps=1e-5,
+              placement="outside", v_init="zeros", seed=5, noise_burnin=1)
+    opt = PSGLD(learning_rate=kw["lr"], num_examples=kw["n"], prior_precision=kw["prec"],
+                rho=kw["rho"], epsilon=kw["eps"], v_init="zeros", seed=5,
+                noise_burnin_steps=1)
+    got = _run_steps(opt, _random_grads, init, 3)
+    want = _numpy_psgld([v.copy() for v in init], 3, **kw)
+    for got_t, want_t in zip(got, want):
+        np.testing.assert_allclose(got_t[0], want_t[0], rtol=2e-6, atol=1e-7)
+    no_prior = _numpy_psgld([v.copy() for v in init], 1, **{**kw, "prec": 0.0})
+    assert not np.allclose(got[0][0], no_prior[0][0], rtol=0, atol=1e-7)
+    noisy_first = _numpy_psgld([v.copy() for v in init], 1, **{**kw, "noise_burnin": 0})
+    assert not np.allclose(got[0][0], noisy_first[0][0], rtol=1e-3)
 
 
 def test_psgld_v_floor_matches_hand_written_update():
@@ -747,5 +768,12 @@ def test_normalize_gradients_to_rescales_every_step(cls):
         var = keras.Variable(np.zeros((1, 2), "float32"))
         opt.apply_gradients([(tf.constant([[0.3, 0.4]]), var)])
         np.testing.assert_allclose(np.linalg.norm(var.numpy()), 0.5, rtol=1e-6)
+    # A sparse gradient alone (norm 1) is scaled up to 5 as well.
+    sparse = opt._clip_gradients([tf.IndexedSlices(tf.constant([[0.6, 0.8]]), tf.constant([1]),
+                                                   tf.constant([3, 2]))])[0]
+    np.testing.assert_allclose(sparse.values.numpy(), [[3.0, 4.0]], rtol=1e-6)
     with pytest.raises(ValueError, match="normalize_gradients_to"):
         cls(num_examples=10, normalize_gradients_to=0.0)
+    # The smallest valid settings: any positive target, a single example.
+    small = cls(num_examples=1, normalize_gradients_to=0.5)
+    assert (small.num_examples, small.normalize_gradients_to) == (1, 0.5)

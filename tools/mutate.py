@@ -153,6 +153,16 @@ EXPLAINED = {
     ("tfktopic/bayes/sgmcmc.py", "line 144:19: constant 16 -> 17"):
         "`_LangevinOptimizer`'s own `noise_bits` default is never used: SGLD and PSGLD pass "
         "theirs (16; any other value than 16 or 23 raises)",
+    ("tfktopic/bayes/sgmcmc.py", "line 168:41: constant 0 -> 1"):
+        "the range of the random seed drawn when `seed=None` (any seed is valid)",
+    ("tfktopic/bayes/sgmcmc.py", "line 168:44: Sub -> Add"):
+        "the range of the random seed drawn when `seed=None` (any seed is valid)",
+    ("tfktopic/bayes/sgmcmc.py", "line 168:44: constant 2 -> 3"):
+        "the range of the random seed drawn when `seed=None` (any seed is valid)",
+    ("tfktopic/bayes/sgmcmc.py", "line 168:47: constant 31 -> 32"):
+        "the range of the random seed drawn when `seed=None` (any seed is valid)",
+    ("tfktopic/bayes/sgmcmc.py", "line 168:52: constant 1 -> 2"):
+        "the range of the random seed drawn when `seed=None` (any seed is valid)",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
