@@ -72,6 +72,9 @@ def test_a_run_another_scheduler_finished_meanwhile_is_not_started(tmp_path, mon
 
     monkeypatch.setattr(topic_seeds.subprocess, "run", fake_run)
     monkeypatch.setattr(topic_seeds, "code_snapshot", lambda directory, repo: (tmp_path, "c"))
+    # The scheduling is under test, not the command (which needs the APNEWS file).
+    monkeypatch.setattr(topic_seeds, "command",
+                        lambda pair, arm, seed, out: ["train", "--out", str(out)])
     monkeypatch.setattr(topic_seeds, "pending",
                         lambda pairs: [("topicrnn", "random", 0), ("topicrnn", "lda_s0.1", 0)])
     topic_seeds.run(["topicrnn"], tmp_path / "runs")
