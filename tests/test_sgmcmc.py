@@ -259,6 +259,31 @@ def test_psgld_matches_hand_written_update_at_the_edges_of_its_settings():
     assert not np.allclose(got[0][0], noisy_first[0][0], rtol=1e-3)
 
 
+def test_psgld_defaults_public_squared_average_and_a_floor_below_one():
+    """The documented defaults (learning rate 1e-3, prior precision 1), `squared_average`
+    (the V of a variable), and a floor of 0.5 over gradients of ~0.1 that only it lifts."""
+    opt = PSGLD(num_examples=10)
+    assert float(opt.learning_rate.numpy()) == pytest.approx(1e-3)
+    assert opt.prior_precision == 1.0
+    var = keras.Variable(np.zeros(3, "float32"))
+    opt.apply_gradients([(np.array([0.1, 0.0, 0.2], "float32"), var)])
+    assert opt.squared_average(var) is opt._sq_averages[0]
+    np.testing.assert_allclose(opt.squared_average(var).numpy(), [0.01, 0.025, 0.04],
+                               rtol=1e-6)   # first_gradient: the empty slot gets the mean
+    small = np.full((2, 3), 0.1, "float32")
+    kw = dict(lr=2e-3, n=40, temperature=1.0, prec=1.5, rho=0.99, eps=1e-5,
+              placement="outside", v_init="zeros", seed=11, v_floor=0.5,
+              grads_fn=lambda t, values: [small + 0.01 * t for _ in values])
+    floored = PSGLD(learning_rate=kw["lr"], num_examples=kw["n"], prior_precision=kw["prec"],
+                    rho=kw["rho"], epsilon=kw["eps"], v_init="zeros", v_floor=0.5, seed=11)
+    got = _run_steps(floored, kw["grads_fn"], [np.zeros((2, 3), "float32")], 2)
+    want = _numpy_psgld([np.zeros((2, 3), "float32")], 2, **kw)
+    unfloored = _numpy_psgld([np.zeros((2, 3), "float32")], 2, **{**kw, "v_floor": 0.0})
+    for got_t, want_t, other_t in zip(got, want, unfloored):
+        np.testing.assert_allclose(got_t[0], want_t[0], rtol=2e-6, atol=1e-7)
+        assert not np.allclose(got_t[0], other_t[0])
+
+
 def test_psgld_v_floor_matches_hand_written_update():
     # Gradients of size ~1 against a floor of 4: the floor is active everywhere.
     kw = dict(lr=2e-3, n=40, temperature=1.0, prec=1.5, rho=0.99, eps=1e-5,
