@@ -260,11 +260,15 @@ def test_psgld_matches_hand_written_update_at_the_edges_of_its_settings():
 
 
 def test_psgld_defaults_public_squared_average_and_a_floor_below_one():
-    """The documented defaults (learning rate 1e-3, prior precision 1), `squared_average`
+    """The documented defaults (learning rate 1e-3 for pSGLD, 1e-2 for SGLD, prior precision
+    1), `squared_average`
     (the V of a variable), and a floor of 0.5 over gradients of ~0.1 that only it lifts."""
     opt = PSGLD(num_examples=10)
     assert float(opt.learning_rate.numpy()) == pytest.approx(1e-3)
     assert opt.prior_precision == 1.0
+    sgld = SGLD(num_examples=10)
+    assert float(sgld.learning_rate.numpy()) == pytest.approx(1e-2)
+    assert sgld.prior_precision == 1.0
     var = keras.Variable(np.zeros(3, "float32"))
     opt.apply_gradients([(np.array([0.1, 0.0, 0.2], "float32"), var)])
     assert opt.squared_average(var) is opt._sq_averages[0]
