@@ -92,15 +92,11 @@ def verdict(float32, bfloat16, documents=None):
                                   for seed in seeds):
         result = "no per-document scores"
     else:
-        from tfktopic.evaluation.comparison import paired_bootstrap
+        from benchmarks.study_report import compare   # the study's comparison
 
-        tokens = documents["float32"][seeds[0]]["tokens"]
-        if any(documents[p][seed]["tokens"] != tokens for p in PRECISIONS for seed in seeds):
-            raise ValueError("precision_quality: the runs did not score the same test tokens")
-        comparison = paired_bootstrap(
-            [documents["mixed_bfloat16"][seed]["nll"] for seed in seeds],
-            [documents["float32"][seed]["nll"] for seed in seeds], tokens,
-            num_resamples=2000, seed=0).as_dict()
+        comparison = compare(
+            [{"test_documents": documents["mixed_bfloat16"][seed]} for seed in seeds],
+            [{"test_documents": documents["float32"][seed]} for seed in seeds]).as_dict()
         result = {"A better": "bf16 better", "B better": "bf16 worse"}.get(
             comparison["verdict"], "within seed noise")
     return {"ratios": ratios, "float32_spread": spread, "comparison": comparison,

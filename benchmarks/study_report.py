@@ -122,6 +122,18 @@ def arm_summary(corpus, arm):
 
 
 def compare(a_seeds, b_seeds):
+    """PPL(A) / PPL(B) with its bootstrap interval over seeds and paired test documents.
+
+    Args:
+        a_seeds, b_seeds: run records of the two arms (one per seed), each with
+            ``test_documents`` = {"nll": [...], "tokens": [...]}.
+
+    Returns:
+        A `PerplexityComparison` (2,000 resamples, seed 0).
+
+    Raises:
+        ValueError: the records did not score the same target tokens.
+    """
     nll_a = np.array([r["test_documents"]["nll"] for r in a_seeds])
     nll_b = np.array([r["test_documents"]["nll"] for r in b_seeds])
     tokens = np.array(a_seeds[0]["test_documents"]["tokens"])

@@ -196,20 +196,14 @@ def _perplexity_comparison(fix_records, default_records):
         fix_records, default_records: the two arms' records on the same seeds.
 
     Returns:
-        `PerplexityComparison.as_dict()` ("A" is the fix), or None when a record has no
-        per-document test scores.
+        `PerplexityComparison.as_dict()` ("A" is the fix; `benchmarks.study_report.compare`,
+        the study's comparison), or None when a record has no per-document test scores.
     """
-    from tfktopic.evaluation.comparison import paired_bootstrap
+    from benchmarks.study_report import compare
 
-    records = list(fix_records) + list(default_records)
-    if not all("test_documents" in r for r in records):
+    if not all("test_documents" in r for r in list(fix_records) + list(default_records)):
         return None
-    tokens = records[0]["test_documents"]["tokens"]
-    if any(r["test_documents"]["tokens"] != tokens for r in records):
-        raise ValueError("topic_seeds: the two arms did not score the same test tokens")
-    return paired_bootstrap([r["test_documents"]["nll"] for r in fix_records],
-                            [r["test_documents"]["nll"] for r in default_records],
-                            tokens, num_resamples=2000, seed=0).as_dict()
+    return compare(fix_records, default_records).as_dict()
 
 
 def _table(data):

@@ -64,5 +64,5 @@ def test_runs_that_scored_different_tokens_are_refused():
     documents = _documents({"float32": 4.6, "mixed_bfloat16": 4.6})
     documents["mixed_bfloat16"][1]["tokens"][0] += 1
     ppl = _ppl(documents)
-    with pytest.raises(ValueError, match="same test tokens"):
+    with pytest.raises(ValueError, match="same target tokens"):
         verdict(ppl["float32"], ppl["mixed_bfloat16"], documents)

@@ -155,5 +155,5 @@ def test_perplexity_verdict_is_the_paired_bootstrap_of_the_two_arms(tmp_path, mo
     record = json.loads(path.read_text())
     record["test_documents"]["tokens"][0] += 1
     path.write_text(json.dumps(record))
-    with pytest.raises(ValueError, match="same test tokens"):
+    with pytest.raises(ValueError, match="same target tokens"):
         topic_seeds.summary(["topicrnn"])
