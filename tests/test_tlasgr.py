@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
 from tfktopic.bayes.counter_random import counter_uniform, random_key, stateless_standard_normal
-from tfktopic.bayes.tlasgr import REALMIN, TLASGRTopics
+from tfktopic.bayes.tlasgr import REALMIN, TLASGRTopics, _replica_layout
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -323,6 +323,11 @@ def test_apply_counts_matches_numpy_reference(step, floor):
     phi_counts[0][:, 2] = 0                       # an empty topic: the floor matters
     pi_counts = [rng.poisson(1.0, size=(4, 4)).astype("float32"),
                  rng.poisson(1.0, size=(3, 3)).astype("float32")]
+    # Random (not uniform) simplex columns: at Pi's uniform start x = 1/rows, so the
+    # prior's part of the drift, prior * (1 - rows * x), vanishes and a wrong pi_prior
+    # would go unseen.
+    for var in topics.phi + topics.pi:
+        var.assign(rng.dirichlet(np.ones(var.shape[0]), size=var.shape[1]).T.astype("float32"))
     old = [v.numpy().astype("float64") for v in topics.phi + topics.pi]
     pre = [rng.uniform(50, 500, size=v.shape[1]) for v in topics.phi + topics.pi]
     for var, value in zip(topics.phi_preconditioners + topics.pi_preconditioners, pre):
@@ -339,6 +344,9 @@ def test_apply_counts_matches_numpy_reference(step, floor):
         np.testing.assert_allclose(var.numpy(), expected, atol=2e-6)
         precond = (topics.phi_preconditioners + topics.pi_preconditioners)[index].numpy()
         np.testing.assert_allclose(precond, m, rtol=1e-6)
+        name = ["phi1", "phi2", "pi1", "pi2"][index]
+        assert float(stats[f"{name}_change"]) == pytest.approx(
+            np.abs(expected - old[index]).max(), rel=1e-4, abs=1e-6)
     assert stats["phi1_counts"] == phi_counts[0].sum()
     assert float(stats["tlasgr_step_size"]) == pytest.approx(((21 + step) / 21) ** -0.7)
 
@@ -552,6 +560,54 @@ def test_get_config_round_trip():
     clone = TLASGRTopics.from_config(topics.get_config())
     assert clone.get_config() == topics.get_config()
     np.testing.assert_array_equal(clone.phi[1].numpy(), topics.phi[1].numpy())  # same seed
+
+
+def test_defaults_are_the_released_codes_hyperparameters():
+    """rgbn_rnn.md §1.1 (tau0 = 1) and §4.3 (eps0 = 1, tau = 20, kappa = 0.7, forgetting
+    (t+1)^-0.9, Dir(0.1) on Phi, Dir(1) on Pi)."""
+    config = TLASGRTopics(10, (4, 3), num_documents=5).get_config()
+    expected = {"tau0": 1.0, "step_size": 1.0, "step_size_tau": 20.0, "step_size_decay": 0.7,
+                "forgetting_decay": 0.9, "phi_prior": 0.1, "pi_prior": 1.0,
+                "preconditioner_floor": None, "pi_init": "uniform", "recurrent": True}
+    assert {key: config[key] for key in expected} == expected
+
+
+def test_replica_layout_is_no_context_offset_0_and_the_local_batch_on_one_replica():
+    ctx, offset, batch = _replica_layout(tf.constant(5))
+    assert ctx is None
+    assert offset.dtype == tf.int64 and int(offset) == 0
+    assert float(batch) == 5.0
+
+
+_LAYOUT_SCRIPT = textwrap.dedent("""
+    import json
+    from tfktopic.distribute import split_cpu
+    devices = split_cpu(2)
+    import tensorflow as tf
+    from tfktopic.bayes.tlasgr import _replica_layout
+
+    strategy = tf.distribute.MirroredStrategy(devices)
+    local = strategy.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant([3, 5][ctx.replica_id_in_sync_group]))
+    out = strategy.run(tf.function(lambda n: _replica_layout(n)[1:]), args=(local,))
+    print("RESULT" + json.dumps(
+        {"offsets": [int(x) for x in strategy.experimental_local_results(out[0])],
+         "batches": [float(x) for x in strategy.experimental_local_results(out[1])]}))
+""")
+
+
+def test_replica_layout_gives_each_replica_its_global_offset_and_the_global_batch(tmp_path):
+    """Two replicas holding 3 and 5 documents: offsets 0 and 3, global batch 8 on both
+    (the augmentation keys each document on its global position)."""
+    script = tmp_path / "layout.py"
+    script.write_text(_LAYOUT_SCRIPT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    assert json.loads(line[len("RESULT"):]) == {"offsets": [0, 3], "batches": [8.0, 8.0]}
 
 
 @pytest.mark.parametrize("kwargs, name", [
