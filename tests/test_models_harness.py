@@ -270,3 +270,66 @@ def test_top_k_sampling_stays_in_the_top_k_and_is_seeded(models, data):
                                temperature=3.0, seed=11, tokenizer=tokenizer)
         assert texts == [" ".join(data["lm"].decode(row, strip_special=True)) for row in ids]
         assert all(isinstance(text, str) for text in texts)
+
+
+def test_a_weight_regularizer_adds_to_the_trained_and_evaluated_loss(data):
+    """`train_step` / `test_step` minimise the objective plus Keras' `model.losses`
+    (e.g. a regularizer a user sets on a weight), and report that sum as ``loss``."""
+    batch = _batch("lstm", data)
+    dataset = tf.data.Dataset.from_tensors(batch)
+    losses = {}
+    for regularised in (False, True):
+        model = _build("lstm", data, seed=2)                    # the same weights twice
+        model(batch)
+        weight = model.trainable_weights[0]
+        if regularised:
+            weight.regularizer = keras.regularizers.L2(0.5)   # before the steps are traced
+        penalty = 0.5 * float(np.sum(np.square(weight.numpy())))
+        model.compile(optimizer=keras.optimizers.SGD(0.0))    # the weights stay put
+        fitted = model.fit(dataset, epochs=1, verbose=0, shuffle=False).history["loss"][-1]
+        losses[regularised] = (model.evaluate(dataset, return_dict=True, verbose=0)["loss"],
+                               fitted)
+    assert penalty > 1e-2
+    for plain, regularised in zip(losses[False], losses[True]):
+        assert regularised == pytest.approx(plain + penalty, rel=1e-5)
+
+
+def test_generate_defaults_are_one_greedy_sentence_of_30_tokens_and_top_10_at_temperature_1(
+        models):
+    """The documented defaults of `generate`: num_sentences=1, max_len=30, greedy;
+    top_k=10 and temperature=1.0 where the method uses them."""
+    model = models["topicrnn"]
+    ids = np.asarray(model.generate())
+    assert ids.shape == (1, 30)
+    np.testing.assert_array_equal(ids, model.generate(1, max_len=30, method="greedy"))
+    for method, option in (("top_k", {"top_k": 10}), ("sample", {"temperature": 1.0})):
+        by_default = np.asarray(model.generate(8, max_len=12, method=method, seed=4))
+        explicit = np.asarray(model.generate(8, max_len=12, method=method, seed=4, **option))
+        np.testing.assert_array_equal(by_default, explicit)
+    # (the options do change the draws: else the comparison above could not fail)
+    for changed in ({"method": "top_k", "top_k": 11}, {"method": "sample", "temperature": 2.0}):
+        assert not np.array_equal(np.asarray(model.generate(8, max_len=12, seed=4, **changed)),
+                                  np.asarray(model.generate(8, max_len=12, seed=4,
+                                                            method=changed["method"])))
+
+
+def test_generate_accepts_1_for_counts_and_names_an_argument_below_it(models):
+    model = models["topicrnn"]
+    assert np.asarray(model.generate(1, max_len=1, method="top_k", top_k=1)).shape == (1, 1)
+    for name in ("num_sentences", "max_len", "top_k"):
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= 1"):
+            model.generate(**{"num_sentences": 1, "max_len": 3, "top_k": 2, name: 0})
+
+
+def test_a_seed_beyond_int32_folds_into_int32_and_no_seed_draws_a_fresh_one(models):
+    """Seeds are folded modulo 2**31 - 1 (the stateless ops take an int32 seed)."""
+    model = models["topicrnn"]
+    big = 2 ** 40 + 12345
+    folded = np.asarray(model.generate(8, max_len=12, method="sample", seed=big % (2**31 - 1)))
+    np.testing.assert_array_equal(
+        np.asarray(model.generate(8, max_len=12, method="sample", seed=big)), folded)
+    for other in (big % (2**31 + 1), big % (2**32 - 1), big % (2**31 - 2)):
+        assert not np.array_equal(
+            np.asarray(model.generate(8, max_len=12, method="sample", seed=other)), folded)
+    fresh = [np.asarray(model.generate(8, max_len=12, method="sample")) for _ in range(2)]
+    assert not np.array_equal(*fresh)

@@ -312,6 +312,103 @@ def _numpy_tlasgr(x, counts, m, prior, t, rho, floor, noise):
     return new, m
 
 
+def _recorded_augment(monkeypatch, topics, bow, thetas):
+    """Run `topics.augment` eagerly, recording every draw in call order: (key, sampler,
+    its second argument (the CRT's concentration), its counts, its result)."""
+    from tfktopic.bayes import tlasgr
+    calls = []
+
+    def recording(name, sampler):
+        def wrapped(*args):          # (counts, argument(s)..., key, offset), all positional
+            result = sampler(*args)
+            calls.append((int(args[-2].numpy()), name, np.asarray(args[1], np.float64),
+                          np.asarray(args[0]), result))
+            return result
+        return wrapped
+
+    for name, sampler in (("crt", crt), ("binomial", binomial),
+                          ("multinomial", multinomial_split)):
+        monkeypatch.setattr(tlasgr, name if name != "multinomial" else "multinomial_split",
+                            recording(name, sampler))
+    topics.augment(tf.constant(bow), [tf.constant(t) for t in thetas])
+    return calls
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_crt_concentrations_are_tau0_times_the_prior_shapes(monkeypatch, recurrent):
+    """Reference §4.2: the tables of layer l at sentence j are CRT(m, tau0 (Pi^l
+    theta^l_{j-1} + Phi^{l+1} theta^{l+1}_j)), sentence 1 without the Pi term, the top
+    layer without the Phi term; recomputed here in numpy with tau0 = 2.5 (at the default
+    tau0 = 1, multiplying and dividing by it are the same)."""
+    rng = np.random.default_rng(4)
+    B, J, V, K = 3, 4, 12, (4, 3)
+    topics = TLASGRTopics(V, K, num_documents=30, seed=1, tau0=2.5, recurrent=recurrent)
+    for var in topics.phi + topics.pi:
+        var.assign(rng.dirichlet(np.ones(var.shape[0]), size=var.shape[1]).T.astype("float32"))
+    bow = rng.poisson(2.0, size=(B, J, V)).astype("float32")
+    thetas = [rng.gamma(1.0, 1.0, size=(B, J, k)).astype("float32") for k in K]
+    calls = _recorded_augment(monkeypatch, topics, bow, thetas)
+    concentration = {key: arg for key, name, arg, _, _ in calls if name == "crt"}
+    phi2 = topics.phi[1].numpy().astype(np.float64)
+    up = thetas[1].astype(np.float64) @ phi2.T                          # [B, J, K1]
+    key = lambda l, j: int(topics._key(tf.constant(0, tf.int64), l, 1, j).numpy())  # _CRT = 1
+    if not recurrent:
+        assert set(concentration) == {key(0, 0)}
+        np.testing.assert_allclose(concentration[key(0, 0)], 2.5 * up, rtol=1e-5)
+        return
+    pis = [v.numpy().astype(np.float64) for v in topics.pi]
+    time = [np.asarray(t, np.float64)[:, :-1] @ pi.T for t, pi in zip(thetas, pis)]  # j >= 1
+    expected = {key(0, 0): 2.5 * up[:, 0]}
+    for j in range(1, J):
+        expected[key(0, j)] = 2.5 * (time[0][:, j - 1] + up[:, j])
+        expected[key(1, j)] = 2.5 * time[1][:, j - 1]
+    assert set(concentration) == set(expected)
+    for k in expected:
+        np.testing.assert_allclose(concentration[k], expected[k], rtol=1e-5)
+
+
+def test_the_customers_of_a_sentence_are_its_own_counts_plus_the_tables_handed_back(
+        monkeypatch):
+    """Reference §4.2 b: walking back from sentence J, the CRT customers of topic k at
+    sentence j are its latent counts m_{jk} plus the temporal tables that sentence j+1
+    allocated to k (none at j = J); sentence 1's are handed on to its own CRT (lower
+    layers). Checked draw by draw on the recorded calls of a 2-layer augmentation."""
+    rng = np.random.default_rng(6)
+    J = 5
+    topics = TLASGRTopics(12, (4, 3), num_documents=30, seed=2)
+    for var in topics.phi + topics.pi:
+        var.assign(rng.dirichlet(np.ones(var.shape[0]), size=var.shape[1]).T.astype("float32"))
+    bow = rng.poisson(4.0, size=(3, J, 12)).astype("float32")
+    thetas = [rng.gamma(2.0, 1.0, size=(3, J, k)).astype("float32") for k in (4, 3)]
+    calls = {call[0]: call for call in _recorded_augment(monkeypatch, topics, bow, thetas)}
+    key = lambda l, phase, j=0: int(topics._key(tf.constant(0, tf.int64), l, phase, j).numpy())
+    handed = 0
+    for l in (0, 1):
+        latent = np.asarray(calls[key(l, 0)][4][1])              # the topic split, [B, J, K]
+        back = np.zeros_like(latent[:, 0])
+        for j in range(J - 1, 0, -1):
+            np.testing.assert_array_equal(calls[key(l, 1, j)][3], latent[:, j] + back)
+            back = np.asarray(calls[key(l, 3, j)][4][1])[:, 0]   # allocated to sentence j-1
+            handed += back.sum()
+        if l == 0:
+            np.testing.assert_array_equal(calls[key(l, 1, 0)][3], latent[:, 0] + back)
+    assert handed > 0                                            # tables were handed back
+
+
+def test_every_draw_of_an_augmentation_has_its_own_random_stream(monkeypatch):
+    """Two draws on one key would reuse the same uniforms for the same documents and
+    entries: correlated draws. Every sampler call of one `augment` gets a distinct key."""
+    rng = np.random.default_rng(5)
+    topics = TLASGRTopics(12, (4, 3), num_documents=30, seed=1)
+    bow = rng.poisson(2.0, size=(3, 4, 12)).astype("float32")
+    thetas = [rng.gamma(1.0, 1.0, size=(3, 4, k)).astype("float32") for k in (4, 3)]
+    keys = [call[0] for call in _recorded_augment(monkeypatch, topics, bow, thetas)]
+    # a topic split per layer; 3 backward steps x (CRT, time/up split, allocation) in layer
+    # 1 and x (CRT, allocation) in the top layer; the first sentence's CRT of layer 1
+    assert len(keys) == 2 + 3 * 3 + 3 * 2 + 1
+    assert len(set(keys)) == len(keys)
+
+
 @pytest.mark.parametrize("step", [0, 5])
 @pytest.mark.parametrize("floor", [None, 2.2e-20])
 def test_apply_counts_matches_numpy_reference(step, floor):
@@ -552,6 +649,26 @@ def test_tf_train_checkpoint_restores_phi_pi_counters_and_preconditioners(tmp_pa
         np.testing.assert_array_equal(value, w.numpy())
     assert int(fresh.iterations.numpy()) == 2
     assert np.all(fresh.phi_preconditioners[0].numpy() > 0)
+
+
+def test_a_fresh_sampler_starts_on_the_simplex_with_uniform_or_identity_pi():
+    """Every column of every Phi^l and Pi^l sums to 1 before any update; Pi^l starts at
+    1/K_l everywhere (default) or at the identity (the released code); preconditioners and
+    the step counter at 0; weights named by their 1-based layer."""
+    for init, expected in (("uniform", lambda k: np.full((k, k), 1.0 / k)),
+                           ("identity", np.eye)):
+        topics = TLASGRTopics(12, (4, 3), num_documents=5, seed=0, pi_init=init)
+        for var in topics.phi + topics.pi:
+            np.testing.assert_allclose(var.numpy().sum(0), 1.0, rtol=1e-6)
+            assert var.numpy().min() >= 0
+        for var, k in zip(topics.pi, (4, 3)):
+            np.testing.assert_allclose(var.numpy(), expected(k), rtol=1e-6)
+        assert [tuple(v.shape) for v in topics.phi] == [(12, 4), (4, 3)]
+        for var in topics.phi_preconditioners + topics.pi_preconditioners:
+            assert not var.numpy().any()
+        assert int(topics.iterations.numpy()) == 0
+        assert [v.path.split("/")[-1] for v in topics.phi + topics.pi] == [
+            "phi_1", "phi_2", "pi_1", "pi_2"]
 
 
 def test_get_config_round_trip():

@@ -125,6 +125,25 @@ EXPLAINED = {
         "equivalent: the drift's `- colsum(P) x` is along x, and the projection "
         "`X' - (colsum(X') - 1) X` removes any component along x exactly when X's columns "
         "sum to 1 (they do: renormalised every step), so `+` gives the same update",
+    ("tfktopic/bayes/tlasgr.py", "line 460:65: constant 65536 -> 65537"):
+        "the stream index packs (layer, phase, sentence) with 65536 sentences per (layer, "
+        "phase); 65537 packs them as well: keys stay distinct below 65536 sentences "
+        "(test_every_draw_of_an_augmentation_has_its_own_random_stream)",
+    ("tfktopic/bayes/tlasgr.py", "line 524:88: constant 0 -> 1"):
+        "`element_shape=latent[:, 0].shape`: every sentence's slice has the same shape, "
+        "so `latent[:, 1].shape` is the same TensorArray element shape",
+    ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
+        "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
+        "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
+        "in a subprocess, ~2 min), kept out of base.py's tests for its cost",
+    ("tfktopic/models/base.py", "line 298:47: constant 0 -> 1"):
+        "the generated ids' TensorArray is dynamic: an initial size of 1 instead of 0 is "
+        "the same array after the first write (max_len >= 1 steps always write)",
+    **{("tfktopic/models/base.py", f"line 270:{site}"):
+       "`generate(seed=None)` draws a fresh random seed; its range is not behaviour (any "
+       "seed is folded into int32: test_a_seed_beyond_int32_folds_into_int32_...)"
+       for site in ("56: Sub -> Add", "56: constant 2 -> 3", "61: constant 31 -> 32",
+                    "66: constant 1 -> 2")},
     **{("tfktopic/bayes/tlasgr.py", f"line 298:{site}"):
        "`seed=None` draws a fresh random seed; its range (any non-negative int64) is not "
        "behaviour: every seed in it is valid and none is reproducible by design"
