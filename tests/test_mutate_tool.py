@@ -131,3 +131,29 @@ def test_a_module_that_moved_is_reported_once_however_often_the_run_resumes(tmp_
     for _ in range(2):
         mutate.run_auto(["tfktopic/no_such_module.py"], 60, 0, report, resume=True)
     assert [r["status"] for r in json.loads(report.read_text())] == ["not applied"]
+
+
+def test_reports_of_runs_on_different_cores_merge_and_a_later_verdict_wins(tmp_path, capsys):
+    first = [{"module": "a.py", "change": "none (baseline)", "status": "baseline passes",
+              "site": "baseline", "source_sha256": "1"},
+             {"module": "a.py", "change": "x", "status": "survived", "site": 0,
+              "source_sha256": "1"},
+             {"module": "a.py", "change": "y", "status": "killed", "site": 1,
+              "source_sha256": "1"}]
+    second = [{"module": "b.py", "change": "z", "status": "killed", "site": 0,
+               "source_sha256": "2"}]
+    retry = [dict(first[1], status="killed")]
+    paths = []
+    for name, results in (("a", first), ("b", second), ("retry", retry)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(results))
+    out = tmp_path / "all.json"
+    assert mutate.main(["--merge", *map(str, paths), "--report", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert len(merged) == 4
+    assert {(r["module"], r["site"]): r["status"] for r in merged}[("a.py", 0)] == "killed"
+    assert "3 mutants: 3 killed, 0 survived" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        mutate.main(["--merge", str(paths[0])])                    # no --report
+    with pytest.raises(SystemExit):
+        mutate.main(["--merge", str(tmp_path / "none.json"), "--report", str(out)])

@@ -26,6 +26,7 @@ Usage:
     python tools/mutate.py --auto all --report mutants.json
     python tools/mutate.py --auto all --report mutants.json --resume   # continue it
     python tools/mutate.py --auto MODULE --report mutants.json --resume --retry-survivors
+    python tools/mutate.py --merge a.json b.json --report all.json  # b's verdicts win
 
 Exit status: 0 when every mutant is killed, 1 when one survives, 2 on a
 mutation that no longer applies (the code it targets moved: update it).
@@ -493,6 +494,21 @@ def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_sur
     return results
 
 
+def merge_reports(paths):
+    """The results of several `--auto` reports as one (e.g. of runs on different cores).
+
+    A later report's result for the same mutant (module text, site) replaces an earlier
+    one's, so `python tools/mutate.py --merge all.json retry.json --report all.json` takes
+    a retry's new verdicts.
+    """
+    merged = {}
+    for path in paths:
+        for result in _load_done(path):
+            merged[(result["module"], result.get("source_sha256"), result.get("site"),
+                    result.get("id"))] = result
+    return list(merged.values())
+
+
 # ------------------------------------------------------------------------------ main
 
 def main(argv=None):
@@ -508,6 +524,9 @@ def main(argv=None):
     parser.add_argument("--report", help="write the results as JSON to this file")
     parser.add_argument("--retry-survivors", action="store_true",
                         help="with --resume: run the report's survivors of these modules again")
+    parser.add_argument("--merge", nargs="+", metavar="REPORT",
+                        help="merge these --auto reports (a later one wins for the same "
+                             "mutant) into --report and summarise them; runs nothing")
     parser.add_argument("--resume", action="store_true",
                         help="with --auto and --report: keep the report's results and run "
                              "only the mutants it does not have (a long run over sessions)")
@@ -517,7 +536,14 @@ def main(argv=None):
             print(f"{mutation['id']:26s} {mutation['what']}\n{'':26s} killed by "
                   f"{', '.join(mutation['tests'])}")
         return 0
-    if args.auto:
+    if args.merge:
+        if not args.report or args.auto or args.only:
+            parser.error("--merge needs --report (the merged file) and no --auto/--only")
+        missing = [path for path in args.merge if not pathlib.Path(path).exists()]
+        if missing:
+            parser.error(f"--merge: no such report: {', '.join(missing)}")
+        results = merge_reports(args.merge)
+    elif args.auto:
         modules = sorted(CORE) if args.auto == ["all"] else args.auto
         unknown = [m for m in modules if m not in CORE]
         if unknown:
