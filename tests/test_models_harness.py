@@ -333,3 +333,16 @@ def test_a_seed_beyond_int32_folds_into_int32_and_no_seed_draws_a_fresh_one(mode
             np.asarray(model.generate(8, max_len=12, method="sample", seed=other)), folded)
     fresh = [np.asarray(model.generate(8, max_len=12, method="sample")) for _ in range(2)]
     assert not np.array_equal(*fresh)
+
+
+@pytest.mark.parametrize("name", settings.TOPIC_MODELS)
+def test_topics_default_to_10_words_and_take_1_to_all_topic_words(models, data, name):
+    model = models[name]
+    width = len(data["topic"])
+    top = np.asarray(model.topics())
+    assert top.shape == (NUM_TOPICS, 10)
+    np.testing.assert_array_equal(np.asarray(model.topics(1)), top[:, :1])
+    assert np.asarray(model.topics(width)).shape == (NUM_TOPICS, width)
+    for bad in (0, width + 1):
+        with pytest.raises(ValueError, match="top_n"):
+            model.topics(bad)

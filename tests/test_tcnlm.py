@@ -442,6 +442,17 @@ def test_presets_and_bad_arguments():
         FactorizedTopicLSTMCell(4, 0)
 
 
+def test_the_smallest_factorized_cell_has_one_unit_one_topic_and_one_factor():
+    """1 is allowed for every size (0 is not: test_presets_and_bad_arguments)."""
+    cell = FactorizedTopicLSTMCell(1, 1, factor_dim=1)
+    h, (h2, c) = cell(keras.ops.ones((2, 3 + 1)), [keras.ops.zeros((2, 1))] * 2)
+    assert tuple(h.shape) == (2, 1) and tuple(c.shape) == (2, 1)
+    for name, kwargs in (("units", {"units": 0}), ("num_topics", {"num_topics": 0}),
+                         ("factor_dim", {"factor_dim": 0})):
+        with pytest.raises(ValueError, match=name):
+            FactorizedTopicLSTMCell(**{"units": 1, "num_topics": 1, **kwargs})
+
+
 @pytest.mark.parametrize("mixture", ["factorized", pytest.param("moe", marks=pytest.mark.slow)])
 def test_training_step_compiles_with_xla(mixture):
     """`compile(jit_compile=True)` (what "auto" picks on a GPU) trains TCNLM: the recurrence's

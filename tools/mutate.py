@@ -133,6 +133,9 @@ EXPLAINED = {
     ("tfktopic/bayes/tlasgr.py", "line 524:88: constant 0 -> 1"):
         "`element_shape=latent[:, 0].shape`: every sentence's slice has the same shape, "
         "so `latent[:, 1].shape` is the same TensorArray element shape",
+    ("tfktopic/layers/factorized_lstm.py", "line 110:38: Add -> Sub"):
+        "`_stacked_draws` offsets an integer seed per gate slice so the slices are "
+        "independent draws; seed - i offsets them as well (distinct seeds, same law)",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
@@ -223,7 +226,7 @@ CORE = {
     "tfktopic/models/lstm_lm.py": ["tests/test_lstm_lm.py"],
     "tfktopic/models/tcnlm.py": ["tests/test_tcnlm.py"],
     "tfktopic/models/topicrnn.py": ["tests/test_topicrnn.py"],
-    "tfktopic/models/base.py": ["tests/test_models_harness.py"],
+    "tfktopic/models/base.py": ["tests/test_models_harness.py", "tests/test_presets.py"],
     "tfktopic/models/rgbn/model.py": ["tests/test_rgbn_rnn.py"],
     "tfktopic/models/rgbn/prior.py": ["tests/test_rgbn_rnn.py"],
     "tfktopic/evaluation/comparison.py": ["tests/test_comparison.py"],
