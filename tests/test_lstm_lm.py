@@ -107,3 +107,16 @@ def test_bad_arguments():
         LSTMLanguageModel(10, hidden_dim=0)
     with pytest.raises(ValueError, match="dropout must be in"):
         LSTMLanguageModel(10, dropout=1.0)
+
+
+def test_defaults_are_one_lstm_layer_of_600_units_on_300_dim_embeddings_without_dropout():
+    """The signature's defaults: the papers' small baseline (TCNLM §4: 1 layer of 600
+    units; 300-dimensional embeddings, as rGBN-RNN's 2.16M LM parameters imply), sentence-
+    level, stateless, without dropout."""
+    model = LSTMLanguageModel(50)
+    config = model.get_config()
+    expected = {"vocab_size": 50, "embedding_dim": 300, "hidden_dim": 600, "num_layers": 1,
+                "dropout": 0.0, "document_level": False, "cell": "lstm", "stateful": False}
+    assert {key: config[key] for key in expected} == expected
+    model(np.ones((2, 3), "int32"))
+    assert [tuple(w.shape) for w in model.lstms[0].weights][:2] == [(300, 2400), (600, 2400)]

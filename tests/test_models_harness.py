@@ -346,3 +346,29 @@ def test_topics_default_to_10_words_and_take_1_to_all_topic_words(models, data, 
     for bad in (0, width + 1):
         with pytest.raises(ValueError, match="top_n"):
             model.topics(bad)
+
+
+@pytest.mark.parametrize("name", settings.TOPIC_MODELS)
+def test_topic_proportions_check_the_bag_of_words_width_on_its_last_axis(models, data, name):
+    """Rows of V_c topic-word counts give K proportions per row (3 rows, not V_c); a bag of
+    another width is a one-line error naming context_bow and topic_vocab_size."""
+    model, width = models[name], len(data["topic"])
+    bow = np.random.default_rng(0).poisson(1.0, size=(3, width)).astype("float32")
+    assert tuple(np.asarray(model.topic_proportions(bow)).shape) == (3, NUM_TOPICS)
+    with pytest.raises(ValueError, match=f"context_bow has {width + 1} columns.*"
+                                         f"topic_vocab_size={width}"):
+        model.topic_proportions(np.ones((3, width + 1), "float32"))
+
+
+
+@pytest.mark.parametrize("name", settings.TOPIC_MODELS)
+def test_the_bag_of_words_width_is_checked_when_the_batch_size_is_unknown(models, data, name):
+    """Traced with an unknown number of rows (as in `fit` on an unbatched-remainder
+    dataset or a serving signature), a bag of the wrong width is still the named error,
+    not a shape error from deep inside a matmul."""
+    model, width = models[name], len(data["topic"])
+    traced = tf.function(model.topic_proportions)
+    spec = tf.TensorSpec([None, width], tf.float32)
+    assert traced.get_concrete_function(spec).structured_outputs.shape[-1] == NUM_TOPICS
+    with pytest.raises(ValueError, match="context_bow has"):
+        traced.get_concrete_function(tf.TensorSpec([None, width + 1], tf.float32))

@@ -136,6 +136,9 @@ EXPLAINED = {
     ("tfktopic/layers/factorized_lstm.py", "line 110:38: Add -> Sub"):
         "`_stacked_draws` offsets an integer seed per gate slice so the slices are "
         "independent draws; seed - i offsets them as well (distinct seeds, same law)",
+    ("tfktopic/models/lstm_lm.py", "line 97:58: constant 1 -> 2"):
+        "one Dropout layer more than the L + 1 that `call` uses: never called, no weights, "
+        "not in the config",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
