@@ -445,8 +445,10 @@ def test_presets_and_bad_arguments():
 def test_the_smallest_factorized_cell_has_one_unit_one_topic_and_one_factor():
     """1 is allowed for every size (0 is not: test_presets_and_bad_arguments)."""
     cell = FactorizedTopicLSTMCell(1, 1, factor_dim=1)
-    h, (h2, c) = cell(keras.ops.ones((2, 3 + 1)), [keras.ops.zeros((2, 1))] * 2)
+    h, (h2, c) = cell(keras.ops.ones((2, 1 + 1)), [keras.ops.zeros((2, 1))] * 2)   # [x, t]
     assert tuple(h.shape) == (2, 1) and tuple(c.shape) == (2, 1)
+    with pytest.raises(ValueError, match="num_topics=1"):                       # t, no x
+        FactorizedTopicLSTMCell(1, 1)(keras.ops.ones((2, 1)), [keras.ops.zeros((2, 1))] * 2)
     for name, kwargs in (("units", {"units": 0}), ("num_topics", {"num_topics": 0}),
                          ("factor_dim", {"factor_dim": 0})):
         with pytest.raises(ValueError, match=name):
@@ -471,3 +473,15 @@ def test_training_step_compiles_with_xla(mixture):
     after = model.evaluate(tf.data.Dataset.from_tensors(batch), verbose=0, return_dict=True)
     assert np.isfinite(history.history["loss"][-1])
     assert after["nll"] < np.log(30)     # learned the batch: below the uniform 3.40 nats
+
+
+@pytest.mark.parametrize("unit_forget_bias", [True, False])
+def test_unit_forget_bias_adds_1_to_the_forget_gate_only(unit_forget_bias):
+    """Gate-major biases (i, f, o, c): with ``unit_forget_bias`` the forget gate's row is
+    the initializer's value + 1 (Jozefowicz et al. 2015; Keras' LSTM default)."""
+    cell = FactorizedTopicLSTMCell(3, 2, bias_initializer=keras.initializers.Constant(0.5),
+                                   unit_forget_bias=unit_forget_bias)
+    cell.build((None, 4 + 2))
+    expected = np.full((4, 3), 0.5)
+    expected[1] += float(unit_forget_bias)
+    np.testing.assert_allclose(np.asarray(cell.bias), expected)
