@@ -120,3 +120,30 @@ def test_defaults_are_one_lstm_layer_of_600_units_on_300_dim_embeddings_without_
     assert {key: config[key] for key in expected} == expected
     model(np.ones((2, 3), "int32"))
     assert [tuple(w.shape) for w in model.lstms[0].weights][:2] == [(300, 2400), (600, 2400)]
+
+
+def test_loss_is_the_mean_nll_of_the_real_tokens_even_for_one_token_and_zero_for_none():
+    """``loss`` = sum of -log p(target) over the masked-in positions / their number: with one
+    real target it is that token's NLL (recomputed from the logits in numpy); a batch of
+    padding only gives 0, not NaN."""
+    model = _small(12)
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 12, size=(2, 5)).astype("int32")
+    targets = rng.integers(1, 12, size=(2, 5)).astype("int32")
+    mask = np.zeros((2, 5), "float32")
+    mask[1, 3] = 1.0
+    terms = model.objective({"tokens": tokens, "targets": targets, "mask": mask})
+    logits = np.asarray(model(tokens), np.float64)[1, 3]
+    expected = np.log(np.exp(logits - logits.max()).sum()) + logits.max() - logits[targets[1, 3]]
+    assert float(terms["num_tokens"]) == 1.0
+    assert float(terms["loss"]) == pytest.approx(expected, rel=1e-5)
+    assert float(terms["nll_sum"]) == pytest.approx(expected, rel=1e-5)
+    full = model.objective({"tokens": tokens, "targets": targets, "mask": 1 + 0 * mask})
+    all_logits = np.asarray(model(tokens), np.float64)
+    top = all_logits.max(-1)
+    nll = (np.log(np.exp(all_logits - top[..., None]).sum(-1)) + top
+           - np.take_along_axis(all_logits, targets[..., None], -1)[..., 0])
+    assert float(full["nll_sum"]) == pytest.approx(nll.sum(), rel=1e-5)
+    assert float(full["loss"]) == pytest.approx(nll.mean(), rel=1e-5)
+    empty = model.objective({"tokens": tokens, "targets": targets, "mask": 0 * mask})
+    assert float(empty["loss"]) == 0.0 and float(empty["num_tokens"]) == 0.0

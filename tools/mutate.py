@@ -139,6 +139,13 @@ EXPLAINED = {
     ("tfktopic/models/lstm_lm.py", "line 97:58: constant 1 -> 2"):
         "one Dropout layer more than the L + 1 that `call` uses: never called, no weights, "
         "not in the config",
+    ("tfktopic/models/lstm_lm.py", "line 116:26: constant 0 -> 1"):
+        "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
+        "second layer (called twice, its seed generator advancing) draws masks of the same "
+        "law",
+    ("tfktopic/layers/factorized_lstm.py", "line 336:45: constant 1 -> 2"):
+        "`FactorizedTopicLSTM.build` passes the cell a shape whose last axis is all the "
+        "cell reads; dropping one more leading axis (`[:-2]`) changes nothing it uses",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
