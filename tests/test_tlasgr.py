@@ -580,6 +580,23 @@ def test_update_traces_once_for_dynamic_batch_and_sentence_counts():
         np.testing.assert_allclose(var.numpy().sum(0), 1.0, atol=1e-5)
 
 
+def test_the_sentence_count_check_skips_an_unknown_count_on_either_side():
+    """bow and thetas must agree on J when both know it; an unknown J on one side (a
+    traced signature) is not an error, a known mismatch is (named)."""
+    topics = TLASGRTopics(12, (4, 3), num_documents=50, seed=8)
+    update = tf.function(topics.update)
+    for bow_j, theta_j in ((None, 4), (4, None)):
+        update.get_concrete_function(
+            tf.TensorSpec((None, bow_j, 12)),
+            [tf.TensorSpec((None, theta_j, 4)), tf.TensorSpec((None, theta_j, 3))])
+    # A fresh trace: the one above with theta's J unknown would take this signature as
+    # its subtype and not trace again.
+    with pytest.raises(ValueError, match=r"thetas\[0\] has 3 sentences but bow has 4"):
+        tf.function(topics.update).get_concrete_function(
+            tf.TensorSpec((None, 4, 12)),
+            [tf.TensorSpec((None, 3, 4)), tf.TensorSpec((None, 3, 3))])
+
+
 # --------------------------------------------------------------------------
 # 5. Saving / checkpointing, update inside fit
 # --------------------------------------------------------------------------

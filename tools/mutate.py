@@ -130,6 +130,11 @@ EXPLAINED = {
         "the stream index packs (layer, phase, sentence) with 65536 sentences per (layer, "
         "phase); 65537 packs them as well: keys stay distinct below 65536 sentences "
         "(test_every_draw_of_an_augmentation_has_its_own_random_stream)",
+    **{("tfktopic/bayes/tlasgr.py", f"line 460:{site}"):
+       "the stream index `(layer * 4 + phase) * 65536 + sentence` only has to be one-to-one "
+       "over (layer, phase, sentence < 65536); this rewrite is one-to-one as well, so every "
+       "draw keeps a stream of its own (test_every_draw_of_an_augmentation_has_its_own_...)"
+       for site in ("43: Add -> Sub", "44: Add -> Sub", "52: constant 4 -> 5")},
     ("tfktopic/bayes/tlasgr.py", "line 524:88: constant 0 -> 1"):
         "`element_shape=latent[:, 0].shape`: every sentence's slice has the same shape, "
         "so `latent[:, 1].shape` is the same TensorArray element shape",
