@@ -779,3 +779,24 @@ def test_presets_cut_their_layers_in_one_place():
     assert float(adam.learning_rate) == pytest.approx(1e-3)
     adam.iterations.assign(5000)
     assert float(adam.learning_rate) == pytest.approx(1e-3 * 0.98)
+
+
+def test_defaults_are_the_papers_rgbn_rnn():
+    """Guo et al.'s setup (reference §1, §3): 3 layers of 600-512-256 LSTM units on 300-dim
+    (word2vec) embeddings, K = 100-80-50, dropout 0.4, Weibull k clipped to [0.1, 100]
+    per topic, the paper's gate orientation, a recurrent encoder, loss weights 1 and
+    tau0 = 1 in both the ELBO and the sampler."""
+    model = RGBNRNN(50, 20, num_documents=100)
+    config = model.get_config()
+    expected = {"num_layers": 3, "recurrent": True, "hidden_sizes": [600, 512, 256],
+                "topic_sizes": [100, 80, 50], "embedding_dim": 300, "encoder_recurrent": True,
+                "scalar_k": False, "k_range": [0.1, 100.0], "dropout": 0.4,
+                "locked_dropout": False, "gate_orientation": "paper", "tm_weight": 1.0,
+                "kl_weights": [1.0, 1.0, 1.0], "tau0": 1.0, "decoder_init": "random"}
+    assert {key: config[key] for key in expected} == expected
+    assert model.topic_model.tau0 == 1.0 and model.topic_model.recurrent
+    assert model.encoder.k_range == (0.1, 100.0)
+    for layers in (1, 2):
+        small = RGBNRNN(50, 20, num_documents=100, num_layers=layers)
+        assert small.hidden_sizes == (600, 512, 256)[:layers]
+        assert small.topic_sizes == (100, 80, 50)[:layers]
