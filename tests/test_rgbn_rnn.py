@@ -800,3 +800,15 @@ def test_defaults_are_the_papers_rgbn_rnn():
         small = RGBNRNN(50, 20, num_documents=100, num_layers=layers)
         assert small.hidden_sizes == (600, 512, 256)[:layers]
         assert small.topic_sizes == (100, 80, 50)[:layers]
+
+
+def test_the_smallest_rgbn_rnn_has_one_unit_and_one_topic_per_layer():
+    """1 is a valid size for every layer (a 0 is the named error)."""
+    rng = np.random.default_rng(0)
+    model = _tiny(20, 10, hidden_sizes=(1, 1), topic_sizes=(1, 1))
+    batch = {"tokens": rng.integers(1, 20, size=(2, 3, 5)).astype("int32"),
+             "context_bow": rng.poisson(1.0, size=(2, 3, 10)).astype("float32")}
+    assert tuple(model(batch).shape) == (2, 3, 5, 20)
+    for name in ("hidden_sizes", "topic_sizes"):
+        with pytest.raises(ValueError, match=name):
+            _tiny(20, 10, **{name: (1, 0)})

@@ -485,3 +485,18 @@ def test_unit_forget_bias_adds_1_to_the_forget_gate_only(unit_forget_bias):
     expected = np.full((4, 3), 0.5)
     expected[1] += float(unit_forget_bias)
     np.testing.assert_allclose(np.asarray(cell.bias), expected)
+
+
+def test_experts_lstm_adds_1_to_every_experts_forget_gate_and_takes_size_1():
+    """`TopicExpertsLSTM` (the MoE variant): bias [K, 4 n_h] with the forget block (second
+    of four) at the initializer's value + 1 for every expert; one unit, one expert and one
+    input feature are valid sizes (0 is the named error)."""
+    layer = TopicExpertsLSTM(3, 2, bias_initializer=keras.initializers.Constant(0.5))
+    layer.build((None, None, 4))
+    expected = np.full((2, 12), 0.5)
+    expected[:, 3:6] += 1.0
+    np.testing.assert_allclose(np.asarray(layer.bias), expected)
+    assert tuple(TopicExpertsLSTM(1, 1)(keras.ops.ones((2, 3, 1))).shape) == (2, 3, 1, 1)
+    for name in ("units", "num_experts"):
+        with pytest.raises(ValueError, match=name):
+            TopicExpertsLSTM(**{"units": 1, "num_experts": 1, name: 0})
