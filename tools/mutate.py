@@ -151,6 +151,13 @@ EXPLAINED = {
     ("tfktopic/layers/factorized_lstm.py", "line 336:45: constant 1 -> 2"):
         "`FactorizedTopicLSTM.build` passes the cell a shape whose last axis is all the "
         "cell reads; dropping one more leading axis (`[:-2]`) changes nothing it uses",
+    ("tfktopic/models/rgbn/model.py", "line 158:39: constant 1.0 -> 2.0"):
+        "RGBNRNN's dropout check is repeated by its TopicGatedLSTMStack, which raises the "
+        "same `dropout must be in [0, 1)` for dropout = 1 (test_bad_arguments)",
+    **{("tfktopic/models/rgbn/model.py", f"line 212:{site}"):
+       "the embedding dropout's seed offset (seed + 7919) only has to differ from the gate "
+       "dropouts' (seed + 10 i + j, small): seed - 7919 and seed + 7920 do too"
+       for site in ("57: Add -> Sub", "64: constant 7919 -> 7920")},
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
