@@ -425,22 +425,30 @@ def _node_at(tree, path):
     return node
 
 
-def _mutate_site(tree, kind, path):
-    """A mutated copy of `tree` and a description of the change."""
-    tree = copy.deepcopy(tree)
+def describe_site(tree, kind, path):
+    """The change a site's mutant makes, e.g. ``line 12:8: Add -> Sub`` (nothing mutated)."""
     node = _node_at(tree, path)
     line = f"{getattr(node, 'lineno', '?')}:{getattr(node, 'col_offset', '?')}"
     if kind == "operator":
-        old = type(node.op)
-        node.op = _OPERATOR_SWAPS[old]()
-        return tree, f"line {line}: {old.__name__} -> {_OPERATOR_SWAPS[old].__name__}"
+        return f"line {line}: {type(node.op).__name__} -> " \
+               f"{_OPERATOR_SWAPS[type(node.op)].__name__}"
     if kind == "function":
-        old = node.attr
-        node.attr = _FUNCTION_SWAPS[old]
-        return tree, f"line {line}: {old} -> {node.attr}"
-    old = node.value
-    node.value = old + 1
-    return tree, f"line {line}: constant {old!r} -> {node.value!r}"
+        return f"line {line}: {node.attr} -> {_FUNCTION_SWAPS[node.attr]}"
+    return f"line {line}: constant {node.value!r} -> {node.value + 1!r}"
+
+
+def _mutate_site(tree, kind, path):
+    """A mutated copy of `tree` and a description of the change."""
+    change = describe_site(tree, kind, path)
+    tree = copy.deepcopy(tree)
+    node = _node_at(tree, path)
+    if kind == "operator":
+        node.op = _OPERATOR_SWAPS[type(node.op)]()
+    elif kind == "function":
+        node.attr = _FUNCTION_SWAPS[node.attr]
+    else:
+        node.value = node.value + 1
+    return tree, change
 
 
 def _load_done(report):
