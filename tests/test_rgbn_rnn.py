@@ -796,6 +796,8 @@ def test_defaults_are_the_papers_rgbn_rnn():
     assert {key: config[key] for key in expected} == expected
     assert model.topic_model.tau0 == 1.0 and model.topic_model.recurrent
     assert model.encoder.k_range == (0.1, 100.0)
+    # The sampled perplexity averages S = 10 draws by default, under the leak-free protocol.
+    assert model.evaluate_sampled_perplexity([]).protocol == "preceding, 10 samples"
     for layers in (1, 2):
         small = RGBNRNN(50, 20, num_documents=100, num_layers=layers)
         assert small.hidden_sizes == (600, 512, 256)[:layers]

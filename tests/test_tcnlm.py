@@ -122,6 +122,20 @@ def test_topic_experts_are_independent_lstms():
         lstm.set_weights([kernel[k], recurrent[k], bias[k]])
         np.testing.assert_allclose(out[:, :, k], np.asarray(lstm(x)), atol=1e-5)
     assert not np.allclose(kernel[0], kernel[1])
+    # From a given state (distinct h and c per expert), returning the final state.
+    h0, c0 = (_rng(seed).normal(size=(3, 2, 4)).astype(np.float32) for seed in (5, 6))
+    stateful = TopicExpertsLSTM(units=4, num_experts=3, return_state=True)
+    stateful(x)
+    stateful.set_weights(layer.get_weights())
+    out, h, c = (np.asarray(v) for v in stateful(x, initial_state=[h0, c0]))
+    for k in range(3):
+        lstm = keras.layers.LSTM(4, return_sequences=True, return_state=True)
+        lstm.build(x.shape)
+        lstm.set_weights([kernel[k], recurrent[k], bias[k]])
+        ref_out, ref_h, ref_c = lstm(x, initial_state=[h0[k], c0[k]])
+        np.testing.assert_allclose(out[:, :, k], np.asarray(ref_out), atol=1e-5)
+        np.testing.assert_allclose(h[k], np.asarray(ref_h), atol=1e-5)
+        np.testing.assert_allclose(c[k], np.asarray(ref_c), atol=1e-5)
 
 
 # ------------------------------------------------------------------------- neural topic model
