@@ -158,6 +158,9 @@ EXPLAINED = {
        "the embedding dropout's seed offset (seed + 7919) only has to differ from the gate "
        "dropouts' (seed + 10 i + j, small): seed - 7919 and seed + 7920 do too"
        for site in ("57: Add -> Sub", "64: constant 7919 -> 7920")},
+    ("tfktopic/layers/hoisted_lstm.py", "line 177:38: constant 0 -> 1"):
+        "a stateful LSTM's two state variables (h and c) have the same [rows, units] shape: "
+        "the row count read from states[1] is the one of states[0]",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
