@@ -798,6 +798,7 @@ def test_defaults_are_the_papers_rgbn_rnn():
     assert model.encoder.k_range == (0.1, 100.0)
     # The sampled perplexity averages S = 10 draws by default, under the leak-free protocol.
     assert model.evaluate_sampled_perplexity([]).protocol == "preceding, 10 samples"
+    assert model.evaluate_sampled_perplexity([], num_samples=1).protocol == "preceding, 1 samples"
     for layers in (1, 2):
         small = RGBNRNN(50, 20, num_documents=100, num_layers=layers)
         assert small.hidden_sizes == (600, 512, 256)[:layers]

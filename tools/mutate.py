@@ -161,6 +161,10 @@ EXPLAINED = {
     ("tfktopic/layers/hoisted_lstm.py", "line 177:38: constant 0 -> 1"):
         "a stateful LSTM's two state variables (h and c) have the same [rows, units] shape: "
         "the row count read from states[1] is the one of states[0]",
+    ("tfktopic/layers/hoisted_lstm.py", "line 222:18: Sub -> Add"):
+        "the XLA path pads the rows up to a bucket multiple; `+ 1` instead of `- 1` pads "
+        "a bucket more at most, and the padded rows (independent sequences) are cut off: "
+        "same outputs, more work",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
