@@ -514,3 +514,17 @@ def test_experts_lstm_adds_1_to_every_experts_forget_gate_and_takes_size_1():
     for name in ("units", "num_experts"):
         with pytest.raises(ValueError, match=name):
             TopicExpertsLSTM(**{"units": 1, "num_experts": 1, name: 0})
+
+
+def test_defaults_are_the_papers_small_tcnlm():
+    """Wang et al. §4 (reference): 50 topics, a 1-layer LSTM of 600 units on 300-dim
+    embeddings with n_f = n_h factors (SCN), a 2 x 256 NTM encoder, diversity weight
+    lambda = 0.1, the factorized mixture, no dropout and no warm-ups."""
+    model = TCNLM(50, 20)
+    config = model.get_config()
+    expected = {"num_topics": 50, "embedding_dim": 300, "hidden_dim": 600, "num_layers": 1,
+                "factor_dim": None, "ntm_units": [256, 256], "diversity_weight": 0.1,
+                "mixture": "factorized", "dropout": 0.0, "bow_normalization": "total",
+                "kl_warmup_steps": 0, "topic_warmup_steps": 0, "decoder_init": "random"}
+    assert {key: config[key] for key in expected} == expected
+    assert model.rnns[0].cell.factor_dim == 600 and model.rnns[0].cell.units == 600

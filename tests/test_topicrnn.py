@@ -445,3 +445,18 @@ def test_pretrained_embeddings_initialise_the_embedding():
                      embeddings=matrix)
     assert model.embedding_dim == 5 and "embeddings" not in model.get_config()
     np.testing.assert_array_equal(np.asarray(model.embedding.embeddings), matrix)
+
+
+def test_defaults_are_the_documented_topicrnn():
+    """K = 50 topics (Dieng et al.'s PTB choice for 100 and 300 units), one LSTM layer of
+    200 units on embeddings of the hidden size, the paper's 2 x 200 ReLU PTB inference
+    network and variant, no dropout and no KL warm-up (reference Part B)."""
+    lm_to_topic = np.full(50, -1)
+    lm_to_topic[30:] = np.arange(20)
+    model = TopicRNN(50, lm_to_topic)
+    config = model.get_config()
+    expected = {"num_topics": 50, "hidden_dim": 200, "embedding_dim": 200, "cell": "lstm",
+                "num_layers": 1, "encoder_units": [200, 200], "variant": "paper",
+                "dropout": 0.0, "bow_normalization": "total", "kl_warmup_steps": 0,
+                "decoder_init": "random", "lda_scale": 1.0}
+    assert {key: config[key] for key in expected} == expected
