@@ -460,3 +460,36 @@ def test_defaults_are_the_documented_topicrnn():
                 "dropout": 0.0, "bow_normalization": "total", "kl_warmup_steps": 0,
                 "decoder_init": "random", "lda_scale": 1.0}
     assert {key: config[key] for key in expected} == expected
+
+
+def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):
+    """With XLA loops on, the real positions are padded to a multiple of the row bucket
+    (rows of mask 0): every ELBO term (token, stop-word indicator, KL, marginal) and the
+    gradients equal the unpadded graph's (theta at q's mean: a training call would draw
+    another theta each time)."""
+    keras.utils.set_random_seed(0)
+    lm_to_topic = np.full(30, -1)
+    lm_to_topic[12:] = np.arange(18)
+    model = TopicRNN(30, lm_to_topic, num_topics=4, hidden_dim=16, encoder_units=(16,),
+                     seed=1)
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(4, 30, size=(3, 7)).astype(np.int32)
+    mask = np.ones((3, 7), np.float32)
+    mask[0, 3:] = 0.0
+    batch = {"tokens": tokens, "targets": np.roll(tokens, -1, axis=1), "mask": mask,
+             "context_bow": rng.poisson(0.5, size=(3, 18)).astype(np.float32),
+             "doc_targets": np.array([10.0, 7.0, 20.0], np.float32)}
+    model(batch)
+    results = {}
+    for xla in ("0", "1"):
+        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
+        with tf.GradientTape() as tape:
+            terms = model.objective(batch, training=False)
+        results[xla] = (terms, tape.gradient(terms["loss"], model.trainable_weights))
+    for key in ("token_nll", "stop_nll", "kl", "num_tokens", "loss", "marginal_nll"):
+        assert np.isfinite(float(results["1"][0][key])), key
+        assert float(results["1"][0][key]) == pytest.approx(float(results["0"][0][key]),
+                                                             rel=1e-5), key
+    for a, b in zip(results["1"][1], results["0"][1]):
+        np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
+                                   tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)
