@@ -493,3 +493,26 @@ def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):
     for a, b in zip(results["1"][1], results["0"][1]):
         np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
                                    tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("lm_to_topic, vocab_size, message", [
+    ([-1, 0, 1], 3, None),
+    ([1, -1, 0, -1], None, None),
+    ([-2, 0, 1], None, "to -1 or to each topic id"),
+    ([-1, 0, 0], None, "exactly once"),
+    ([-1, 0, 2], None, "exactly once"),
+    ([-1, -1], None, "no content word"),
+    ([[0, 1]], None, "1-D sequence of ints"),
+    ([0.0, 1.0], None, "1-D sequence of ints"),
+    ([-1, 0, 1], 4, "vocab_size=4 entries, got 3"),
+])
+def test_lm_to_topic_maps_each_lm_id_to_minus_1_or_one_topic_id(lm_to_topic, vocab_size,
+                                                                  message):
+    from tfktopic.layers.stopword_gate import check_lm_to_topic
+
+    if message is None:
+        checked = check_lm_to_topic(lm_to_topic, vocab_size)
+        assert checked.dtype == np.int32 and checked.tolist() == list(lm_to_topic)
+        return
+    with pytest.raises(ValueError, match=f"lm_to_topic.*{message}|{message}"):
+        check_lm_to_topic(lm_to_topic, vocab_size)
