@@ -516,3 +516,17 @@ def test_lm_to_topic_maps_each_lm_id_to_minus_1_or_one_topic_id(lm_to_topic, voc
         return
     with pytest.raises(ValueError, match=f"lm_to_topic.*{message}|{message}"):
         check_lm_to_topic(lm_to_topic, vocab_size)
+
+
+def test_the_smallest_stopword_gate_has_two_words_and_one_topic():
+    """One stop word and one content word, one topic: the smallest valid gate (its log-
+    probabilities are normalised); a single word or no topic is the named error."""
+    gate = StopwordGate(vocab_size=2, lm_to_topic=[-1, 0], num_topics=1)
+    out = gate(keras.ops.ones((1, 3, 4)), keras.ops.ones((1, 1)))
+    log_probs = np.asarray(out["log_probs"], np.float64)
+    assert log_probs.shape == (1, 3, 2)
+    np.testing.assert_allclose(np.exp(log_probs).sum(-1), 1.0, rtol=1e-5)
+    with pytest.raises(ValueError, match="vocab_size must be >= 2"):
+        StopwordGate(vocab_size=1, lm_to_topic=[0], num_topics=1)
+    with pytest.raises(ValueError, match="num_topics must be >= 1"):
+        StopwordGate(vocab_size=2, lm_to_topic=[-1, 0], num_topics=0)

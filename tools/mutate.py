@@ -165,6 +165,9 @@ EXPLAINED = {
         "the XLA path pads the rows up to a bucket multiple; `+ 1` instead of `- 1` pads "
         "a bucket more at most, and the padded rows (independent sequences) are cut off: "
         "same outputs, more work",
+    ("tfktopic/layers/stopword_gate.py", "line 157:72: constant 1 -> 2"):
+        "`topic_bias` appends zero columns to B^T theta for the stop words to read; they "
+        "read column V_c, which is 0 with one appended column or two",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
