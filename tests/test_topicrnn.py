@@ -445,9 +445,10 @@ def test_pretrained_embeddings_initialise_the_embedding():
                      embeddings=matrix)
     assert model.embedding_dim == 5 and "embeddings" not in model.get_config()
     np.testing.assert_array_equal(np.asarray(model.embedding.embeddings), matrix)
-    assert TopicRNN(12, lm_to_topic, embeddings=matrix, embedding_dim=7).embedding_dim == 7
-    with pytest.raises(ValueError, match="embeddings have 7 columns but embedding_dim=6"):
-        TopicRNN(12, lm_to_topic, embeddings=matrix, embedding_dim=6)
+    # With embedding_dim as well, the two must agree.
+    assert TopicRNN(10, LM_TO_TOPIC, embeddings=matrix, embedding_dim=5).embedding_dim == 5
+    with pytest.raises(ValueError, match="embeddings have 5 columns but embedding_dim=6"):
+        TopicRNN(10, LM_TO_TOPIC, embeddings=matrix, embedding_dim=6)
 
 
 def test_defaults_are_the_documented_topicrnn():
@@ -535,21 +536,10 @@ def test_the_smallest_stopword_gate_has_two_words_and_one_topic():
         StopwordGate(vocab_size=2, lm_to_topic=[-1, 0], num_topics=0)
 
 
-def test_pretrained_embeddings_set_the_embedding_size_and_tokens_per_document_is_positive():
-    """`embeddings` [V, E] without `embedding_dim` make E the embedding size (and are the
-    initial embedding), with it they must agree; tokens_per_document takes any positive
-    number (1 included)."""
-    lm_to_topic = np.full(12, -1)
-    lm_to_topic[4:] = np.arange(8)
-    matrix = np.random.default_rng(0).normal(size=(12, 7)).astype(np.float32)
-    model = TopicRNN(12, lm_to_topic, num_topics=3, hidden_dim=8, encoder_units=(8,),
-                     embeddings=matrix, tokens_per_document=1)
-    assert model.embedding_dim == 7 and model.tokens_per_document == 1.0
-    model.hidden_states(np.ones((2, 3), np.int32))
-    np.testing.assert_array_equal(np.asarray(model.embedding.embeddings), matrix)
-    assert TopicRNN(12, lm_to_topic, embeddings=matrix, embedding_dim=7).embedding_dim == 7
-    with pytest.raises(ValueError, match="embeddings have 7 columns but embedding_dim=6"):
-        TopicRNN(12, lm_to_topic, embeddings=matrix, embedding_dim=6)
+def test_tokens_per_document_takes_any_positive_number():
+    """The KL share of a window is n_w / tokens_per_document: any positive number (1
+    included), not 0 or below."""
+    assert TopicRNN(10, LM_TO_TOPIC, tokens_per_document=1).tokens_per_document == 1.0
     for bad in (0, -2.0):
         with pytest.raises(ValueError, match="tokens_per_document must be > 0"):
-            TopicRNN(12, lm_to_topic, tokens_per_document=bad)
+            TopicRNN(10, LM_TO_TOPIC, tokens_per_document=bad)
