@@ -168,6 +168,12 @@ EXPLAINED = {
     ("tfktopic/layers/stopword_gate.py", "line 157:72: constant 1 -> 2"):
         "`topic_bias` appends zero columns to B^T theta for the stop words to read; they "
         "read column V_c, which is 0 with one appended column or two",
+    ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
+        "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
+        "distinct: other masks of the same law",
+    ("tfktopic/models/topicrnn.py", "line 275:58: constant 1 -> 2"):
+        "one Dropout layer more than the L + 1 that the model calls: never called, no "
+        "weights, not in the config",
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
