@@ -70,3 +70,30 @@ def mallet_stopwords_path():
 def xla_loops_on(monkeypatch):
     """The fast paths compiled by XLA (`tfktopic.xla`), as outside the test suite."""
     monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", "1")
+
+
+def assert_objective_unchanged_by_xla_loops(model, batch, monkeypatch, keys):
+    """`model.objective(batch)` (evaluation mode) and its gradients with the XLA fast paths
+    (`TFKTOPIC_XLA_LOOPS=1`: row buckets, the XLA cross-entropy) equal the plain graph's.
+
+    Args:
+        model: a built model; batch: its batch dict; keys: the objective's terms to compare.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    results = {}
+    for xla in ("0", "1"):
+        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
+        with tf.GradientTape() as tape:
+            terms = model.objective(batch, training=False)
+        results[xla] = (terms, tape.gradient(terms["loss"], model.trainable_weights))
+    for key in keys:
+        fast, plain = float(results["1"][0][key]), float(results["0"][0][key])
+        assert np.isfinite(fast) and fast == pytest.approx(plain, rel=1e-5), key
+    for a, b in zip(results["1"][1], results["0"][1]):
+        if a is None:
+            assert b is None
+            continue
+        np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
+                                   tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import assert_objective_unchanged_by_xla_loops
 from tfktopic.evaluation.cross_entropy import ROW_BUCKET, row_bucket, target_log_softmax
 from tfktopic.evaluation.perplexity import gather_real_positions, gathered_token_nll
 
@@ -143,18 +144,5 @@ def test_tcnlm_objective_is_the_same_with_the_xla_cross_entropy(monkeypatch):
     batch = {"tokens": tokens, "targets": np.roll(tokens, -1, axis=1), "mask": mask,
              "context_bow": rng.poisson(0.5, size=(3, 12)).astype(np.float32)}
     model(batch)
-    results = {}
-    for xla in ("0", "1"):
-        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
-        with tf.GradientTape() as tape:
-            terms = model.objective(batch, training=False)
-        results[xla] = (terms, tape.gradient(terms["loss"], model.trainable_weights))
-    for key in ("loss", "nll_sum", "num_tokens"):
-        assert float(results["1"][0][key]) == pytest.approx(float(results["0"][0][key]),
-                                                             rel=1e-5), key
-    for a, b in zip(results["1"][1], results["0"][1]):
-        if a is None:
-            assert b is None
-            continue
-        np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
-                                   tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)
+    assert_objective_unchanged_by_xla_loops(model, batch, monkeypatch,
+                                            ("loss", "nll_sum", "num_tokens"))

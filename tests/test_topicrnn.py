@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import assert_objective_unchanged_by_xla_loops
 from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read_imdb, read_tdlm,
                            sentence_examples)
 from tfktopic.data.contexts import document_examples
@@ -484,19 +485,9 @@ def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):
              "context_bow": rng.poisson(0.5, size=(3, 18)).astype(np.float32),
              "doc_targets": np.array([10.0, 7.0, 20.0], np.float32)}
     model(batch)
-    results = {}
-    for xla in ("0", "1"):
-        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
-        with tf.GradientTape() as tape:
-            terms = model.objective(batch, training=False)
-        results[xla] = (terms, tape.gradient(terms["loss"], model.trainable_weights))
-    for key in ("token_nll", "stop_nll", "kl", "num_tokens", "loss", "marginal_nll"):
-        assert np.isfinite(float(results["1"][0][key])), key
-        assert float(results["1"][0][key]) == pytest.approx(float(results["0"][0][key]),
-                                                             rel=1e-5), key
-    for a, b in zip(results["1"][1], results["0"][1]):
-        np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
-                                   tf.convert_to_tensor(b).numpy(), rtol=1e-4, atol=1e-6)
+    assert_objective_unchanged_by_xla_loops(
+        model, batch, monkeypatch,
+        ("token_nll", "stop_nll", "kl", "num_tokens", "loss", "marginal_nll"))
 
 
 @pytest.mark.parametrize("lm_to_topic, vocab_size, message", [
