@@ -4,6 +4,7 @@ sites are the mathematics, and a long generated run continues where it was kille
 The mutants themselves run in `tools/mutate.py` (hours); these checks run no mutant.
 """
 import ast
+import hashlib
 import importlib.util
 import json
 
@@ -149,6 +150,12 @@ def test_reports_of_runs_on_different_cores_merge_and_a_later_verdict_wins(tmp_p
               "source_sha256": "1"}]
     second = [{"module": "b.py", "change": "z", "status": "killed", "site": 0,
                "source_sha256": "2"}]
+    module = "tfktopic/evaluation/perplexity.py"     # a real module: its text is known
+    digest = hashlib.sha256((REPO_ROOT / module).read_text().encode()).hexdigest()
+    second += [{"module": module, "change": "c", "status": "killed", "site": 0,
+                "source_sha256": digest},
+               {"module": module, "change": "c", "status": "survived", "site": 0,
+                "source_sha256": "an older text"}]                 # stale: dropped
     retry = [dict(first[1], status="killed")]
     paths = []
     for name, results in (("a", first), ("b", second), ("retry", retry)):
@@ -157,9 +164,10 @@ def test_reports_of_runs_on_different_cores_merge_and_a_later_verdict_wins(tmp_p
     out = tmp_path / "all.json"
     assert mutate.main(["--merge", *map(str, paths), "--report", str(out)]) == 0
     merged = json.loads(out.read_text())
-    assert len(merged) == 4
-    assert {(r["module"], r["site"]): r["status"] for r in merged}[("a.py", 0)] == "killed"
-    assert "3 mutants: 3 killed, 0 survived" in capsys.readouterr().out
+    assert len(merged) == 5
+    statuses = {(r["module"], r["site"]): r["status"] for r in merged}
+    assert statuses[("a.py", 0)] == "killed" and statuses[(module, 0)] == "killed"
+    assert "4 mutants: 4 killed, 0 survived" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         mutate.main(["--merge", str(paths[0])])                    # no --report
     with pytest.raises(SystemExit):

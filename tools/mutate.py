@@ -549,13 +549,20 @@ def merge_reports(paths):
 
     A later report's result for the same mutant (module text, site) replaces an earlier
     one's, so `python tools/mutate.py --merge all.json retry.json --report all.json` takes
-    a retry's new verdicts.
+    a retry's new verdicts. Results for another text of a module than today's are dropped
+    (as a resumed run drops them).
     """
-    merged = {}
+    merged, today = {}, {}
     for path in paths:
         for result in _load_done(path):
-            merged[(result["module"], result.get("source_sha256"), result.get("site"),
-                    result.get("id"))] = result
+            module, digest = result["module"], result.get("source_sha256")
+            if module not in today:
+                source = ROOT / module
+                today[module] = (hashlib.sha256(source.read_text().encode()).hexdigest()
+                                 if source.exists() else None)
+            if digest and today[module] and digest != today[module]:
+                continue
+            merged[(module, digest, result.get("site"), result.get("id"))] = result
     return list(merged.values())
 
 
