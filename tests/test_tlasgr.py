@@ -22,7 +22,8 @@ import tensorflow as tf
 
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
 from tfktopic.bayes.counter_random import counter_uniform, random_key, stateless_standard_normal
-from tfktopic.bayes.tlasgr import REALMIN, TLASGRTopics, _replica_layout
+from tfktopic.bayes.tlasgr import (_CRT, _MULTINOMIAL, _TEMPORAL, REALMIN, TLASGRTopics,
+                                    _replica_layout)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -351,7 +352,7 @@ def test_crt_concentrations_are_tau0_times_the_prior_shapes(monkeypatch, recurre
     concentration = {key: arg for key, name, arg, _, _ in calls if name == "crt"}
     phi2 = topics.phi[1].numpy().astype(np.float64)
     up = thetas[1].astype(np.float64) @ phi2.T                          # [B, J, K1]
-    key = lambda l, j: int(topics._key(tf.constant(0, tf.int64), l, 1, j).numpy())  # _CRT = 1
+    key = lambda l, j: int(topics._key(tf.constant(0, tf.int64), l, _CRT, j).numpy())
     if not recurrent:
         assert set(concentration) == {key(0, 0)}
         np.testing.assert_allclose(concentration[key(0, 0)], 2.5 * up, rtol=1e-5)
@@ -384,14 +385,14 @@ def test_the_customers_of_a_sentence_are_its_own_counts_plus_the_tables_handed_b
     key = lambda l, phase, j=0: int(topics._key(tf.constant(0, tf.int64), l, phase, j).numpy())
     handed = 0
     for l in (0, 1):
-        latent = np.asarray(calls[key(l, 0)][4][1])              # the topic split, [B, J, K]
+        latent = np.asarray(calls[key(l, _MULTINOMIAL)][4][1])   # the topic split [B, J, K]
         back = np.zeros_like(latent[:, 0])
         for j in range(J - 1, 0, -1):
-            np.testing.assert_array_equal(calls[key(l, 1, j)][3], latent[:, j] + back)
-            back = np.asarray(calls[key(l, 3, j)][4][1])[:, 0]   # allocated to sentence j-1
+            np.testing.assert_array_equal(calls[key(l, _CRT, j)][3], latent[:, j] + back)
+            back = np.asarray(calls[key(l, _TEMPORAL, j)][4][1])[:, 0]   # to sentence j-1
             handed += back.sum()
         if l == 0:
-            np.testing.assert_array_equal(calls[key(l, 1, 0)][3], latent[:, 0] + back)
+            np.testing.assert_array_equal(calls[key(l, _CRT, 0)][3], latent[:, 0] + back)
     assert handed > 0                                            # tables were handed back
 
 
