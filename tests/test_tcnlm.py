@@ -191,6 +191,10 @@ def test_diversity_regulariser_equals_numpy_and_has_finite_gradients():
         assert got == pytest.approx(_numpy_diversity(beta, include), abs=1e-5)
     assert float(topic_diversity(np.eye(3, dtype=np.float32))) == pytest.approx(
         _numpy_diversity(np.eye(3), True), abs=1e-6)
+    # Two orthogonal topics: angles 0, pi/2, pi/2, 0 -> pi/4 - pi^2/16; one topic: 0.
+    assert float(topic_diversity(np.eye(2, dtype=np.float32))) == pytest.approx(
+        np.pi / 4 - np.pi ** 2 / 16, abs=1e-6)
+    assert float(topic_diversity(np.ones((1, 4), np.float32))) == 0.0
     # Identical topics (cosine 1 off the diagonal) and the diagonal: finite gradients.
     same = logits.copy()
     same[1] = same[0]

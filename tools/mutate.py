@@ -168,6 +168,10 @@ EXPLAINED = {
     ("tfktopic/layers/stopword_gate.py", "line 157:72: constant 1 -> 2"):
         "`topic_bias` appends zero columns to B^T theta for the stop words to read; they "
         "read column V_c, which is 0 with one appended column or two",
+    ("tfktopic/layers/topic_decoder.py", "line 72:28: constant 0 -> 1"):
+        "`topic_diversity` returns 0 early for fewer than 2 topics; reading the word count "
+        "instead only changes which inputs take the shortcut: one topic computes 0 anyway "
+        "(the diagonal is masked) and one word makes every angle 0",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
