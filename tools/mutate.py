@@ -175,6 +175,10 @@ EXPLAINED = {
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
+    ("tfktopic/models/topicrnn.py", "line 313:26: constant 0 -> 1"):
+        "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
+        "second layer (called twice, its seed generator advancing) draws masks of the same "
+        "law",
     ("tfktopic/models/topicrnn.py", "line 275:58: constant 1 -> 2"):
         "one Dropout layer more than the L + 1 that the model calls: never called, no "
         "weights, not in the config",
