@@ -815,3 +815,25 @@ def test_the_smallest_rgbn_rnn_has_one_unit_and_one_topic_per_layer():
     for name in ("hidden_sizes", "topic_sizes"):
         with pytest.raises(ValueError, match=name):
             _tiny(20, 10, **{name: (1, 0)})
+
+
+def test_topic_outputs_are_each_layers_weibull_mean_and_the_normalised_first_layer():
+    """For bags of words [B, V_c] (one sentence each) or [B, J, V_c]: ``theta_l`` of every
+    layer ([B, K_l] / [B, J, K_l]) and ``proportions`` = theta_1 / its sum; a [B, V_c] bag
+    gives the [B, 1, V_c] result without its sentence axis."""
+    model = _tiny(20, 10)
+    bow = np.random.default_rng(0).poisson(1.0, size=(3, 2, 10)).astype("float32")
+    chunked = {k: np.asarray(v) for k, v in model.topic_outputs(bow).items()}
+    single = {k: np.asarray(v) for k, v in model.topic_outputs(bow[:, 0]).items()}
+    assert set(chunked) == set(single) == {"theta_1", "theta_2", "proportions"}
+    assert chunked["theta_1"].shape == (3, 2, 8) and chunked["theta_2"].shape == (3, 2, 6)
+    assert single["theta_1"].shape == (3, 8) and single["proportions"].shape == (3, 8)
+    for outputs in (chunked, single):
+        theta = outputs["theta_1"].astype(np.float64)
+        np.testing.assert_allclose(outputs["proportions"], theta / theta.sum(-1, keepdims=True),
+                                   rtol=1e-5)
+    first = {k: np.asarray(v)[:, 0] for k, v in model.topic_outputs(bow[:, :1]).items()}
+    for key in single:
+        np.testing.assert_allclose(single[key], first[key], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(model.topic_proportions(bow[:, 0])),
+                               single["proportions"], rtol=1e-6)
