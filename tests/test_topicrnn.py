@@ -534,3 +534,27 @@ def test_tokens_per_document_takes_any_positive_number():
     for bad in (0, -2.0):
         with pytest.raises(ValueError, match="tokens_per_document must be > 0"):
             TopicRNN(10, LM_TO_TOPIC, tokens_per_document=bad)
+
+
+def test_a_one_token_window_is_charged_its_documents_whole_kl_and_an_empty_one_none():
+    """KL weights n_w / max(N_w, 1): a one-target document's window carries its whole KL
+    (with doc_targets and, as its own document, without); an empty window carries none."""
+    keras.utils.set_random_seed(0)
+    model = TopicRNN(10, LM_TO_TOPIC, num_topics=3, hidden_dim=8, encoder_units=(8,), seed=1)
+    rng = np.random.default_rng(2)
+    width = int((np.asarray(LM_TO_TOPIC) >= 0).sum())
+    tokens = rng.integers(1, 10, size=(3, 4)).astype(np.int32)
+    mask = np.zeros((3, 4), np.float32)
+    mask[0, :1] = 1.0                                    # one target
+    mask[1, :3] = 1.0                                    # three; window 2: none
+    batch = {"tokens": tokens, "targets": np.roll(tokens, -1, axis=1), "mask": mask,
+             "context_bow": rng.poisson(1.0, size=(3, width)).astype(np.float32) + 1,
+             "doc_targets": np.array([1.0, 6.0, 5.0], np.float32)}
+    _, mean, log_std = model.topic_posterior(batch["context_bow"])
+    kl = np.asarray(model.encoder.kl(mean, log_std), np.float64)
+    assert (kl > 1e-4).all()
+    charged = float(model.objective(batch)["kl"])
+    assert charged == pytest.approx(kl[0] + kl[1] * 3 / 6, rel=1e-5)
+    del batch["doc_targets"]
+    with pytest.warns(UserWarning, match="doc_targets"):
+        assert float(model.objective(batch)["kl"]) == pytest.approx(kl[0] + kl[1], rel=1e-5)
