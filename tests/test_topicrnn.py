@@ -558,3 +558,34 @@ def test_a_one_token_window_is_charged_its_documents_whole_kl_and_an_empty_one_n
     del batch["doc_targets"]
     with pytest.warns(UserWarning, match="doc_targets"):
         assert float(model.objective(batch)["kl"]) == pytest.approx(kl[0] + kl[1], rel=1e-5)
+
+
+def test_per_token_loss_annealed_kl_proportions_and_empty_encoding():
+    """The loss is (token + stop + w KL) / n, also for n = 1, with w = min(1, step /
+    kl_warmup_steps) while training; `topic_proportions` is the mean of q (the theta of
+    evaluation); encoding no batches gives a [0, K + H] array."""
+    keras.utils.set_random_seed(0)
+    model = TopicRNN(10, LM_TO_TOPIC, num_topics=3, hidden_dim=8, encoder_units=(8,), seed=1,
+                     kl_warmup_steps=4)
+    rng = np.random.default_rng(3)
+    width = int((np.asarray(LM_TO_TOPIC) >= 0).sum())
+    tokens = rng.integers(1, 10, size=(1, 4)).astype(np.int32)
+    mask = np.zeros((1, 4), np.float32)
+    mask[0, 0] = 1.0                                          # one real target
+    batch = {"tokens": tokens, "targets": np.roll(tokens, -1, axis=1), "mask": mask,
+             "context_bow": rng.poisson(1.0, size=(1, width)).astype(np.float32) + 1,
+             "doc_targets": np.array([1.0], np.float32)}
+    terms = model.objective(batch)
+    assert float(terms["loss"]) == pytest.approx(
+        float(terms["token_nll"]) + float(terms["stop_nll"]) + float(terms["kl"]), rel=1e-5)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    model.optimizer.build(model.trainable_variables)
+    model.optimizer.iterations.assign(2)                    # w = 2 / 4
+    terms = model.objective(batch, training=True)
+    assert float(terms["loss"]) == pytest.approx(
+        float(terms["token_nll"]) + float(terms["stop_nll"]) + 0.5 * float(terms["kl"]),
+        rel=1e-5)
+    bow = batch["context_bow"]
+    np.testing.assert_allclose(np.asarray(model.topic_proportions(bow)),
+                               np.asarray(model.topic_posterior(bow, training=False)[0]))
+    assert model.encode([]).shape == (0, 3 + 8)
