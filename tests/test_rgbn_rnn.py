@@ -837,3 +837,21 @@ def test_topic_outputs_are_each_layers_weibull_mean_and_the_normalised_first_lay
         np.testing.assert_allclose(single[key], first[key], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(model.topic_proportions(bow[:, 0])),
                                single["proportions"], rtol=1e-6)
+
+
+def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default():
+    """One layer: the softmax reads its single gated output. ``topic=k`` means topic k of
+    the first layer unless `topic_layer` says otherwise."""
+    model = _tiny(20, 10, num_layers=1)
+    ids = np.asarray(model.generate(2, max_len=4, topic=1, seed=0))
+    assert ids.shape == (2, 4)
+    np.testing.assert_array_equal(
+        ids, np.asarray(model.generate(2, max_len=4, topic=1, topic_layer=0, seed=0)))
+    deep = _tiny(20, 10, num_layers=2)
+    by_default = np.asarray(deep.generation_conditioning(2, topic=1, seed=0)[0])
+    np.testing.assert_array_equal(
+        by_default, np.asarray(deep.generation_conditioning(2, topic=1, topic_layer=0,
+                                                            seed=0)[0]))
+    assert not np.array_equal(
+        by_default, np.asarray(deep.generation_conditioning(2, topic=1, topic_layer=1,
+                                                            seed=0)[0]))
