@@ -817,7 +817,8 @@ def test_the_smallest_rgbn_rnn_has_one_unit_and_one_topic_per_layer():
             _tiny(20, 10, **{name: (1, 0)})
 
 
-def test_topic_outputs_are_each_layers_weibull_mean_and_the_normalised_first_layer():
+def test_topic_outputs_are_each_layers_weibull_mean_and_the_normalised_first_layer(
+        monkeypatch):
     """For bags of words [B, V_c] (one sentence each) or [B, J, V_c]: ``theta_l`` of every
     layer ([B, K_l] / [B, J, K_l]) and ``proportions`` = theta_1 / its sum; a [B, V_c] bag
     gives the [B, 1, V_c] result without its sentence axis."""
@@ -837,6 +838,16 @@ def test_topic_outputs_are_each_layers_weibull_mean_and_the_normalised_first_lay
         np.testing.assert_allclose(single[key], first[key], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(model.topic_proportions(bow[:, 0])),
                                single["proportions"], rtol=1e-6)
+    # Also when theta is small (sums far below 1: the floor only guards a zero sum).
+    call = model.encoder.call
+
+    def small_thetas(*args, **kwargs):
+        thetas, *rest = call(*args, **kwargs)
+        return ([1e-4 * theta for theta in thetas], *rest)
+
+    monkeypatch.setattr(model.encoder, "call", small_thetas)
+    small = np.asarray(model.topic_outputs(bow[:, 0])["proportions"])
+    np.testing.assert_allclose(small, single["proportions"], rtol=1e-4)
 
 
 def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default():
