@@ -328,9 +328,8 @@ def _recorded_augment(monkeypatch, topics, bow, thetas):
         return wrapped
 
     for name, sampler in (("crt", crt), ("binomial", binomial),
-                          ("multinomial", multinomial_split)):
-        monkeypatch.setattr(tlasgr, name if name != "multinomial" else "multinomial_split",
-                            recording(name, sampler))
+                          ("multinomial_split", multinomial_split)):
+        monkeypatch.setattr(tlasgr, name, recording(name, sampler))
     topics.augment(tf.constant(bow), [tf.constant(t) for t in thetas])
     return calls
 

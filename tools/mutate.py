@@ -116,6 +116,24 @@ MUTATIONS = [
                "test_fit_learns_keeps_topics_on_the_simplex_and_beats_unigram"]},
 ]
 
+#: The reason shared by the sites of `int(np.random.randint(0, 2**31 - 1))`-style draws of
+#: a fresh seed when ``seed=None``: which seeds can come out is not behaviour.
+_FRESH_SEED = ("`seed=None` draws a fresh random seed; its range is not behaviour: every seed "
+               "in it is valid (larger ones are folded or taken as int64) and none is "
+               "reproducible by design")
+
+
+def _fresh_seed_sites(module, line, columns):
+    """EXPLAINED entries of a fresh-seed draw at `line` (columns of 0, the `-`, 31, 1;
+    a column of None: that site does not exist there)."""
+    zero, minus, exponent, one = columns
+    sites = [("{0}: constant 0 -> 1", zero), ("{0}: Sub -> Add", minus),
+             ("{0}: constant 2 -> 3", minus), ("{0}: constant 31 -> 32", exponent),
+             ("{0}: constant 1 -> 2", one)]
+    return {(module, f"line {line}:" + site.format(column)): _FRESH_SEED
+            for site, column in sites if column is not None}
+
+
 #: Generated survivors with the reason no test can or should kill them: (module, change) ->
 #: reason. Most change no output at all; the others change only printing, speed, or the
 #: bits of a random draw but not its law (a default seed's range, a last-bit rounding).
@@ -126,15 +144,12 @@ EXPLAINED = {
         "equivalent: the drift's `- colsum(P) x` is along x, and the projection "
         "`X' - (colsum(X') - 1) X` removes any component along x exactly when X's columns "
         "sum to 1 (they do: renormalised every step), so `+` gives the same update",
-    ("tfktopic/bayes/tlasgr.py", "line 460:65: constant 65536 -> 65537"):
-        "the stream index packs (layer, phase, sentence) with 65536 sentences per (layer, "
-        "phase); 65537 packs them as well: keys stay distinct below 65536 sentences "
-        "(test_every_draw_of_an_augmentation_has_its_own_random_stream)",
     **{("tfktopic/bayes/tlasgr.py", f"line 460:{site}"):
        "the stream index `(layer * 4 + phase) * 65536 + sentence` only has to be one-to-one "
        "over (layer, phase, sentence < 65536); this rewrite is one-to-one as well, so every "
        "draw keeps a stream of its own (test_every_draw_of_an_augmentation_has_its_own_...)"
-       for site in ("43: Add -> Sub", "44: Add -> Sub", "52: constant 4 -> 5")},
+       for site in ("43: Add -> Sub", "44: Add -> Sub", "52: constant 4 -> 5",
+                    "65: constant 65536 -> 65537")},
     ("tfktopic/bayes/tlasgr.py", "line 524:88: constant 0 -> 1"):
         "`element_shape=latent[:, 0].shape`: every sentence's slice has the same shape, "
         "so `latent[:, 1].shape` is the same TensorArray element shape",
@@ -196,16 +211,9 @@ EXPLAINED = {
     ("tfktopic/models/base.py", "line 298:47: constant 0 -> 1"):
         "the generated ids' TensorArray is dynamic: an initial size of 1 instead of 0 is "
         "the same array after the first write (max_len >= 1 steps always write)",
-    **{("tfktopic/models/base.py", f"line 270:{site}"):
-       "`generate(seed=None)` draws a fresh random seed; its range is not behaviour (any "
-       "seed is folded into int32: test_a_seed_beyond_int32_folds_into_int32_...)"
-       for site in ("56: Sub -> Add", "56: constant 2 -> 3", "61: constant 31 -> 32",
-                    "66: constant 1 -> 2")},
-    **{("tfktopic/bayes/tlasgr.py", f"line 298:{site}"):
-       "`seed=None` draws a fresh random seed; its range (any non-negative int64) is not "
-       "behaviour: every seed in it is valid and none is reproducible by design"
-       for site in ("41: constant 0 -> 1", "44: Sub -> Add", "44: constant 2 -> 3",
-                    "47: constant 31 -> 32", "52: constant 1 -> 2")},
+    **_fresh_seed_sites("tfktopic/models/base.py", 270, (None, 56, 61, 66)),
+    **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 298, (41, 44, 47, 52)),
+    **_fresh_seed_sites("tfktopic/bayes/sgmcmc.py", 168, (41, 44, 47, 52)),
     ("tfktopic/evaluation/comparison.py", "line 138:20: constant 1 -> 2"):
         "`np.ones((2, D))`: only row 0 of the all-ones weights is read (`[0]`)",
     ("tfktopic/evaluation/coherence.py", "line 375:27: Add -> Sub"):
@@ -240,16 +248,6 @@ EXPLAINED = {
     ("tfktopic/bayes/sgmcmc.py", "line 144:19: constant 16 -> 17"):
         "`_LangevinOptimizer`'s own `noise_bits` default is never used: SGLD and PSGLD pass "
         "theirs (16; any other value than 16 or 23 raises)",
-    ("tfktopic/bayes/sgmcmc.py", "line 168:41: constant 0 -> 1"):
-        "the range of the random seed drawn when `seed=None` (any seed is valid)",
-    ("tfktopic/bayes/sgmcmc.py", "line 168:44: Sub -> Add"):
-        "the range of the random seed drawn when `seed=None` (any seed is valid)",
-    ("tfktopic/bayes/sgmcmc.py", "line 168:44: constant 2 -> 3"):
-        "the range of the random seed drawn when `seed=None` (any seed is valid)",
-    ("tfktopic/bayes/sgmcmc.py", "line 168:47: constant 31 -> 32"):
-        "the range of the random seed drawn when `seed=None` (any seed is valid)",
-    ("tfktopic/bayes/sgmcmc.py", "line 168:52: constant 1 -> 2"):
-        "the range of the random seed drawn when `seed=None` (any seed is valid)",
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
