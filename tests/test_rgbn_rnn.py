@@ -850,7 +850,7 @@ def test_topic_outputs_are_each_layers_weibull_mean_and_the_normalised_first_lay
     np.testing.assert_allclose(small, single["proportions"], rtol=1e-4)
 
 
-def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default():
+def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default(monkeypatch):
     """One layer: the softmax reads its single gated output. ``topic=k`` means topic k of
     the first layer unless `topic_layer` says otherwise."""
     model = _tiny(20, 10, num_layers=1)
@@ -866,3 +866,15 @@ def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default():
     assert not np.array_equal(
         by_default, np.asarray(deep.generation_conditioning(2, topic=1, topic_layer=1,
                                                             seed=0)[0]))
+    # generate's own defaults: 30 tokens, a layer-1 topic, temperature 1 (a change of
+    # the sampled sentences at this seed).
+    assert np.asarray(deep.generate(seed=0)).shape == (1, 30)
+    layers = []
+    conditioning = deep.generation_conditioning
+    monkeypatch.setattr(deep, "generation_conditioning", lambda *args, **kwargs: (
+        layers.append(kwargs["topic_layer"]), conditioning(*args, **kwargs))[1])
+    options = dict(num_sentences=2, max_len=8, topic=1, method="sample", seed=0)
+    sampled = np.asarray(deep.generate(**options))
+    assert layers == [0]
+    np.testing.assert_array_equal(sampled, np.asarray(deep.generate(**options, temperature=1.0)))
+    assert not np.array_equal(sampled, np.asarray(deep.generate(**options, temperature=4.0)))

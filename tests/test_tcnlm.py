@@ -175,6 +175,36 @@ def test_decoder_log_likelihood_equals_direct_computation_and_beta_is_on_the_sim
     np.testing.assert_allclose(np.asarray(log_lik), direct_ntm, rtol=1e-5)
 
 
+
+def test_one_topic_decodes_its_own_beta_and_sizes_below_1_are_refused():
+    """K = 1 is allowed (the mixture is that topic's beta); 0 is not. The declared output
+    shape is the shape `call` returns, for the decoder and the NTM alike."""
+    decoder = TopicDecoder(num_topics=1, vocab_size=1)
+    np.testing.assert_allclose(np.asarray(decoder(np.ones((2, 1), np.float32))), 0.0, atol=1e-6)
+    decoder = TopicDecoder(num_topics=1, vocab_size=6,
+                           initializer=keras.initializers.RandomNormal(stddev=2.0, seed=0))
+    log_word = np.asarray(decoder(np.ones((3, 1), np.float32)))
+    np.testing.assert_allclose(log_word, np.repeat(np.asarray(decoder.log_beta()), 3, axis=0),
+                               atol=1e-5)
+    assert decoder.compute_output_shape((3, 1)) == log_word.shape == (3, 6)
+    assert decoder.compute_output_shape((None, 5, 1)) == (None, 5, 6)
+    for kwargs, name in (({"num_topics": 0, "vocab_size": 3}, "num_topics"),
+                         ({"num_topics": 2, "vocab_size": 0}, "vocab_size")):
+        with pytest.raises(ValueError, match=name):
+            TopicDecoder(**kwargs)
+    ntm = NeuralTopicModel(num_topics=3, vocab_size=7, hidden_units=(4,))
+    outputs = ntm(np.ones((2, 7), np.float32))
+    assert ntm.compute_output_shape((2, 7)) == tuple(tuple(o.shape) for o in outputs)
+
+
+def test_neural_topic_model_defaults_are_tcnlms_2_x_256_encoder_without_dropout():
+    """Wang et al. §4: the NTM's inference network is 2 hidden layers of 256 units, the bag
+    of words normalised by its total; no dropout."""
+    config = NeuralTopicModel(num_topics=3, vocab_size=7).get_config()
+    assert {key: config[key] for key in ("hidden_units", "normalization", "dropout", "seed")} \
+        == {"hidden_units": [256, 256], "normalization": "total", "dropout": 0.0, "seed": None}
+
+
 def _numpy_diversity(beta, include_diagonal):
     unit = beta / np.linalg.norm(beta, axis=1, keepdims=True)
     angles = np.arccos(np.clip(np.abs(unit @ unit.T), 0.0, 1.0))

@@ -560,6 +560,27 @@ def test_a_one_token_window_is_charged_its_documents_whole_kl_and_an_empty_one_n
         assert float(model.objective(batch)["kl"]) == pytest.approx(kl[0] + kl[1], rel=1e-5)
 
 
+def test_encode_takes_the_state_after_each_rows_last_real_token():
+    """Rows of different lengths, padded with 0: the features' hidden part is the state at
+    position length - 1 of each row (length from the mask when given, else from the
+    nonzero tokens), the same as running the row alone, unpadded."""
+    keras.utils.set_random_seed(0)
+    model = TopicRNN(10, LM_TO_TOPIC, num_topics=3, hidden_dim=8, encoder_units=(8,), seed=1)
+    lengths = [5, 2, 1]
+    tokens = np.zeros((3, 6), np.int32)                      # B != L, so axes cannot swap
+    rng = np.random.default_rng(5)
+    for row, n in enumerate(lengths):
+        tokens[row, :n] = rng.integers(1, 10, size=n)
+    bow = rng.poisson(1.0, size=(3, 4)).astype(np.float32)
+    alone = np.stack([np.asarray(model.hidden_states(tokens[row:row + 1, :n]))[0, -1]
+                      for row, n in enumerate(lengths)])
+    features = model.encode({"tokens": tokens, "context_bow": bow})
+    np.testing.assert_allclose(features[:, 3:], alone, atol=1e-5)
+    mask = (np.arange(6)[None] < np.array(lengths)[:, None]).astype(np.float32)
+    masked = model.encode({"tokens": tokens, "context_bow": bow, "mask": mask})
+    np.testing.assert_allclose(masked, features, atol=1e-6)
+
+
 def test_per_token_loss_annealed_kl_proportions_and_empty_encoding():
     """The loss is (token + stop + w KL) / n, also for n = 1, with w = min(1, step /
     kl_warmup_steps) while training; `topic_proportions` is the mean of q (the theta of
