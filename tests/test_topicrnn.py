@@ -465,6 +465,9 @@ def test_defaults_are_the_documented_topicrnn():
                 "dropout": 0.0, "bow_normalization": "total", "kl_warmup_steps": 0,
                 "decoder_init": "random", "lda_scale": 1.0}
     assert {key: config[key] for key in expected} == expected
+    # A chosen topic is generated from theta = 3 e_k (three prior standard deviations).
+    np.testing.assert_array_equal(np.asarray(model.generation_conditioning(1, topic=2)),
+                                  3.0 * np.eye(50, dtype=np.float32)[2:3])
 
 
 def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):

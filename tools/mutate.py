@@ -191,6 +191,10 @@ EXPLAINED = {
         "`lda_logits` centres each row's log: a row scale s cancels (log(beta s) and "
         "log(beta / s) centre alike), so normalising by x s instead of / s changes only "
         "which entries within a factor s^2 of the 1e-10 floor get floored",
+    ("tfktopic/layers/topic_decoder.py", "line 258:55: constant 1 -> 2"):
+        "`NeuralTopicModel.build` builds its Gaussian softmax on [batch axes, K]; a Dense "
+        "layer's build reads only the last axis (K), so dropping one batch axis more "
+        "builds the same kernel and bias",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
