@@ -432,6 +432,8 @@ def test_bad_arguments_raise_value_errors_naming_them():
         model.generate(topic=3)
     with pytest.raises(ValueError, match="topic"):
         model.generate(topic=np.ones(4))
+    with pytest.raises(ValueError, match="topic"):                 # [N, K] at most
+        model.generate(topic=np.ones((1, 1, 3)))
     with pytest.raises(ValueError, match="temperature"):
         model.generate(method="sample", temperature=0)
     with pytest.raises(ValueError, match="top_n"):
@@ -468,6 +470,11 @@ def test_defaults_are_the_documented_topicrnn():
     # A chosen topic is generated from theta = 3 e_k (three prior standard deviations).
     np.testing.assert_array_equal(np.asarray(model.generation_conditioning(1, topic=2)),
                                   3.0 * np.eye(50, dtype=np.float32)[2:3])
+    # The IMDB classifier (§4.2): 50 sigmoid units, Adam at 3e-4.
+    classifier = build_sentiment_classifier(5)
+    assert classifier.get_layer("hidden").units == 50
+    assert isinstance(classifier.optimizer, keras.optimizers.Adam)
+    assert float(classifier.optimizer.learning_rate) == pytest.approx(3e-4)
 
 
 def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):

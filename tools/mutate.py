@@ -195,6 +195,9 @@ EXPLAINED = {
         "`NeuralTopicModel.build` builds its Gaussian softmax on [batch axes, K]; a Dense "
         "layer's build reads only the last axis (K), so dropping one batch axis more "
         "builds the same kernel and bias",
+    ("tfktopic/models/topicrnn.py", "line 461:54: constant 1 -> 2"):
+        "`weights.reshape(-1, K)`: numpy infers any negative size, so `reshape(-2, K)` is "
+        "the same [N, K] array",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
