@@ -11,6 +11,8 @@ import numpy as np
 from tfktopic.models.decoding import choose_tokens
 import pytest
 import tensorflow as tf
+import scipy.special
+import scipy.stats
 from scipy.special import gamma as gamma_function
 
 from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
@@ -22,6 +24,7 @@ from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, cut_layers, hierarchy_to_dot,
                                   hierarchy_to_svg, normalize_theta, prior_chain, topic_hierarchy,
                                   topic_thetas)
+from tfktopic.models.rgbn.prior import rgbn_elbo_terms
 from tfktopic.runs.training import adam_optimizer
 
 J = 4  # sentences per chunk in the tests (the paper uses 8)
@@ -711,6 +714,59 @@ def test_topic_thetas_follow_phi_down_and_up():
     with pytest.raises(ValueError, match="topic weights at layer 0 must be 4"):
         topic_thetas(phis, [1.0, 2.0], topic_layer=0)
 
+
+
+@pytest.mark.parametrize("topic_sizes", [(4, 3), (4,)])
+def test_elbo_terms_are_the_poisson_likelihood_and_weibull_gamma_kls_at_tau0_2(topic_sizes):
+    """`rgbn_elbo_terms` (eq. 7) against scipy: sum_j log Pois(d_j | Phi^1 theta^1_j) and
+    sum_j KL(Weibull(k, lam) || Gam(tau0 e_j, rate tau0)) in Zhang et al.'s (2018) closed
+    form, at tau0 = 2 (where tau0 e and e differ); no sentence mask counts every sentence;
+    a mask leaves its sentences out; one layer works."""
+    rng = np.random.default_rng(0)
+    topics = TLASGRTopics(7, topic_sizes, num_documents=10, seed=0, tau0=2.0)
+    for var in topics.phi + topics.pi:
+        var.assign(_column_stochastic(rng, *var.shape))
+    batch, sentences = 2, 3
+    draw = lambda low, high: [rng.uniform(low, high, size=(batch, sentences, k)).astype("float32")
+                              for k in topic_sizes]
+    thetas, ks, lams = draw(0.2, 2.0), draw(0.5, 3.0), draw(0.5, 2.0)
+    bow = rng.poisson(1.0, size=(batch, sentences, 7)).astype("float32")
+    log_lik, kls = rgbn_elbo_terms(bow, thetas, ks, lams, topics)
+    rate = thetas[0].astype(np.float64) @ np.asarray(topics.phi[0], np.float64).T
+    np.testing.assert_allclose(np.asarray(log_lik),
+                               scipy.stats.poisson.logpmf(bow, rate).sum((1, 2)), rtol=1e-5)
+    euler = np.euler_gamma
+    for kl, k, lam, e in zip(kls, ks, lams, topics.gamma_shapes(thetas)):
+        k, lam = k.astype(np.float64), lam.astype(np.float64)
+        alpha, beta = 2.0 * np.asarray(e, np.float64), 2.0
+        closed = (euler * alpha / k - alpha * np.log(lam) + np.log(k)
+                  + beta * lam * gamma_function(1.0 + 1.0 / k) - euler - 1.0
+                  - alpha * np.log(beta) + scipy.special.gammaln(alpha))
+        np.testing.assert_allclose(np.asarray(kl), closed.sum((1, 2)), rtol=1e-4)
+    mask = np.ones((batch, sentences), np.float32)
+    mask[:, -1] = 0.0
+    masked, masked_kls = rgbn_elbo_terms(bow, thetas, ks, lams, topics, sentence_mask=mask)
+    np.testing.assert_allclose(np.asarray(masked),
+                               scipy.stats.poisson.logpmf(bow, rate)[:, :-1].sum((1, 2)),
+                               rtol=1e-5)
+    assert all(np.all(np.asarray(m) < np.asarray(kl)) for m, kl in zip(masked_kls, kls))
+
+
+def test_topic_thetas_of_three_layers_default_layer_and_light_weights():
+    """Three layers: a top topic fills both layers below (Phi^3 column, then Phi^2 times
+    it); an int topic is of the first layer by default; weights summing below 1 are
+    taken as given."""
+    rng = np.random.default_rng(4)
+    phis = [_column_stochastic(rng, 9, 4), _column_stochastic(rng, 4, 3),
+            _column_stochastic(rng, 3, 2)]
+    top = topic_thetas(phis, 1, topic_layer=2)
+    np.testing.assert_array_equal(top[2], np.eye(2)[1])
+    np.testing.assert_allclose(top[1], phis[2][:, 1], rtol=1e-6)
+    np.testing.assert_allclose(top[0], phis[1] @ phis[2][:, 1], rtol=1e-6)
+    np.testing.assert_array_equal(topic_thetas(phis, 3)[0], np.eye(4)[3])
+    light = topic_thetas(phis, [0.25, 0.0, 0.0, 0.25])
+    np.testing.assert_array_equal(light[0], [0.25, 0.0, 0.0, 0.25])
+    np.testing.assert_allclose(light[2], phis[2].T @ phis[1].T @ light[0], rtol=1e-6)
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_layers=4 has no paper sizes"):

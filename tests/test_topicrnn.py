@@ -14,6 +14,7 @@ from tfktopic.data.contexts import document_examples
 from tfktopic.data.pipeline import document_dataset, sentence_dataset
 from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
 from tfktopic.layers.stopword_gate import StopwordGate
+from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 from tfktopic.models.topicrnn import PRESETS, TopicRNN, build_sentiment_classifier
 
 LM_TO_TOPIC = np.array([-1, -1, -1, -1, 0, -1, 1, 2, -1, 3], np.int32)  # C = 10, V_c = 4
@@ -476,6 +477,27 @@ def test_defaults_are_the_documented_topicrnn():
     assert isinstance(classifier.optimizer, keras.optimizers.Adam)
     assert float(classifier.optimizer.learning_rate) == pytest.approx(3e-4)
 
+
+
+def test_gaussian_encoder_defaults_and_its_log_sigma_clip_of_10():
+    """The inference network q(theta | X_c) defaults to 2 x 256 ReLU layers (TCNLM's),
+    total-count normalisation, no dropout; log sigma is clipped to [-10, 10] (a huge
+    head bias gives exactly 10, and -10 for its negative); one topic is allowed."""
+    encoder = GaussianTopicEncoder(num_topics=1, seed=0)
+    config = encoder.get_config()
+    assert {key: config[key] for key in ("hidden_units", "normalization", "dropout",
+                                         "log_std_clip")} == \
+        {"hidden_units": [256, 256], "normalization": "total", "dropout": 0.0,
+         "log_std_clip": 10.0}
+    bow = np.ones((2, 5), np.float32)
+    theta, mean, log_std = encoder(bow)
+    assert tuple(theta.shape) == (2, 1)
+    for bias in (1e4, -1e4):
+        encoder.log_std_head.bias.assign(np.full(1, bias, np.float32))
+        _, _, log_std = encoder(bow)
+        np.testing.assert_array_equal(np.asarray(log_std), np.full((2, 1), np.sign(bias) * 10.0))
+    with pytest.raises(ValueError, match="num_topics"):
+        GaussianTopicEncoder(num_topics=0)
 
 def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):
     """With XLA loops on, the real positions are padded to a multiple of the row bucket

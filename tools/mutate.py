@@ -198,6 +198,18 @@ EXPLAINED = {
     ("tfktopic/models/topicrnn.py", "line 461:54: constant 1 -> 2"):
         "`weights.reshape(-1, K)`: numpy infers any negative size, so `reshape(-2, K)` is "
         "the same [N, K] array",
+    ("tfktopic/layers/topic_encoders.py", "line 108:28: constant 1 -> 2"):
+        "`GaussianTopicEncoder.build` passes [batch axes, units] from layer to layer; a "
+        "Dense layer's build reads only the last axis, so dropping one batch axis more "
+        "builds the same weights",
+    ("tfktopic/layers/topic_encoders.py", "line 122:20: Add -> Sub"):
+        "the reparameterised draw mu + sigma eps with eps ~ N(0, I): eps is symmetric, so "
+        "mu - sigma eps is the same law of theta and of its gradients (the KL and the "
+        "ELBO's expectation are unchanged; only which draw a seed gives differs)",
+    ("tfktopic/models/rgbn/prior.py", "line 153:36: constant 1 -> 2"):
+        "`topic_thetas` fills the unfixed layers below the highest fixed one top-down; a "
+        "stop of -2 adds a step l = -1 that writes Phi^1 theta^1 into the top layer, which "
+        "is then either fixed (skipped) or unfixed and overwritten by the bottom-up loop",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
