@@ -18,7 +18,7 @@ from scipy.special import gamma as gamma_function
 from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
 from tfktopic.data.pipeline import document_dataset
 from tfktopic.evaluation import evaluate_perplexity
-from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
+from tfktopic.layers.topic_encoders import GaussianTopicEncoder, RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, cut_layers, hierarchy_to_dot,
@@ -767,6 +767,31 @@ def test_topic_thetas_of_three_layers_default_layer_and_light_weights():
     light = topic_thetas(phis, [0.25, 0.0, 0.0, 0.25])
     np.testing.assert_array_equal(light[0], [0.25, 0.0, 0.0, 0.25])
     np.testing.assert_allclose(light[2], phis[2].T @ phis[1].T @ light[0], rtol=1e-6)
+
+
+def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes():
+    """RecurrentWeibullEncoder's defaults are the paper's (K = 100-80-50, hidden sizes
+    = topic sizes, eq. 9's recurrence, a k per topic clipped to [0.1, 100], raw counts);
+    a huge k-head bias gives k = 100 and its negative 0.1. Both encoders declare the
+    shapes their `call` returns."""
+    config = RecurrentWeibullEncoder(seed=0).get_config()
+    expected = {"topic_sizes": [100, 80, 50], "hidden_units": None, "recurrent": True,
+                "scalar_k": False, "k_range": [0.1, 100.0], "normalization": "none"}
+    assert {key: config[key] for key in expected} == expected
+    encoder = RecurrentWeibullEncoder(topic_sizes=(3, 2), seed=0)
+    bow = np.ones((2, 4, 7), np.float32)
+    thetas, ks, lams = encoder(bow)
+    declared = encoder.compute_output_shape((2, 4, 7))
+    assert [list(map(tuple, part)) for part in declared] == \
+        [[tuple(t.shape) for t in part] for part in (thetas, ks, lams)]
+    for bias, k in ((1e4, 100.0), (-1e4, 0.1)):
+        encoder.k_heads[0].bias.assign(np.full(3, bias, np.float32))
+        np.testing.assert_allclose(np.asarray(encoder(bow)[1][0]), np.full((2, 4, 3), k),
+                                   rtol=1e-6)
+    gaussian = GaussianTopicEncoder(num_topics=3, hidden_units=(4,))
+    outputs = gaussian(np.ones((2, 7), np.float32))
+    assert gaussian.compute_output_shape((2, 7)) == tuple(tuple(o.shape) for o in outputs)
+    assert gaussian.compute_output_shape((None, 5, 7)) == ((None, 5, 3),) * 3
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_layers=4 has no paper sizes"):
