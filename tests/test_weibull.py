@@ -53,6 +53,13 @@ def test_kl_uses_the_gamma_rate_not_the_scale():
     assert abs(kl - with_scale) > 1.0
 
 
+def test_kl_prior_rate_defaults_to_1():
+    """Gamma(alpha) without a rate is Gamma(alpha, rate 1), as in TFP."""
+    q = tfd.Weibull(tf.constant(1.5, tf.float64), tf.constant(2.0, tf.float64))
+    expected = float(tfd.kl_divergence(q, tfd.Gamma(tf.constant(2.0, tf.float64), 1.0)))
+    assert float(weibull_gamma_kl(1.5, 2.0, 2.0)) == pytest.approx(expected, rel=1e-5)
+
+
 def test_kl_is_zero_only_when_the_distributions_coincide():
     # Weibull(1, lam) = Exponential(rate 1/lam) = Gamma(1, rate 1/lam).
     assert float(weibull_gamma_kl(1.0, 2.0, 1.0, 0.5)) == pytest.approx(0.0, abs=1e-6)
@@ -235,6 +242,18 @@ def test_get_config_round_trip_and_output_shape():
     assert keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(sampler)).get_config() == sampler.get_config()
     assert sampler.compute_output_shape((None, 8, 1), (None, 8, 5)) == (None, 8, 5)
+
+
+def test_declared_output_shape_broadcasts_like_the_drawn_sample():
+    """Ranks differ (numpy broadcasting pads the shorter shape with 1s on the left), and an
+    unknown axis against a 1 stays unknown."""
+    sampler = WeibullSampler(seed=0)
+    for k_shape, lam_shape in (((3, 1), (2, 1, 4)), ((2, 1, 4), (3, 1)), ((4,), (2, 3, 4)),
+                               ((2, 3, 4), (1,)), ((1, 3, 4), (3, 4)), ((3, 4), (1, 3, 4))):
+        drawn = sampler(tf.ones(k_shape), tf.ones(lam_shape), training=True)
+        assert sampler.compute_output_shape(k_shape, lam_shape) == tuple(drawn.shape)
+    assert sampler.compute_output_shape((None, 3), (1, 3)) == (None, 3)
+    assert sampler.compute_output_shape((1, 3), (None, 3)) == (None, 3)
 
 
 @pytest.mark.parametrize("kwargs, name", [({"uniform_eps": 0.5}, "uniform_eps"),

@@ -210,6 +210,9 @@ EXPLAINED = {
         "`topic_thetas` fills the unfixed layers below the highest fixed one top-down; a "
         "stop of -2 adds a step l = -1 that writes Phi^1 theta^1 into the top layer, which "
         "is then either fixed (skipped) or unfixed and overwritten by the bottom-up loop",
+    ("tfktopic/layers/weibull.py", "line 154:26: Add -> Sub"):
+        "`lam + zeros_like(k)` only takes the broadcast shape of k and lam; `lam - "
+        "zeros_like(k)` has the same shape (and values)",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
