@@ -771,7 +771,8 @@ def test_topic_thetas_of_three_layers_default_layer_and_light_weights():
 
 def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes():
     """RecurrentWeibullEncoder's defaults are the paper's (K = 100-80-50, hidden sizes
-    = topic sizes, eq. 9's recurrence, a k per topic clipped to [0.1, 100], raw counts);
+    = topic sizes, eq. 9's recurrence, a k per topic clipped to [0.1, 100], raw counts,
+    the code's initialisation);
     a huge k-head bias gives k = 100 and its negative 0.1. Both encoders declare the
     shapes their `call` returns."""
     config = RecurrentWeibullEncoder(seed=0).get_config()
@@ -781,6 +782,14 @@ def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes
     encoder = RecurrentWeibullEncoder(topic_sizes=(3, 2), seed=0)
     bow = np.ones((2, 4, 7), np.float32)
     thetas, ks, lams = encoder(bow)
+    # The released code's initialisation: truncated normal weights of stddev 0.01 (cut at
+    # 2 sd), head biases 0.1.
+    kernels = np.concatenate([np.ravel(layer.kernel) for layer in
+                              [h.cell for h in encoder.hidden] + encoder.k_heads
+                              + encoder.lam_heads])
+    assert np.abs(kernels).max() <= 0.02 + 1e-7 and 0.006 < kernels.std() < 0.012
+    for head in encoder.k_heads + encoder.lam_heads:
+        np.testing.assert_allclose(np.asarray(head.bias), 0.1)
     declared = encoder.compute_output_shape((2, 4, 7))
     assert [list(map(tuple, part)) for part in declared] == \
         [[tuple(t.shape) for t in part] for part in (thetas, ks, lams)]

@@ -383,6 +383,12 @@ def test_naive_mixture_of_experts_variant(lee):
     expert_probs = np.asarray(tf.nn.softmax(model.softmax(hidden)), np.float64)  # [B,T,K,V]
     by_hand = np.log(np.einsum("bk,btkv->btv", t, expert_probs))
     np.testing.assert_allclose(log_probs, by_hand, atol=1e-4)
+    # The generation path (`language_model`, from the tokens and t) mixes the same way,
+    # over a whole sentence and over one step.
+    for length in (30, 1):
+        mixed = model.language_model(batch["tokens"][:, :length], t.astype(np.float32))[0]
+        np.testing.assert_allclose(np.asarray(mixed, np.float64), by_hand[:, :length],
+                                   atol=1e-4)
     model.compile(optimizer=keras.optimizers.Adam(2e-2))
     subset = sentence_dataset(train_ex, batch_size=64, seed=0).take(10)
     history = model.fit(subset, epochs=2, verbose=0).history
@@ -467,6 +473,7 @@ def test_presets_and_bad_arguments():
     for kwargs, name in bad:
         with pytest.raises(ValueError, match=name):
             TCNLM(50, 20, **kwargs)
+    assert TCNLM(50, 20, ntm_units=(1, 1)).get_config()["ntm_units"] == [1, 1]  # smallest
     with pytest.raises(ValueError, match="topic_vocab_size"):
         TCNLM(50, 0)
     with pytest.raises(ValueError, match="preset"):

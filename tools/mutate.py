@@ -213,6 +213,19 @@ EXPLAINED = {
     ("tfktopic/layers/weibull.py", "line 154:26: Add -> Sub"):
         "`lam + zeros_like(k)` only takes the broadcast shape of k and lam; `lam - "
         "zeros_like(k)` has the same shape (and values)",
+    ("tfktopic/layers/topic_encoders.py", "line 229:56: Add -> Sub"):
+        "the Weibull encoder's initialisers get distinct seeds (seed + i); seed - i keeps "
+        "them distinct: other draws of the same truncated normal",
+    ("tfktopic/layers/topic_encoders.py", "line 236:44: constant 3 -> 4"):
+        "each layer's three initialisers take seeds seed + 3l, + 3l + 1, + 3l + 2; 4l for "
+        "the hidden kernel keeps them distinct for every l: other draws of the same law",
+    ("tfktopic/models/tcnlm.py", "line 232:58: constant 1 -> 2"):
+        "one Dropout layer more than the L + 1 that TCNLM uses: never called, no weights, "
+        "not in the config",
+    ("tfktopic/models/tcnlm.py", "line 285:26: constant 0 -> 1"):
+        "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
+        "second layer (called twice, its seed generator advancing) draws masks of the same "
+        "law",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
