@@ -216,9 +216,6 @@ EXPLAINED = {
     ("tfktopic/layers/topic_encoders.py", "line 229:56: Add -> Sub"):
         "the Weibull encoder's initialisers get distinct seeds (seed + i); seed - i keeps "
         "them distinct: other draws of the same truncated normal",
-    ("tfktopic/layers/topic_encoders.py", "line 236:44: constant 3 -> 4"):
-        "each layer's three initialisers take seeds seed + 3l, + 3l + 1, + 3l + 2; 4l for "
-        "the hidden kernel keeps them distinct for every l: other draws of the same law",
     ("tfktopic/models/tcnlm.py", "line 232:58: constant 1 -> 2"):
         "one Dropout layer more than the L + 1 that TCNLM uses: never called, no weights, "
         "not in the config",
