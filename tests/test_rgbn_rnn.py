@@ -789,9 +789,12 @@ def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes
                               + encoder.lam_heads])
     assert np.abs(kernels).max() <= 0.02 + 1e-7 and 0.006 < kernels.std() < 0.012
     # Every kernel has its own stream (a shared seed repeats the same leading values).
-    leading = {tuple(np.ravel(layer.kernel)[:3]) for layer in
-               [h.cell for h in encoder.hidden] + encoder.k_heads + encoder.lam_heads}
-    assert len(leading) == 3 * encoder.num_layers
+    for recurrent in (True, False):
+        other = RecurrentWeibullEncoder(topic_sizes=(3, 2), recurrent=recurrent, seed=0)
+        other(bow)
+        leading = {tuple(np.ravel(getattr(layer, "cell", layer).kernel)[:3])
+                   for layer in other.hidden + other.k_heads + other.lam_heads}
+        assert len(leading) == 3 * other.num_layers
     for head in encoder.k_heads + encoder.lam_heads:
         np.testing.assert_allclose(np.asarray(head.bias), 0.1)
     declared = encoder.compute_output_shape((2, 4, 7))
