@@ -122,6 +122,15 @@ def test_a_generated_run_resumes_from_its_report(tmp_path, monkeypatch):
     assert len(calls) == 3 and [r["site"] for r in third] == ["baseline", 0, 1]
     with pytest.raises(SystemExit):
         mutate.main(["--auto", module, "--resume"])   # --resume needs --report
+    # Two shards share the module's sites: the even ones, then the odd ones.
+    calls.clear()
+    even = mutate.run_auto([module], 60, 5, tmp_path / "even.json", shard=(0, 2))
+    odd = mutate.run_auto([module], 60, 5, tmp_path / "odd.json", shard=(1, 2))
+    assert [r["site"] for r in even] == ["baseline", 0, 2, 4]
+    assert [r["site"] for r in odd] == ["baseline", 1, 3]
+    for bad in ("2/2", "1", "a/b", "-1/2"):
+        with pytest.raises(SystemExit):
+            mutate.main(["--auto", module, "--shard", bad])
 
 
 def test_a_generated_run_refuses_a_module_whose_tests_fail_unmutated(tmp_path, monkeypatch):

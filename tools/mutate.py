@@ -528,12 +528,16 @@ def _save(report, results):
         os.replace(partial, report)
 
 
-def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_survivors=False):
+def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_survivors=False,
+             shard=(0, 1)):
     """Every generated mutant of `modules`; with `resume`, those not yet in `report`.
 
     The report is rewritten after each mutant, so a killed run loses at most one. With
     `retry_survivors`, the report's survivors run again (after new tests were written).
+    `shard` = (i, n) runs only the sites whose index is i modulo n: n runs on n cores
+    (each with its own report, merged by `merge_reports`) share one module's mutants.
     """
+    index, count = shard
     results = _load_done(report) if resume else []
     if retry_survivors:
         results = [r for r in results if r["status"] not in ("survived", "skipped")
@@ -573,7 +577,7 @@ def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_sur
                                 "summary": summary, "site": "baseline", "source_sha256": digest})
                 _save(report, results)
             for site, (kind, path) in enumerate(sites):
-                if (module, digest, site) in done:
+                if (module, digest, site) in done or site % count != index:
                     continue
                 mutated, change = _mutate_site(tree, kind, path)
                 try:
@@ -626,6 +630,9 @@ def main(argv=None):
     parser.add_argument("--report", help="write the results as JSON to this file")
     parser.add_argument("--retry-survivors", action="store_true",
                         help="with --resume: run the report's survivors of these modules again")
+    parser.add_argument("--shard", default="0/1", metavar="I/N",
+                        help="with --auto: only the mutants whose index is I modulo N (N runs "
+                             "on N cores, each with its own --report, then --merge)")
     parser.add_argument("--merge", nargs="+", metavar="REPORT",
                         help="merge these --auto reports (a later one wins for the same "
                              "mutant) into --report and summarise them; runs nothing")
@@ -655,8 +662,14 @@ def main(argv=None):
             parser.error("--resume needs --report (the file to continue)")
         if args.retry_survivors and not args.resume:
             parser.error("--retry-survivors needs --resume (and --report)")
+        try:
+            index, count = (int(part) for part in args.shard.split("/"))
+        except ValueError:
+            index, count = -1, 0
+        if not 0 <= index < count:
+            parser.error(f"--shard must be I/N with 0 <= I < N, got {args.shard!r}")
         results = run_auto(modules, args.timeout, args.max_mutants, args.report, args.resume,
-                           args.retry_survivors)
+                           args.retry_survivors, shard=(index, count))
     else:
         chosen = MUTATIONS
         if args.only:
