@@ -790,7 +790,7 @@ def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes
     assert np.abs(kernels).max() <= 0.02 + 1e-7 and 0.006 < kernels.std() < 0.012
     # Every kernel has its own stream (a shared seed repeats the same leading values).
     for recurrent in (True, False):
-        other = RecurrentWeibullEncoder(topic_sizes=(3, 2), recurrent=recurrent, seed=0)
+        other = RecurrentWeibullEncoder(topic_sizes=(3, 2, 2), recurrent=recurrent, seed=0)
         other(bow)
         leading = {tuple(np.ravel(getattr(layer, "cell", layer).kernel)[:3])
                    for layer in other.hidden + other.k_heads + other.lam_heads}

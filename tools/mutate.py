@@ -223,6 +223,10 @@ EXPLAINED = {
         "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
         "second layer (called twice, its seed generator advancing) draws masks of the same "
         "law",
+    ("tfktopic/models/tcnlm.py", "line 382:52: constant 1.0 -> 2.0"):
+        "the diversity metric's weight in the epoch average: every batch has the same "
+        "weight, and a weighted mean with a constant weight is the plain mean whatever the "
+        "constant",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
