@@ -1,18 +1,17 @@
 """rGBN-RNN / GBN-RNN: topic-gated LSTM stack, Weibull encoder, the model with
 TLASGR-MCMC inside fit, perplexity, generation, topic hierarchy, saving."""
 
+import inspect
 import json
 import math
 import shutil
 
 import keras
 import numpy as np
-
-from tfktopic.models.decoding import choose_tokens
 import pytest
-import tensorflow as tf
 import scipy.special
 import scipy.stats
+import tensorflow as tf
 from scipy.special import gamma as gamma_function
 
 from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
@@ -24,6 +23,8 @@ from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, cut_layers, hierarchy_to_dot,
                                   hierarchy_to_svg, normalize_theta, prior_chain, topic_hierarchy,
                                   topic_thetas)
+from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.decoding import choose_tokens
 from tfktopic.models.rgbn.prior import rgbn_elbo_terms
 from tfktopic.runs.training import adam_optimizer
 
@@ -870,6 +871,8 @@ def test_presets_cut_their_layers_in_one_place():
     from tfktopic import presets
     gbn = RGBNRNN.from_preset(presets.preset("gbn_rnn", "small"), 50, 20, 4, num_layers=1)
     assert not gbn.recurrent and gbn.hidden_sizes == (64,) and gbn.topic_sizes == (10,)
+    # A preset that does not say how many layers has the paper's 3.
+    assert RGBNRNN.from_preset({"embedding_dim": 8}, 50, 20, 4).num_layers == 3
     # The Adam of a preset: reference_code's decay 0.98^(t/5000) and element-wise clipping.
     adam = adam_optimizer(PRESETS["reference_code"]["training"])
     assert adam.clipvalue == 1.0 and adam.clipnorm is None
@@ -969,9 +972,18 @@ def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default(monkey
     layers = []
     conditioning = deep.generation_conditioning
     monkeypatch.setattr(deep, "generation_conditioning", lambda *args, **kwargs: (
-        layers.append(kwargs["topic_layer"]), conditioning(*args, **kwargs))[1])
+        layers.append(kwargs.get("topic_layer")), conditioning(*args, **kwargs))[1])
     options = dict(num_sentences=2, max_len=8, topic=1, method="sample", seed=0)
     sampled = np.asarray(deep.generate(**options))
     assert layers == [0]
     np.testing.assert_array_equal(sampled, np.asarray(deep.generate(**options, temperature=1.0)))
     assert not np.array_equal(sampled, np.asarray(deep.generate(**options, temperature=4.0)))
+    # A paragraph is 5 sentences of 30 tokens by default; both methods take the base
+    # class's token-choice defaults ("as in `generate`").
+    assert np.asarray(deep.generate_paragraph(seed=0)).shape == (5, 30)
+    base = inspect.signature(TopicLanguageModel.generate).parameters
+    shared = ("max_len", "method", "temperature", "top_k", "allow_unk")
+    for method in (RGBNRNN.generate, RGBNRNN.generate_paragraph):
+        params = inspect.signature(method).parameters
+        assert {name: params[name].default for name in shared} == \
+            {name: base[name].default for name in shared}
