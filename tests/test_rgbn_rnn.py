@@ -117,6 +117,21 @@ def test_gate_matches_eq4_and_orientations_are_reparameterisations():
     np.testing.assert_allclose(out_p, sig(-1.0) * np.tanh(1.0) + sig(1.0) * hidden, atol=1e-5)
 
 
+
+def test_gate_initialisation_and_its_width_check_on_symbolic_shapes():
+    """The code's initialisation: kernels uniform in [-0.05, 0.05], each from its own
+    stream (a shared seed repeats the same leading values). A hidden width other than
+    `units` is refused also when the batch and time axes are unknown."""
+    gate = TopicGate(16, seed=0)
+    gate.build((2, 5, 16), (2, 8))
+    kernels = [np.asarray(w) for w in (gate.theta_kernel, gate.hidden_kernel,
+                                       gate.candidate_kernel)]
+    values = np.concatenate([k.ravel() for k in kernels])
+    assert np.abs(values).max() <= 0.05 and np.abs(values).max() > 0.045
+    assert len({tuple(k.ravel()[:3]) for k in kernels}) == 3
+    with pytest.raises(ValueError, match="hidden has 5 features, the gate expects units=4"):
+        TopicGate(4).build((None, None, 5), (None, 3))
+
 @pytest.mark.parametrize("recurrent", [True, False])
 @pytest.mark.parametrize("scalar_k", [True, False])
 def test_weibull_encoder_shapes_recurrence_and_k(recurrent, scalar_k):

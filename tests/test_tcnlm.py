@@ -557,6 +557,18 @@ def test_experts_lstm_adds_1_to_every_experts_forget_gate_and_takes_size_1():
             TopicExpertsLSTM(**{"units": 1, "num_experts": 1, name: 0})
 
 
+def test_topic_weights_are_normalised_per_sentence_for_generation():
+    """`topic` as weights, one row for all sentences or one per sentence, is normalised to
+    proportions t (rows summing to 1)."""
+    model = _tiny(30, 12)
+    rows = np.array([[2.0, 2.0, 0.0, 0.0], [0.0, 1.0, 0.0, 3.0], [5.0, 0.0, 0.0, 0.0]],
+                    np.float32)
+    t = np.asarray(model.generation_conditioning(3, topic=rows))
+    np.testing.assert_allclose(t, rows / rows.sum(axis=1, keepdims=True), rtol=1e-6)
+    one = np.asarray(model.generation_conditioning(2, topic=rows[1]))
+    np.testing.assert_allclose(one, np.tile([0.0, 0.25, 0.0, 0.75], (2, 1)), rtol=1e-6)
+
+
 def test_defaults_are_the_papers_small_tcnlm():
     """Wang et al. §4 (reference): 50 topics, a 1-layer LSTM of 600 units on 300-dim
     embeddings with n_f = n_h factors (SCN), a 2 x 256 NTM encoder, diversity weight

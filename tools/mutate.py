@@ -227,6 +227,13 @@ EXPLAINED = {
         "the diversity metric's weight in the epoch average: every batch has the same "
         "weight, and a weighted mean with a constant weight is the plain mean whatever the "
         "constant",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 101:63: Add -> Sub"):
+        "the gate's three initialisers take seeds seed + 0, 1, 2 (a stack's layers are 10 "
+        "apart); seed - i keeps them distinct within and across layers: other draws of the "
+        "same uniform",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 108:79: constant 2 -> 3"):
+        "the candidate kernel's seed offset 2 -> 3 stays distinct from the gate's other two "
+        "(0, 1) and from the next layer's (10 apart): other draws of the same uniform",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
