@@ -4,6 +4,7 @@
 import keras
 import numpy as np
 import pytest
+import scipy.special
 import tensorflow as tf
 
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
@@ -567,6 +568,30 @@ def test_topic_weights_are_normalised_per_sentence_for_generation():
     np.testing.assert_allclose(t, rows / rows.sum(axis=1, keepdims=True), rtol=1e-6)
     one = np.asarray(model.generation_conditioning(2, topic=rows[1]))
     np.testing.assert_allclose(one, np.tile([0.0, 0.25, 0.0, 0.75], (2, 1)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mixture", ["factorized", "moe"])
+def test_one_real_token_loss_and_generation_step_log_probabilities(mixture):
+    """The loss is (LM NLL + topic-model NLL + KL) / n - lambda R also for n = 1 real
+    token; a generation step returns log-probabilities: the log-softmax of the language
+    model's logits (factorized) or its mixture (moe), summing to 1."""
+    model = _tiny(30, 12, mixture=mixture)
+    batch = _batch(np.random.default_rng(2), 2, 5, 30, 12)
+    batch["mask"] = np.zeros_like(batch["mask"])
+    batch["mask"][1, 2] = 1.0                                # one real target
+    terms = model.objective(batch)
+    assert float(terms["num_tokens"]) == 1.0
+    expected = (float(terms["nll_sum"]) + float(terms["tm_nll_sum"])
+                + float(np.sum(terms["kl"])) - model.diversity_weight * float(terms["diversity"]))
+    assert float(terms["loss"]) == pytest.approx(expected, rel=1e-5)
+    t = np.asarray(model.topic_proportions(batch["context_bow"]))
+    state = model.initial_generation_state(2)
+    tokens = batch["tokens"][:, 0]
+    step, _ = model.generation_step(tokens, state, t)
+    predictions = np.asarray(model.language_model(tokens[:, None], t)[0][:, 0], np.float64)
+    log_softmax = predictions - scipy.special.logsumexp(predictions, axis=-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(step, np.float64), log_softmax, atol=1e-5)
+    np.testing.assert_allclose(np.exp(np.asarray(step, np.float64)).sum(-1), 1.0, atol=1e-5)
 
 
 def test_defaults_are_the_papers_small_tcnlm():

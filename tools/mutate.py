@@ -234,6 +234,10 @@ EXPLAINED = {
     ("tfktopic/layers/topic_gated_lstm.py", "line 108:79: constant 2 -> 3"):
         "the candidate kernel's seed offset 2 -> 3 stays distinct from the gate's other two "
         "(0, 1) and from the next layer's (10 apart): other draws of the same uniform",
+    ("tfktopic/models/tcnlm.py", "line 359:91: constant 1 -> 2"):
+        "the MoE head's gathered rows are not bucket-padded (bucket 1); a bucket of 2 pads "
+        "at most one row of t = 0 and mask 0: the mixture's log floor (1e-30) keeps it "
+        "finite, so it adds exactly 0 to the NLL and the token count",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
