@@ -132,6 +132,20 @@ def test_gate_initialisation_and_its_width_check_on_symbolic_shapes():
     with pytest.raises(ValueError, match="hidden has 5 features, the gate expects units=4"):
         TopicGate(4).build((None, None, 5), (None, 3))
 
+
+def test_the_smallest_topic_gated_cell_has_one_unit_one_topic_and_one_input():
+    """Sizes of 1 are allowed (0 is the named error); a step input must hold a word
+    input besides the topic weights; the cell's gate starts at the code's scale 0.05."""
+    cell = TopicGatedLSTMCell(1, 1)
+    h, (h2, c) = cell(keras.ops.ones((2, 1 + 1)), [keras.ops.zeros((2, 1))] * 2)  # [x, theta]
+    assert tuple(h.shape) == tuple(c.shape) == (2, 1)
+    assert cell.gate.kernel_scale == 0.05 and cell.get_config()["kernel_scale"] == 0.05
+    with pytest.raises(ValueError, match="num_topics=1 topic weights"):
+        TopicGatedLSTMCell(1, 1)(keras.ops.ones((2, 1)), [keras.ops.zeros((2, 1))] * 2)
+    for name, kwargs in (("units", {"units": 0}), ("num_topics", {"num_topics": 0})):
+        with pytest.raises(ValueError, match=name):
+            TopicGatedLSTMCell(**{"units": 1, "num_topics": 1, **kwargs})
+
 @pytest.mark.parametrize("recurrent", [True, False])
 @pytest.mark.parametrize("scalar_k", [True, False])
 def test_weibull_encoder_shapes_recurrence_and_k(recurrent, scalar_k):

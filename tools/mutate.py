@@ -238,6 +238,10 @@ EXPLAINED = {
         "the MoE head's gathered rows are not bucket-padded (bucket 1); a bucket of 2 pads "
         "at most one row of t = 0 and mask 0: the mixture's log floor (1e-30) keeps it "
         "finite, so it adds exactly 0 to the NLL and the token count",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 199:41: constant 0 -> 1"):
+        "the cell builds its gate with shapes (batch, units) and (batch, K); `TopicGate."
+        "build` reads only their last axes, so the time axis in place of the batch axis "
+        "builds the same weights",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
