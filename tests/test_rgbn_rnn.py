@@ -146,6 +146,41 @@ def test_the_smallest_topic_gated_cell_has_one_unit_one_topic_and_one_input():
         with pytest.raises(ValueError, match=name):
             TopicGatedLSTMCell(**{"units": 1, "num_topics": 1, **kwargs})
 
+
+def test_gate_biases_default_to_the_codes_start_and_take_three_given_values():
+    """Defaults (reference §3.3): the code's orientation starts every bias at 1; the
+    paper's at (b_z, b_r, b_h) = (-1, 1, 1). A given `bias_init` is three numbers."""
+    H = 3
+    for orientation, expected in (("code", (1.0, 1.0, 1.0)), ("paper", (-1.0, 1.0, 1.0)),
+                                  ("paper", (0.5, -0.5, 0.25))):
+        given = None if orientation == "code" or expected[0] == -1.0 else expected
+        gate = TopicGate(H, orientation, bias_init=given)
+        gate.build((2, 4, H), (2, 5))
+        np.testing.assert_array_equal(gate.get_weights()[3], np.repeat(expected, H))
+    with pytest.raises(ValueError, match="bias_init"):
+        TopicGate(H, bias_init=(1.0, 1.0))
+
+
+def test_stack_defaults_dropout_range_locked_masks_and_declared_shapes():
+    """The stack's defaults are one layer of 600 units and 100 topics, no dropout, gate
+    scale 0.05; dropout 1 is refused; a locked dropout mask is shared over the time axis;
+    the declared output shapes are those `call` returns."""
+    config = TopicGatedLSTMStack().get_config()
+    assert {key: config[key] for key in ("units", "num_topics", "dropout", "kernel_scale")} \
+        == {"units": [600], "num_topics": [100], "dropout": 0.0, "kernel_scale": 0.05}
+    with pytest.raises(ValueError, match="dropout"):
+        TopicGatedLSTMStack(units=(4,), num_topics=(3,), dropout=1.0)
+    stack = TopicGatedLSTMStack(units=(16, 8), num_topics=(3, 2), dropout=0.5,
+                                locked_dropout=True, seed=0)
+    x = np.random.default_rng(0).normal(size=(2, 6, 5)).astype(np.float32)
+    thetas = [np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)]
+    outputs = stack(x, thetas, training=True)
+    for out in outputs:
+        dropped = np.asarray(out) == 0.0                         # [B, T, units]
+        assert dropped.any() and (dropped == dropped[:, :1]).all()
+    assert stack.compute_output_shape((2, 6, 5)) == [tuple(o.shape) for o in outputs]
+    assert stack.compute_output_shape((None, None, 5)) == [(None, None, 16), (None, None, 8)]
+
 @pytest.mark.parametrize("recurrent", [True, False])
 @pytest.mark.parametrize("scalar_k", [True, False])
 def test_weibull_encoder_shapes_recurrence_and_k(recurrent, scalar_k):

@@ -242,6 +242,25 @@ EXPLAINED = {
         "the cell builds its gate with shapes (batch, units) and (batch, K); `TopicGate."
         "build` reads only their last axes, so the time axis in place of the batch axis "
         "builds the same weights",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 197:46: constant 0 -> 1"):
+        "the cell builds its LSTM cell with (batch, input_dim); `LSTMCell.build` reads only "
+        "the last axis, so another first axis builds the same weights",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 199:71: constant 0 -> 1"):
+        "the cell builds its gate with (batch, K) for theta; `TopicGate.build` reads only "
+        "the last axis, so another first axis builds the same weights",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 272:53: Add -> Sub"):
+        "the stack's layers take seeds seed + 10 l (their gates + 0, 1, 2); seed - 10 l "
+        "keeps every seed distinct: other draws of the same laws",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 272:60: constant 10 -> 11"):
+        "the stack's layers take seeds seed + 10 l (their gates + 0, 1, 2); 11 apart they "
+        "stay distinct: other draws of the same laws",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 291:31: constant 1 -> 2"):
+        "the stack builds each gate with [batch axes, units]; `TopicGate.build` reads only "
+        "the last axis, so dropping one batch axis more builds the same weights",
+    ("tfktopic/layers/topic_gated_lstm.py", "line 291:61: constant 0 -> 1"):
+        "the stack builds each gate's theta side with (batch, K); `TopicGate.build` reads "
+        "only the last axis, so the time axis in place of the batch axis builds the same "
+        "weights",
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
