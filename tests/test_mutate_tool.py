@@ -110,11 +110,14 @@ def test_a_generated_run_resumes_from_its_report(tmp_path, monkeypatch):
     assert [r["site"] for r in second] == ["baseline", 0, 1, 2, 3, 4]
     assert json.loads(report.read_text()) == second
     # After new tests: the survivors of the module run again, the killed ones do not.
-    survivors = [dict(r, status="survived") if r["site"] in (1, 3) else r for r in second]
+    # An explained survivor (site 4) is not run again.
+    survivors = [dict(r, status="survived") if r["site"] in (1, 3, 4) else r for r in second]
     report.write_text(json.dumps(survivors))
+    monkeypatch.setitem(mutate.EXPLAINED, (module, survivors[-1]["change"]), "a reason")
     calls.clear()
     retried = mutate.run_auto([module], 60, 5, report, resume=True, retry_survivors=True)
-    assert len(calls) == 2 and {r["site"]: r["status"] for r in retried}[3] == "killed"
+    verdicts = {r["site"]: r["status"] for r in retried}
+    assert len(calls) == 2 and verdicts[3] == "killed" and verdicts[4] == "survived"
     # The module changed since: its old results are dropped and it runs again.
     monkeypatch.setattr(mutate, "_scratch_copy", _changed_copy(mutate._scratch_copy, module))
     calls.clear()
@@ -177,6 +180,17 @@ def test_reports_of_runs_on_different_cores_merge_and_a_later_verdict_wins(tmp_p
     statuses = {(r["module"], r["site"]): r["status"] for r in merged}
     assert statuses[("a.py", 0)] == "killed" and statuses[(module, 0)] == "killed"
     assert "4 mutants: 4 killed, 0 survived" in capsys.readouterr().out
+    # Copies of one report retried apart: each one's newer verdict wins, in any order.
+    stale = dict(first[2], status="survived", ran_at=1.0)
+    even = [stale, dict(first[1], status="killed", ran_at=2.0)]
+    odd = [dict(first[1], status="survived", ran_at=1.0), dict(first[2], status="killed",
+                                                               ran_at=3.0)]
+    for order in ((even, odd), (odd, even)):
+        for path, results in zip(paths, order):
+            path.write_text(json.dumps(results))
+        mutate.main(["--merge", *map(str, paths[:2]), "--report", str(out)])
+        assert {r["site"]: r["status"] for r in json.loads(out.read_text())} == \
+            {0: "killed", 1: "killed"}
     with pytest.raises(SystemExit):
         mutate.main(["--merge", str(paths[0])])                    # no --report
     with pytest.raises(SystemExit):

@@ -578,8 +578,10 @@ def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_sur
     index, count = shard
     results = _load_done(report) if resume else []
     if retry_survivors:
+        # An explained survivor keeps its verdict (its reason says no test can kill it).
         results = [r for r in results if r["status"] not in ("survived", "skipped")
-                   or r["module"] not in modules]
+                   or r["module"] not in modules
+                   or (r["module"], r["change"]) in EXPLAINED]
     # A result counts as done only for the source it was run on (the module may have changed
     # since): keyed on the module's text hash and the site's index among its sites.
     done = {(r["module"], r.get("source_sha256"), r.get("site")) for r in results}
@@ -625,7 +627,8 @@ def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_sur
                     source_path.write_text(original)
                 results.append({"module": module, "change": change, "status": status,
                                 "seconds": round(seconds, 1), "summary": summary,
-                                "site": site, "source_sha256": digest})
+                                "site": site, "source_sha256": digest,
+                                "ran_at": round(time.time(), 1)})
                 _save(report, results)
                 print(f"  {change}: {status.upper()} [{seconds:.0f} s]", flush=True)
     return results
@@ -634,10 +637,11 @@ def run_auto(modules, timeout, max_mutants, report=None, resume=False, retry_sur
 def merge_reports(paths):
     """The results of several `--auto` reports as one (e.g. of runs on different cores).
 
-    A later report's result for the same mutant (module text, site) replaces an earlier
-    one's, so `python tools/mutate.py --merge all.json retry.json --report all.json` takes
-    a retry's new verdicts. Results for another text of a module than today's are dropped
-    (as a resumed run drops them).
+    For the same mutant (module text, site) the result that ran last wins (its
+    ``ran_at`` time; results without one count as oldest, and between those a later
+    report wins), so copies of one report retried on different cores merge in any order:
+    each keeps the new verdicts of its own retry. Results for another text of a module
+    than today's are dropped (as a resumed run drops them).
     """
     merged, today = {}, {}
     for path in paths:
@@ -649,7 +653,9 @@ def merge_reports(paths):
                                  if source.exists() else None)
             if digest and today[module] and digest != today[module]:
                 continue
-            merged[(module, digest, result.get("site"), result.get("id"))] = result
+            key = (module, digest, result.get("site"), result.get("id"))
+            if result.get("ran_at", 0) >= merged.get(key, {}).get("ran_at", 0):
+                merged[key] = result
     return list(merged.values())
 
 
