@@ -678,8 +678,9 @@ def main(argv=None):
                         help="with --auto: only the mutants whose index is I modulo N (N runs "
                              "on N cores, each with its own --report, then --merge)")
     parser.add_argument("--merge", nargs="+", metavar="REPORT",
-                        help="merge these --auto reports (a later one wins for the same "
-                             "mutant) into --report and summarise them; runs nothing")
+                        help="merge these --auto reports (for the same mutant the verdict "
+                             "that ran last wins) into --report and summarise them; runs "
+                             "nothing")
     parser.add_argument("--resume", action="store_true",
                         help="with --auto and --report: keep the report's results and run "
                              "only the mutants it does not have (a long run over sessions)")
