@@ -117,7 +117,6 @@ def test_gate_matches_eq4_and_orientations_are_reparameterisations():
     np.testing.assert_allclose(out_p, sig(-1.0) * np.tanh(1.0) + sig(1.0) * hidden, atol=1e-5)
 
 
-
 def test_gate_initialisation_and_its_width_check_on_symbolic_shapes():
     """The code's initialisation: kernels uniform in [-0.05, 0.05], each from its own
     stream (a shared seed repeats the same leading values). A hidden width other than
@@ -151,9 +150,9 @@ def test_gate_biases_default_to_the_codes_start_and_take_three_given_values():
     """Defaults (reference §3.3): the code's orientation starts every bias at 1; the
     paper's at (b_z, b_r, b_h) = (-1, 1, 1). A given `bias_init` is three numbers."""
     H = 3
-    for orientation, expected in (("code", (1.0, 1.0, 1.0)), ("paper", (-1.0, 1.0, 1.0)),
-                                  ("paper", (0.5, -0.5, 0.25))):
-        given = None if orientation == "code" or expected[0] == -1.0 else expected
+    for orientation, given, expected in (("code", None, (1.0, 1.0, 1.0)),
+                                         ("paper", None, (-1.0, 1.0, 1.0)),
+                                         ("paper", (0.5, -0.5, 0.25), (0.5, -0.5, 0.25))):
         gate = TopicGate(H, orientation, bias_init=given)
         gate.build((2, 4, H), (2, 5))
         np.testing.assert_array_equal(gate.get_weights()[3], np.repeat(expected, H))
@@ -180,6 +179,7 @@ def test_stack_defaults_dropout_range_locked_masks_and_declared_shapes():
         assert dropped.any() and (dropped == dropped[:, :1]).all()
     assert stack.compute_output_shape((2, 6, 5)) == [tuple(o.shape) for o in outputs]
     assert stack.compute_output_shape((None, None, 5)) == [(None, None, 16), (None, None, 8)]
+
 
 @pytest.mark.parametrize("recurrent", [True, False])
 @pytest.mark.parametrize("scalar_k", [True, False])
@@ -780,7 +780,6 @@ def test_topic_thetas_follow_phi_down_and_up():
         topic_thetas(phis, [1.0, 2.0], topic_layer=0)
 
 
-
 @pytest.mark.parametrize("topic_sizes", [(4, 3), (4,)])
 def test_elbo_terms_are_the_poisson_likelihood_and_weibull_gamma_kls_at_tau0_2(topic_sizes):
     """`rgbn_elbo_terms` (eq. 7) against scipy: sum_j log Pois(d_j | Phi^1 theta^1_j) and
@@ -837,9 +836,8 @@ def test_topic_thetas_of_three_layers_default_layer_and_light_weights():
 def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes():
     """RecurrentWeibullEncoder's defaults are the paper's (K = 100-80-50, hidden sizes
     = topic sizes, eq. 9's recurrence, a k per topic clipped to [0.1, 100], raw counts,
-    the code's initialisation);
-    a huge k-head bias gives k = 100 and its negative 0.1. Both encoders declare the
-    shapes their `call` returns."""
+    the code's initialisation, one random stream per kernel); a huge k-head bias gives
+    k = 100 and its negative 0.1. Both encoders declare the shapes their `call` returns."""
     config = RecurrentWeibullEncoder(seed=0).get_config()
     expected = {"topic_sizes": [100, 80, 50], "hidden_units": None, "recurrent": True,
                 "scalar_k": False, "k_range": [0.1, 100.0], "normalization": "none"}
@@ -873,6 +871,7 @@ def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes
     outputs = gaussian(np.ones((2, 7), np.float32))
     assert gaussian.compute_output_shape((2, 7)) == tuple(tuple(o.shape) for o in outputs)
     assert gaussian.compute_output_shape((None, 5, 7)) == ((None, 5, 3),) * 3
+
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_layers=4 has no paper sizes"):

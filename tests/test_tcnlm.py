@@ -176,7 +176,6 @@ def test_decoder_log_likelihood_equals_direct_computation_and_beta_is_on_the_sim
     np.testing.assert_allclose(np.asarray(log_lik), direct_ntm, rtol=1e-5)
 
 
-
 def test_one_topic_decodes_its_own_beta_and_sizes_below_1_are_refused():
     """K = 1 is allowed (the mixture is that topic's beta); 0 is not. The declared output
     shape is the shape `call` returns, for the decoder and the NTM alike."""

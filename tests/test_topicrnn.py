@@ -478,7 +478,6 @@ def test_defaults_are_the_documented_topicrnn():
     assert float(classifier.optimizer.learning_rate) == pytest.approx(3e-4)
 
 
-
 def test_gaussian_encoder_defaults_and_its_log_sigma_clip_of_10():
     """The inference network q(theta | X_c) defaults to 2 x 256 ReLU layers (TCNLM's),
     total-count normalisation, no dropout; log sigma is clipped to [-10, 10] (a huge
@@ -498,6 +497,7 @@ def test_gaussian_encoder_defaults_and_its_log_sigma_clip_of_10():
         np.testing.assert_array_equal(np.asarray(log_std), np.full((2, 1), np.sign(bias) * 10.0))
     with pytest.raises(ValueError, match="num_topics"):
         GaussianTopicEncoder(num_topics=0)
+
 
 def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):
     """With XLA loops on, the real positions are padded to a multiple of the row bucket
