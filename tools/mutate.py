@@ -134,6 +134,18 @@ def _fresh_seed_sites(module, line, columns):
             for site, column in sites if column is not None}
 
 
+#: Shared reasons of `EXPLAINED` (each written once; the sites are listed there).
+_EXTRA_DROPOUT = ("one Dropout layer more than the L + 1 that the model calls: never called, "
+                  "no weights, not in the config")
+_SHARED_DROPOUT_RATE = ("the L + 1 Dropout layers share one rate: the embedding's dropout "
+                        "through the second layer (called twice, its seed generator "
+                        "advancing) draws masks of the same law")
+_BUILD_READS_LAST_AXIS = ("a `build` given [batch axes, features]: the layers built here "
+                          "(Dense, LSTMCell, TopicGate, the factorised cell) read only the "
+                          "last axis, so another batch or time axis, or one axis fewer, "
+                          "builds the same weights")
+
+
 #: Generated survivors with the reason no test can or should kill them: (module, change) ->
 #: reason. Most change no output at all; the others change only printing, speed, or the
 #: bits of a random draw but not its law (a default seed's range, a last-bit rounding).
@@ -157,15 +169,11 @@ EXPLAINED = {
         "`_stacked_draws` offsets an integer seed per gate slice so the slices are "
         "independent draws; seed - i offsets them as well (distinct seeds, same law)",
     ("tfktopic/models/lstm_lm.py", "line 97:58: constant 1 -> 2"):
-        "one Dropout layer more than the L + 1 that `call` uses: never called, no weights, "
-        "not in the config",
+        _EXTRA_DROPOUT,
     ("tfktopic/models/lstm_lm.py", "line 116:26: constant 0 -> 1"):
-        "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
-        "second layer (called twice, its seed generator advancing) draws masks of the same "
-        "law",
+        _SHARED_DROPOUT_RATE,
     ("tfktopic/layers/factorized_lstm.py", "line 336:45: constant 1 -> 2"):
-        "`FactorizedTopicLSTM.build` passes the cell a shape whose last axis is all the "
-        "cell reads; dropping one more leading axis (`[:-2]`) changes nothing it uses",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/models/rgbn/model.py", "line 158:39: constant 1.0 -> 2.0"):
         "RGBNRNN's dropout check is repeated by its TopicGatedLSTMStack, which raises the "
         "same `dropout must be in [0, 1)` for dropout = 1 (test_bad_arguments)",
@@ -192,16 +200,12 @@ EXPLAINED = {
         "log(beta / s) centre alike), so normalising by x s instead of / s changes only "
         "which entries within a factor s^2 of the 1e-10 floor get floored",
     ("tfktopic/layers/topic_decoder.py", "line 258:55: constant 1 -> 2"):
-        "`NeuralTopicModel.build` builds its Gaussian softmax on [batch axes, K]; a Dense "
-        "layer's build reads only the last axis (K), so dropping one batch axis more "
-        "builds the same kernel and bias",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/models/topicrnn.py", "line 461:54: constant 1 -> 2"):
         "`weights.reshape(-1, K)`: numpy infers any negative size, so `reshape(-2, K)` is "
         "the same [N, K] array",
     ("tfktopic/layers/topic_encoders.py", "line 108:28: constant 1 -> 2"):
-        "`GaussianTopicEncoder.build` passes [batch axes, units] from layer to layer; a "
-        "Dense layer's build reads only the last axis, so dropping one batch axis more "
-        "builds the same weights",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/layers/topic_encoders.py", "line 122:20: Add -> Sub"):
         "the reparameterised draw mu + sigma eps with eps ~ N(0, I): eps is symmetric, so "
         "mu - sigma eps is the same law of theta and of its gradients (the KL and the "
@@ -217,12 +221,9 @@ EXPLAINED = {
         "the Weibull encoder's initialisers get distinct seeds (seed + i); seed - i keeps "
         "them distinct: other draws of the same truncated normal",
     ("tfktopic/models/tcnlm.py", "line 232:58: constant 1 -> 2"):
-        "one Dropout layer more than the L + 1 that TCNLM uses: never called, no weights, "
-        "not in the config",
+        _EXTRA_DROPOUT,
     ("tfktopic/models/tcnlm.py", "line 285:26: constant 0 -> 1"):
-        "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
-        "second layer (called twice, its seed generator advancing) draws masks of the same "
-        "law",
+        _SHARED_DROPOUT_RATE,
     ("tfktopic/models/tcnlm.py", "line 382:52: constant 1.0 -> 2.0"):
         "the diversity metric's weight in the epoch average: every batch has the same "
         "weight, and a weighted mean with a constant weight is the plain mean whatever the "
@@ -239,15 +240,11 @@ EXPLAINED = {
         "at most one row of t = 0 and mask 0: the mixture's log floor (1e-30) keeps it "
         "finite, so it adds exactly 0 to the NLL and the token count",
     ("tfktopic/layers/topic_gated_lstm.py", "line 199:41: constant 0 -> 1"):
-        "the cell builds its gate with shapes (batch, units) and (batch, K); `TopicGate."
-        "build` reads only their last axes, so the time axis in place of the batch axis "
-        "builds the same weights",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/layers/topic_gated_lstm.py", "line 197:46: constant 0 -> 1"):
-        "the cell builds its LSTM cell with (batch, input_dim); `LSTMCell.build` reads only "
-        "the last axis, so another first axis builds the same weights",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/layers/topic_gated_lstm.py", "line 199:71: constant 0 -> 1"):
-        "the cell builds its gate with (batch, K) for theta; `TopicGate.build` reads only "
-        "the last axis, so another first axis builds the same weights",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/layers/topic_gated_lstm.py", "line 272:53: Add -> Sub"):
         "the stack's layers take seeds seed + 10 l (their gates + 0, 1, 2); seed - 10 l "
         "keeps every seed distinct: other draws of the same laws",
@@ -255,25 +252,19 @@ EXPLAINED = {
         "the stack's layers take seeds seed + 10 l (their gates + 0, 1, 2); 11 apart they "
         "stay distinct: other draws of the same laws",
     ("tfktopic/layers/topic_gated_lstm.py", "line 291:31: constant 1 -> 2"):
-        "the stack builds each gate with [batch axes, units]; `TopicGate.build` reads only "
-        "the last axis, so dropping one batch axis more builds the same weights",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/layers/topic_gated_lstm.py", "line 291:61: constant 0 -> 1"):
-        "the stack builds each gate's theta side with (batch, K); `TopicGate.build` reads "
-        "only the last axis, so the time axis in place of the batch axis builds the same "
-        "weights",
+        _BUILD_READS_LAST_AXIS,
     ("tfktopic/models/topicrnn.py", "line 273:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
     ("tfktopic/models/topicrnn.py", "line 313:26: constant 0 -> 1"):
-        "the L + 1 Dropout layers share one rate: the embedding's dropout through the "
-        "second layer (called twice, its seed generator advancing) draws masks of the same "
-        "law",
+        _SHARED_DROPOUT_RATE,
     ("tfktopic/models/topicrnn.py", "line 351:36: constant 3 -> 4"):
         "the `stacklevel` of the missing-doc_targets warning: which caller's line the "
         "message names, not what is computed (the warning itself is tested)",
     ("tfktopic/models/topicrnn.py", "line 275:58: constant 1 -> 2"):
-        "one Dropout layer more than the L + 1 that the model calls: never called, no "
-        "weights, not in the config",
+        _EXTRA_DROPOUT,
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
