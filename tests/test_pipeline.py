@@ -83,3 +83,42 @@ def test_stream_dataset_shapes():
     assert batches[0]["mask"].sum() == 12
     with pytest.raises(ValueError, match="num_batches, B, T"):
         stream_dataset(inputs[0], inputs[0])
+
+
+def test_every_pipeline_of_the_package_prefetches_without_autotuning(toy):
+    """tf.data's autotuning thread stalls an iterator's teardown (`prefetched`): every
+    pipeline the package builds turns it off, and their batches are unchanged by it."""
+    from tfktopic.bayes.setups import window_dataset
+    from tfktopic.data.streams import document_stream_dataset, document_streams
+    from tfktopic.runs.checkpoints import epoch_data
+
+    corpus, lm, topic = toy
+    examples = sentence_examples(corpus, lm, topic)
+    sequences = document_sequences(corpus, lm, topic, sentences_per_chunk=8)
+    streams = document_streams(corpus, lm)
+    windows = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4)
+    sentences = sentence_dataset(examples, batch_size=16, seed=2)
+    pipelines = {
+        "sentence_dataset": sentences,
+        "document_dataset": document_dataset(sequences, batch_size=4),
+        "stream_dataset": stream_dataset(windows, windows + 1),
+        "document_stream_dataset (training)": document_stream_dataset(streams, 4, shuffle=True),
+        "document_stream_dataset (evaluation)": document_stream_dataset(streams, 4),
+        "epoch_data": epoch_data(sentences, 1)[0],
+        "window_dataset": window_dataset(windows, windows + 1, batch_size=2),
+    }
+    tuned = [name for name, dataset in pipelines.items()
+             if dataset.options().autotune.enabled is not False]
+    assert tuned == []
+    # The same batches as with autotuning on (same order, same contents; a fresh pipeline
+    # each, since every new iterator of one shuffled pipeline is the next epoch's order).
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = True
+    ours = _batches(sentence_dataset(examples, batch_size=16, seed=2).take(3))
+    autotuned = _batches(sentence_dataset(examples, batch_size=16, seed=2)
+                         .with_options(options).take(3))
+    assert len(ours) == len(autotuned) == 3
+    for a, b in zip(ours, autotuned):
+        assert all(np.array_equal(a[k], b[k]) for k in a)

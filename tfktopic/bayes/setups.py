@@ -29,6 +29,7 @@ from tfktopic.bayes.sgmcmc import PSGLD, SGLD
 from tfktopic.bayes.sgmcmc_presets import ABLATION_PRESETS
 from tfktopic.data.contexts import stream_arrays
 from tfktopic.data.corpora import Corpus
+from tfktopic.data.pipeline import prefetched
 
 __all__ = ["OPTIMIZERS", "ablation_optimizer", "optimizer", "window_dataset", "ptb_data",
            "char_data", "bilstm_classifier"]
@@ -115,7 +116,7 @@ def window_dataset(inputs, targets, batch_size, shuffle=True, seed=0, drop_remai
         {"tokens": x, "targets": y, "mask": np.ones_like(x, np.float32)})
     if shuffle:
         dataset = dataset.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 
 
 def ptb_data(ptb_dir, vocab, num_steps=20, batch_size=20, limit_tokens=None,

@@ -23,7 +23,43 @@ after epoch.
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["sentence_dataset", "document_dataset", "stream_dataset"]
+__all__ = ["sentence_dataset", "document_dataset", "stream_dataset", "prefetched",
+           "PREFETCH_BATCHES"]
+
+#: Batches a pipeline of the package prepares ahead of the training step (`prefetched`).
+PREFETCH_BATCHES = 2
+
+
+def prefetched(dataset, batches=PREFETCH_BATCHES):
+    """`dataset` with a fixed prefetch buffer and tf.data's autotuning off.
+
+    Every pipeline of the package ends here. tf.data's autotuning (on by default) starts a
+    model thread beside every iterator, which wakes to re-tune after 10 ms, 20 ms, 40 ms, ...
+    (up to a minute); with TensorFlow 2.21 the iterator's destructor waits for that thread's
+    current sleep to end (the main thread blocks in ``RootDataset::Iterator::~Iterator``, seen
+    with ``py-spy dump --native``). So a Keras ``fit`` over an endless training stream, and
+    every ``evaluate`` or validation pass, can end with a stall as long as the pass itself
+    (a 200-step ``fit`` of the streamed document LSTM: 17-20 s after its last batch, every
+    call returning at exactly 40.96 s = 10 ms x (2^12 - 1)), and the thread takes CPU from the
+    training step while it runs. Our pipelines have nothing to tune (in-memory tensors, one
+    cheap map per batch), so the buffer is fixed instead. Measured by
+    ``python -m benchmarks.input_pipeline`` (`benchmarks/results/medium/input_pipeline.json`).
+
+    Args:
+        dataset: a `tf.data.Dataset` of batches.
+        batches: the prefetch buffer, in batches.
+
+    Returns:
+        The dataset, prefetching `batches` batches, with ``options().autotune.enabled`` False.
+
+    Example:
+    >>> ds = prefetched(tf.data.Dataset.range(8).batch(4))
+    >>> ds.options().autotune.enabled
+    False
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.prefetch(int(batches)).with_options(options)
 
 
 def _ragged_contexts(values, splits):
@@ -92,8 +128,8 @@ def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remaind
             contract["doc_targets"] = batch["doc_targets"]
         return contract
 
-    return dataset.map(to_contract, num_parallel_calls=tf.data.AUTOTUNE,
-                       deterministic=True).prefetch(tf.data.AUTOTUNE)
+    # One cheap map per batch: run by the prefetch thread (no parallel calls to tune).
+    return prefetched(dataset.map(to_contract))
 
 
 def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remainder=False,
@@ -140,8 +176,8 @@ def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remaind
             contract["doc_targets"] = batch["doc_targets"]
         return contract
 
-    return dataset.map(to_contract, num_parallel_calls=tf.data.AUTOTUNE,
-                       deterministic=True).prefetch(tf.data.AUTOTUNE)
+    # One cheap map per batch: run by the prefetch thread (no parallel calls to tune).
+    return prefetched(dataset.map(to_contract))
 
 
 def stream_dataset(inputs, targets):
@@ -157,8 +193,8 @@ def stream_dataset(inputs, targets):
     if inputs.shape != targets.shape or inputs.ndim != 3:
         raise ValueError(f"inputs and targets must both be [num_batches, B, T], got "
                          f"{inputs.shape} and {targets.shape}")
-    return tf.data.Dataset.from_tensor_slices({
+    return prefetched(tf.data.Dataset.from_tensor_slices({
         "tokens": inputs,
         "targets": targets,
         "mask": np.ones(inputs.shape, np.float32),
-    })
+    }))

@@ -67,6 +67,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from tfktopic.data.pipeline import prefetched
+
 __all__ = [
     "CONTEXTS",
     "DocumentStreams",
@@ -374,7 +376,7 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
     if not shuffle:  # a known length: Keras then knows where an evaluation pass ends
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(
             num_batches(streams, B, T)))
-    return dataset.prefetch(2)
+    return prefetched(dataset)
 
 
 def stream_examples(corpus, lm_vocab, topic_vocab=None, bptt=30, batch_size=64, shuffle=False,

@@ -296,7 +296,7 @@ def epoch_data(dataset, first_epoch):
     Returns:
         (dataset, steps_per_epoch).
     """
-    import tensorflow as tf
+    from tfktopic.data.pipeline import prefetched
 
     steps = int(dataset.cardinality())
     if steps < 1:
@@ -304,7 +304,7 @@ def epoch_data(dataset, first_epoch):
     stream = dataset.repeat()
     if first_epoch:
         stream = stream.skip(int(first_epoch) * steps)
-    return stream.prefetch(tf.data.AUTOTUNE), steps
+    return prefetched(stream), steps
 
 
 # -------------------------------------------------------------------------- callbacks
