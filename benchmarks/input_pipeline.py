@@ -5,7 +5,7 @@
 The package's pipelines end in `tfktopic.data.pipeline.prefetched`: a fixed prefetch buffer
 and ``options.autotune.enabled = False``. This measures, in one process and interleaved
 rounds, the same pipelines with TensorFlow's default (autotuning on, re-enabled by
-``with_options``) against ours, for two arms of the APNEWS study built exactly as
+``with_options``) against ours, for three arms of the APNEWS study built exactly as
 ``python -m benchmarks.study`` builds them (`benchmarks.study.command`, `tfktopic.runs`):
 
 * ``doc_lstm``: the streamed document LSTM (an endless ``from_generator`` stream);
@@ -167,13 +167,13 @@ def records(summary, steps, rounds):
                 f"same pipeline with tf.data's autotuning on (TensorFlow's default)")
     out = []
     for arm, item in summary.items():
-        med = item["mean"]
+        mean = item["mean"]
         out.append(record("speed", arm, "fit_time_per_step",
-                          med["fixed"]["fit_ms_per_step"] / 1e3, f"{arm}, tf.data autotuning",
-                          med["autotune"]["fit_ms_per_step"] / 1e3, protocol, "apnews"))
-        out.append(record("speed", arm, "validation_pass_time", med["fixed"]["evaluate_seconds"],
-                          f"{arm}, tf.data autotuning", med["autotune"]["evaluate_seconds"],
-                          protocol, "apnews"))
+                          mean["fixed"]["fit_ms_per_step"] / 1e3, f"{arm}, tf.data autotuning",
+                          mean["autotune"]["fit_ms_per_step"] / 1e3, protocol, "apnews"))
+        out.append(record("speed", arm, "validation_pass_time",
+                          mean["fixed"]["evaluate_seconds"], f"{arm}, tf.data autotuning",
+                          mean["autotune"]["evaluate_seconds"], protocol, "apnews"))
     return out
 
 

@@ -39,10 +39,10 @@ def prefetched(dataset, batches=PREFETCH_BATCHES):
     current sleep to end (the main thread blocks in ``RootDataset::Iterator::~Iterator``, seen
     with ``py-spy dump --native``). So a Keras ``fit`` over an endless training stream, and
     every ``evaluate`` or validation pass, can end with a stall as long as the pass itself
-    (a 200-step ``fit`` of the streamed document LSTM: 17-20 s after its last batch, every
-    call returning at exactly 40.96 s = 10 ms x (2^12 - 1)), and the thread takes CPU from the
-    training step while it runs. Our pipelines have nothing to tune (in-memory tensors, one
-    cheap map per batch), so the buffer is fixed instead. Measured by
+    (200-step ``fit`` calls of the streamed document LSTM: 17-20 s after the last batch in
+    some calls, each of those returning at exactly 40.96 s = 10 ms x (2^12 - 1)). Our
+    pipelines have nothing to tune (in-memory tensors, one cheap map per batch), so the
+    buffer is fixed instead; the step time is unchanged. Measured by
     ``python -m benchmarks.input_pipeline`` (`benchmarks/results/medium/input_pipeline.json`).
 
     Args:
