@@ -85,14 +85,17 @@ def test_stream_dataset_shapes():
         stream_dataset(inputs[0], inputs[0])
 
 
-def test_every_pipeline_of_the_package_prefetches_without_autotuning(toy):
+def test_every_pipeline_of_the_package_prefetches_without_autotuning():
     """tf.data's autotuning thread stalls an iterator's teardown (`prefetched`): every
     pipeline the package builds turns it off, and their batches are unchanged by it."""
     from tfktopic.bayes.setups import window_dataset
+    from tfktopic.data import load_corpus
     from tfktopic.data.streams import document_stream_dataset, document_streams
     from tfktopic.runs.checkpoints import epoch_data
 
-    corpus, lm, topic = toy
+    corpus = load_corpus("lee")     # ships with gensim: runs without ../shared/data
+    lm = Vocabulary.build(corpus, min_count=3)
+    topic = TopicVocabulary.build(corpus, lm)
     examples = sentence_examples(corpus, lm, topic)
     sequences = document_sequences(corpus, lm, topic, sentences_per_chunk=8)
     streams = document_streams(corpus, lm)
