@@ -49,7 +49,7 @@ def _setting(dataset, setting):
 
 
 def build(arm, quick=False):
-    """(model, training stream, validation dataset, batch, steps of an epoch) of a study arm."""
+    """(model, training stream, validation dataset, steps of an epoch) of a study arm."""
     from benchmarks import study
     from tfktopic import runs
     from tfktopic.cli import train_settings
@@ -71,7 +71,7 @@ def build(arm, quick=False):
         steps = data.steps("train", batch)
     else:
         train, steps = checkpoints.epoch_data(data.dataset("train", batch, shuffle=True), 0)
-    return model, train, data.dataset("valid", batch, shuffle=False), batch, steps
+    return model, train, data.dataset("valid", batch, shuffle=False), steps
 
 
 def _fit(model, train, steps):
@@ -107,7 +107,7 @@ def run(arms=ARMS, steps=200, rounds=3, quick=False):
     load_before = list(os.getloadavg())
     cases, epoch_steps = {}, {}
     for arm in arms:
-        model, train, valid, batch, epoch_steps[arm] = build(arm, quick)
+        model, train, valid, epoch_steps[arm] = build(arm, quick)
         _fit(model, train, min(steps, 5))       # traces the step and the evaluation
         _evaluate(model, valid.take(2))
         cases[arm] = (model, train, valid)
