@@ -60,6 +60,78 @@ def test_half_precision_logits_are_read_in_float32_and_get_a_gradient_of_their_d
                                np.eye(40)[targets] - np.exp(exact), atol=1e-2)
 
 
+@pytest.mark.parametrize("xla", ["1", "0"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_bias_given_apart_is_added_in_float32_and_gets_the_summed_row_gradient(xla, dtype,
+                                                                                monkeypatch):
+    """log p(y) = z_y - logsumexp(z) with z = logits + bias, d/dlogits = upstream (onehot(y) -
+    softmax(z)) in the logits' dtype and d/dbias its sum over the rows, in float32."""
+    monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", xla)
+    rng = np.random.default_rng(3)
+    logits = tf.cast(rng.normal(size=(2, 5, 17)) * 6, dtype)
+    bias = tf.constant(rng.normal(size=17) * 3, tf.float32)
+    targets = rng.integers(0, 17, size=(2, 5))
+    upstream = rng.normal(size=(2, 5)).astype(np.float32)
+    with tf.GradientTape() as tape:
+        tape.watch([logits, bias])
+        log_p = target_log_softmax(targets, logits, bias=bias)
+        total = tf.reduce_sum(log_p * upstream)
+    d_logits, d_bias = tape.gradient(total, [logits, bias])
+    scores = tf.cast(logits, tf.float32).numpy().astype(np.float64) + bias.numpy()
+    reference = _numpy_log_softmax(scores)
+    np.testing.assert_allclose(log_p.numpy(),
+                               np.take_along_axis(reference, targets[..., None], -1)[..., 0],
+                               rtol=1e-5, atol=1e-4)
+    d_scores = upstream[..., None] * (np.eye(17)[targets] - np.exp(reference))
+    assert d_logits.dtype == dtype and d_bias.dtype == tf.float32
+    np.testing.assert_allclose(tf.cast(d_logits, tf.float32).numpy(), d_scores,
+                               atol=1e-5 if dtype == "float32" else 2e-2)
+    np.testing.assert_allclose(d_bias.numpy(), d_scores.sum(axis=(0, 1)), atol=1e-5)
+
+
+def test_a_dense_head_in_16_bits_hands_its_bias_to_the_cross_entropy(xla_loops_on,
+                                                                     monkeypatch):
+    """bfloat16 features and a plain Dense head: the head is not called (its bias goes into
+    the XLA program), and the NLL and the gradients of features, kernel and bias are the
+    float64 closed form's; float32 features still call the head."""
+    import keras
+
+    rng = np.random.default_rng(6)
+    features = tf.cast(rng.normal(size=(3, 6, 8)), tf.bfloat16)
+    targets = rng.integers(0, 13, size=(3, 6))
+    mask = (rng.random((3, 6)) > 0.3).astype(np.float32)
+    head = keras.layers.Dense(13, bias_initializer=keras.initializers.RandomNormal(seed=1))
+    head.build((None, 8))
+
+    def forbidden(self, *args, **kwargs):
+        raise AssertionError("the head was called")
+
+    monkeypatch.setattr(keras.layers.Dense, "call", forbidden)
+    with tf.GradientTape() as tape:
+        tape.watch(features)
+        nll, count = gathered_token_nll(head, features, targets, mask)
+    d_features, d_kernel, d_bias = tape.gradient(nll, [features, head.kernel, head.bias])
+    with pytest.raises(AssertionError, match="the head was called"):
+        gathered_token_nll(head, tf.cast(features, tf.float32), targets, mask)
+
+    x = tf.cast(features, tf.float32).numpy().astype(np.float64)
+    kernel16 = tf.cast(tf.cast(head.kernel, tf.bfloat16), tf.float32).numpy()
+    # The products are bfloat16 (the policy's compute dtype); the bias joins them in float32.
+    products = tf.matmul(features, tf.cast(head.kernel, tf.bfloat16))
+    scores = tf.cast(products, tf.float32).numpy().astype(np.float64) + head.bias.numpy()
+    log_softmax = _numpy_log_softmax(scores)
+    expected = -(np.take_along_axis(log_softmax, targets[..., None], -1)[..., 0] * mask).sum()
+    assert float(count) == mask.sum()
+    assert float(nll) == pytest.approx(expected, rel=1e-5)
+    d_scores = -mask[..., None] * (np.eye(13)[targets] - np.exp(log_softmax))
+    np.testing.assert_allclose(d_bias.numpy(), d_scores.sum(axis=(0, 1)), atol=1e-5)
+    # bfloat16 gradient products: about 3 significant digits (the values reach 4 and 0.8).
+    np.testing.assert_allclose(d_kernel.numpy(), np.einsum("btx,btv->xv", x, d_scores),
+                               atol=0.03)
+    np.testing.assert_allclose(tf.cast(d_features, tf.float32).numpy(), d_scores @ kernel16.T,
+                               atol=0.01)
+
+
 def test_no_rows_gives_an_empty_result(xla_loops_on):
     log_p, grad = _values_and_gradient(np.zeros((0,), np.int32), tf.zeros((0, 7)), tf.ones(0))
     assert log_p.shape == (0,) and grad.shape == (0, 7)

@@ -62,6 +62,27 @@ def test_every_model_trains_in_16_bits_with_float32_variables_and_topic_model(da
     assert {v.dtype for v in model.trainable_variables} == {"float32"}
 
 
+def test_lstm_trains_in_bfloat16_with_its_softmax_bias_in_the_xla_cross_entropy(
+        data, xla_loops_on):
+    """With XLA on (as outside the test suite) a bfloat16 LSTM LM's objective adds the softmax
+    bias inside the cross-entropy (`gathered_token_nll`): the loss is that of the layer
+    applied as usual, and training lowers it and moves the float32 bias."""
+    with precision_policy("mixed_bfloat16"):
+        model = _build("lstm", data)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    batch = _batch("lstm", data)
+    features = model(batch, training=False, return_features=True)
+    from tfktopic.evaluation.perplexity import masked_token_nll
+
+    layer_nll, _ = masked_token_nll(batch["targets"], model.softmax(features), batch["mask"])
+    assert float(model.objective(batch)["nll_sum"]) == pytest.approx(float(layer_nll), rel=1e-3)
+    bias = model.softmax.bias.numpy().copy()
+    losses = [float(model.train_on_batch(batch, return_dict=True)["loss"]) for _ in range(4)]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+    assert model.softmax.bias.dtype == "float32"
+    assert np.abs(model.softmax.bias.numpy() - bias).max() > 0
+
+
 @pytest.mark.parametrize("name", ["lstm", pytest.param("rgbn_rnn", marks=pytest.mark.slow)])
 def test_keras_round_trip_under_a_policy_keeps_outputs_and_dtypes(data, name, tmp_path):
     with precision_policy("mixed_bfloat16"):
