@@ -23,8 +23,9 @@ GFLOP/s against 1,356 for the product alone ([1,216, 256] x [256, 4,591], AMX ho
 TensorFlow's bias gradient (a column sum of the bfloat16 [N, V] gradient) took 2.9 ms of
 a 61 ms step. With the bias added here instead, the sentence LSTM LM's bfloat16 training
 step fell from 64.2 to 57.5 ms (AMX host, fastest of 4 interleaved rounds of 15 steps,
-idle; a probe script, not committed); its float32 step did not gain (78.1 against 79.3 ms), so float32 keeps the fused product
-(`tfktopic.evaluation.perplexity.gathered_token_nll` chooses).
+idle; a probe script, not committed); its float32 step did not gain (78.1 against
+79.3 ms), so float32 keeps the fused product (`tfktopic.evaluation.perplexity.
+gathered_token_nll` chooses).
 
 XLA compiles one program per shape, and the number of gathered positions changes from
 batch to batch: callers pad the gathered rows to a multiple of `ROW_BUCKET`
