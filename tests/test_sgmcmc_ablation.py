@@ -2,7 +2,8 @@
 
 import pytest
 
-from benchmarks.sgmcmc_ablation import RUNS, _temperature, table
+from benchmarks.sgmcmc_ablation import (ORDER, RUNS, _temperature, copy_record, record_name,
+                                         table)
 from tfktopic.bayes import PSGLD
 from tfktopic.bayes.setups import ablation_optimizer
 
@@ -47,3 +48,17 @@ def test_table_combines_the_runs_and_chooses_t_on_validation():
     # T = 0.01 has the best test perplexity, but T = 0.1 the best validation one.
     assert out["chosen_on_validation"]["temperature"] == 0.1
     assert out["chosen_on_validation"]["over_rmsprop_single"] == pytest.approx(112 / 120)
+
+
+def test_default_order_trains_every_run_once_with_t1_psgld_last():
+    assert sorted(ORDER) == sorted(RUNS) and len(set(ORDER)) == len(RUNS)
+    assert ORDER[-1] == "paper/psgld"
+
+
+def test_a_finished_record_is_copied_under_its_committed_name(tmp_path):
+    result = tmp_path / "runs" / "paper" / "psgld_T0.1" / "result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text('{"averaged_test_ppl": 112.0}')
+    assert record_name("paper/psgld_T0.1") == "paper_psgld_T0.1.json"
+    copy_record(result, tmp_path / "records", "paper/psgld_T0.1")
+    assert (tmp_path / "records" / "paper_psgld_T0.1.json").read_text() == result.read_text()
