@@ -159,14 +159,16 @@ def record_path(corpus, arm, config, seed):
     return RESULTS / corpus / arm / f"{config}-s{seed}.json"
 
 
-def command(corpus, arm, config, seed, out):
-    """The ``tfktopic train`` command of one run."""
+def command(corpus, arm, config, seed, out, data_root=None):
+    """The ``tfktopic train`` command of one run (``data_root``: name the shared data
+    folder so, unchecked, instead of the one found here)."""
     path, format, configs, data, arms, _ = STUDIES[corpus]
     model, preset, extra = arms[arm]
     settings = {**data, **extra, "dropout": configs[config]["dropout"]}
-    cmd = [sys.executable, "-m", "tfktopic", "train", model, "--corpus", str(_shared(path)),
+    shared = _shared if data_root is None else lambda relative: f"{data_root}/{relative}"
+    cmd = [sys.executable, "-m", "tfktopic", "train", model, "--corpus", str(shared(path)),
            "--format", format, "--preset", preset,
-           "--stopwords", str(_shared("stopwords/mallet_en.txt")),
+           "--stopwords", str(shared("stopwords/mallet_en.txt")),
            "--epochs", str(MAX_EPOCHS), "--patience", str(PATIENCE),
            "--learning-rate", str(configs[config]["learning_rate"]),
            "--seed", str(seed), "--split-seed", str(SPLIT_SEED), "--out", str(out),

@@ -114,6 +114,15 @@ def test_each_run_is_one_tfktopic_train_command(tmp_path):
     assert args.learning_rate == 2e-3 and args.epochs == study.MAX_EPOCHS
 
 
+def test_a_run_command_can_name_the_shared_data_as_another_machine_sees_it(tmp_path):
+    """`data_root` names the corpus and stop list without looking for them (the pretrained
+    index lists the commands relative to the repository)."""
+    cmd = study.command("apnews", "topicrnn", "lr4e-3_do0.5", 2, tmp_path / "out",
+                        data_root="../shared/data")
+    assert cmd[cmd.index("--corpus") + 1] == "../shared/data/apnews/apnews.txt"
+    assert cmd[cmd.index("--stopwords") + 1] == "../shared/data/stopwords/mallet_en.txt"
+
+
 def test_every_arm_tunes_on_the_same_configurations_and_baselines_run_the_rest_last(results):
     tuning = list(study.grid("apnews"))
     assert set(tuning) < set(study.full_grid("apnews"))
