@@ -55,16 +55,6 @@ MODELS = {
                  "--learning-rate", "0.003", "--epochs", "2"],
         "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
     },
-    "topicrnn-ptb": {
-        "description": "TopicRNN (LSTM cell, 64 units, 20 topics) on the PTB training file "
-                       "(documents of 10 sentences)",
-        "args": ["train", "topicrnn", "--corpus", f"{DATA}/ptb/ptb.train.txt", "--format", "ptb",
-                 "--preset", "small", "--stopwords", f"{DATA}/stopwords/mallet_en.txt",
-                 "--set", "min_count=1", "--set", "embedding_dim=64", "--set", "hidden_dim=64",
-                 "--set", "num_topics=20", "--set", "encoder_units=[64]", "--set", "cell=lstm",
-                 "--learning-rate", "0.003", "--epochs", "2"],
-        "check": {"corpus": "ptb/ptb.test.txt", "format": "ptb", "max_documents": 40},
-    },
     "psgld-lstm-ptb": {
         "description": "LSTM LM (64 units) trained by pSGLD on the PTB training file; the "
                        "final sample",
@@ -75,6 +65,36 @@ MODELS = {
         "check": {"corpus": "ptb/ptb.test.txt", "format": "ptb", "max_documents": 40},
     },
 }
+#: Converged study runs shipped as they are (`benchmarks.study`, issue 13): name -> (arm,
+#: configuration, seed). The seed is the best available by validation perplexity; the
+#: command is the study's own, so `--from-run` adopts the study's run directory instead of
+#: training it again.
+FROM_STUDY = {
+    "topicrnn-apnews": ("topicrnn", "lr4e-3_do0.5", 2),
+}
+
+
+def study_args(arm, config, seed):
+    """The `tfktopic` arguments of an APNEWS study run, with the shared data named
+    relative to the repository root (``../shared/data``) and no ``--out``/``--verbose``."""
+    from benchmarks import study
+
+    # after `python -m tfktopic`
+    argv = study.command("apnews", arm, config, seed, "OUT", data_root=DATA)[3:]
+    for flag in ("--out", "--verbose"):
+        cut = argv.index(flag)
+        argv = argv[:cut] + argv[cut + 2:]
+    return argv
+
+
+for _name, (_arm, _config, _seed) in FROM_STUDY.items():
+    MODELS[_name] = {
+        "description": f"TopicRNN (LSTM 256, 50 topics; the study's medium preset, lr 4e-3, "
+                       f"dropout 0.5, seed {_seed}) on APNEWS, trained to convergence",
+        "args": study_args(_arm, _config, _seed),
+        "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
+    }
+
 KEEP = ("model.keras", "lm_vocab.json", "topic_vocab.json", "run.json", "results.json")
 
 
@@ -96,6 +116,42 @@ def strip(directory):
             shutil.rmtree(item) if item.is_dir() else item.unlink()
 
 
+def adopt(run, directory, args):
+    """Copy the finished run `run` (a ``tfktopic train`` output of `args`) to `directory`.
+
+    Raises:
+        SystemExit: the run is not finished, or was trained by another command (model,
+            seed, learning rate or data rules differ from what `args` resolve to).
+    """
+    from tfktopic import cli
+
+    run = pathlib.Path(run)
+    config = json.loads((run / "run.json").read_text())
+    if config.get("status") != "finished" or not (run / "results.json").exists():
+        sys.exit(f"[pretrained] {run}: not a finished run (status {config.get('status')!r})")
+    parsed, settings = cli.train_settings(list(args) + ["--out", str(directory)])
+    wanted = {"model": parsed.model, "seed": parsed.seed,
+              "learning_rate": settings["training"]["learning_rate"],
+              "dropout": settings["model"].get("dropout")}
+    found = {"model": config["model"], "seed": config["seed"],
+             "learning_rate": config["training"]["learning_rate"],
+             "dropout": config["model_config"].get("dropout")}
+    if wanted != found:
+        sys.exit(f"[pretrained] {run}: trained with {found}, the command says {wanted}")
+    from benchmarks.common import SHARED_DATA
+
+    directory.mkdir(parents=True, exist_ok=True)
+    shared = str(SHARED_DATA.resolve())
+    for name in KEEP:
+        if not (run / name).exists():
+            continue
+        if name.endswith(".json"):   # the shared data named as the command names it
+            text = (run / name).read_text()
+            (directory / name).write_text(text.replace(shared + "/", DATA + "/"))
+        else:
+            shutil.copy2(run / name, directory / name)
+
+
 def check_perplexity(directory, check):
     """Perplexity of the run on its check slice (what tests/test_pretrained.py recomputes)."""
     from tfktopic.runs import evaluate_run, load_run
@@ -113,7 +169,13 @@ def main(argv=None):
     parser.add_argument("--out", default=str(REPO_ROOT / "pretrained"))
     parser.add_argument("--quick", action="store_true",
                         help="a dry run: 20 documents, 1 epoch (use with --out elsewhere)")
+    parser.add_argument("--from-run", default=None,
+                        help="ship this finished run directory of the model's command "
+                        "(one of FROM_STUDY, e.g. runs/study/apnews/topicrnn/lr4e-3_do0.5-s2) "
+                        "instead of training it again")
     args = parser.parse_args(argv)
+    if args.from_run and "," in args.models:
+        parser.error("--from-run: name the one model it is (--models NAME)")
     from tfktopic import cli
     from tfktopic.version import __version__
 
@@ -124,10 +186,13 @@ def main(argv=None):
         spec = MODELS[name]
         directory = out / name
         print(f"[pretrained] {command_line(name)}", flush=True)
-        extra = ["--max-documents", "20", "--epochs", "1"] if args.quick else []
-        status = cli.main(spec["args"] + extra + ["--out", str(directory), "--verbose", "2"])
-        if status:
-            sys.exit(f"[pretrained] {name}: training failed with status {status}")
+        if args.from_run:
+            adopt(args.from_run, directory, spec["args"])
+        else:
+            extra = ["--max-documents", "20", "--epochs", "1"] if args.quick else []
+            status = cli.main(spec["args"] + extra + ["--out", str(directory), "--verbose", "2"])
+            if status:
+                sys.exit(f"[pretrained] {name}: training failed with status {status}")
         strip(directory)
         results = json.loads((directory / "results.json").read_text())
         check = {**spec["check"], "protocol": "preceding",

@@ -77,3 +77,39 @@ def test_the_index_commands_are_make_pretrained_s():
     assert set(make_pretrained.MODELS) == set(NAMES)
     for name in NAMES:
         assert pretrained.info(name)["command"] == make_pretrained.command_line(name)
+
+
+def _finished_run(directory, **changes):
+    config = {"status": "finished", "model": "topicrnn", "seed": 2,
+              "training": {"learning_rate": 0.004}, "model_config": {"dropout": 0.5},
+              "corpus": "/elsewhere/shared/data/apnews/apnews.txt"}
+    config.update(changes)
+    directory.mkdir(parents=True)
+    (directory / "run.json").write_text(json.dumps(config))
+    (directory / "results.json").write_text("{}")
+    (directory / "model.keras").write_bytes(b"weights")
+    (directory / "backup").mkdir()
+    return directory
+
+
+def test_a_study_run_is_adopted_only_when_its_command_trained_it(tmp_path, monkeypatch):
+    from scripts import make_pretrained
+
+    shared_file("stopwords/mallet_en.txt")
+    monkeypatch.chdir(REPO)
+    args = make_pretrained.MODELS["topicrnn-apnews"]["args"]
+    from benchmarks.common import SHARED_DATA
+
+    here = f"{SHARED_DATA.resolve()}/apnews/apnews.txt"
+    run = _finished_run(tmp_path / "run", corpus=here)
+    make_pretrained.adopt(run, tmp_path / "shipped", args)
+    assert sorted(p.name for p in (tmp_path / "shipped").iterdir()) == [
+        "model.keras", "results.json", "run.json"]          # no backup/
+    # the shared data named as the command names it, not as this machine's path
+    shipped = json.loads((tmp_path / "shipped" / "run.json").read_text())
+    assert shipped["corpus"] == "../shared/data/apnews/apnews.txt"
+    with pytest.raises(SystemExit, match="trained with .*'seed': 1"):
+        make_pretrained.adopt(_finished_run(tmp_path / "seed1", seed=1), tmp_path / "x", args)
+    with pytest.raises(SystemExit, match="not a finished run"):
+        make_pretrained.adopt(_finished_run(tmp_path / "cut", status="training"),
+                              tmp_path / "y", args)
