@@ -7,8 +7,9 @@
   configuration, test perplexity per seed, mean +- sd, epochs to convergence,
   what stopped each run; per claim: the paired document-level bootstrap
   interval of the perplexity ratio and the verdict;
-* ``benchmarks/results/study/<corpus>_summary.md`` -- the same as the two
-  Markdown tables pasted into BENCHMARKS.md and README.md.
+* ``benchmarks/results/study/<corpus>_summary.md`` -- the same as Markdown tables,
+  which `benchmarks.report` includes in BENCHMARKS.md and `paste` writes into README.md
+  between its ``<!-- study:<corpus> -->`` and ``<!-- /study:<corpus> -->`` lines.
 
 The baselines' budget sensitivity (their runs on the rest of the grid, seed 0) is a third
 table: how much lower the test perplexity of the best of the whole grid is than the tuned
@@ -22,6 +23,8 @@ ratio = PPL(claimed better) / PPL(other) and its 95 % interval:
 """
 
 import json
+import pathlib
+import re
 
 import numpy as np
 
@@ -29,6 +32,8 @@ from benchmarks.study import (RESULTS, SEEDS, arms_of, chosen_config, grid, reco
                               sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 
+#: The README whose marked section `report` rewrites (`paste`).
+README = RESULTS.parents[2] / "README.md"
 #: (claim, paper, better arm, other arm, the paper's figure)
 CLAIMS = [
     ("TopicRNN beats an RNN of the same size", "Dieng et al. 2017", "topicrnn", "lstm",
@@ -193,8 +198,26 @@ def report(corpus):
     (RESULTS / f"{corpus}_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     text = markdown(summary)
     (RESULTS / f"{corpus}_summary.md").write_text(text)
+    paste(text, corpus)
     print(text)
     return 0
+
+
+def paste(text, corpus, readme=None):
+    """Put `text` between README's ``<!-- study:<corpus> -->`` and ``<!-- /study:<corpus> -->``
+    lines (the rest of the file untouched).
+
+    Returns:
+        bool: whether the markers were there (without them nothing is written).
+    """
+    readme = pathlib.Path(README if readme is None else readme)
+    pattern = re.compile(rf"(<!-- study:{corpus} -->\n).*?(<!-- /study:{corpus} -->)", re.S)
+    old = readme.read_text() if readme.exists() else ""
+    if not pattern.search(old):
+        return False
+    text = re.sub(r"^### ", "#### ", text, flags=re.M)   # under README's own "###" heading
+    readme.write_text(pattern.sub(lambda m: m.group(1) + text + m.group(2), old, count=1))
+    return True
 
 
 def _ci(row):

@@ -15,6 +15,7 @@ from benchmarks import study, study_report
 def results(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "RESULTS", tmp_path)
     monkeypatch.setattr(study_report, "RESULTS", tmp_path)
+    monkeypatch.setattr(study_report, "README", tmp_path / "README.md")   # not ours
     return tmp_path
 
 
@@ -176,3 +177,13 @@ def test_each_start_of_a_run_records_the_commit_whose_frozen_code_trains_it(tmp_
     if commits[0] != "None":     # a git checkout
         assert code.parent == tmp_path / "code" and commits[0].startswith(code.name)
         assert (code / "tfktopic" / "__main__.py").exists()
+
+
+def test_the_report_is_pasted_between_its_readme_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# t\n<!-- study:ptb -->\nold\n<!-- /study:ptb -->\nkept\n")
+    assert study_report.paste("### ptb: table\n| a |\n", "ptb", readme)
+    assert readme.read_text() == ("# t\n<!-- study:ptb -->\n#### ptb: table\n| a |\n"
+                                  "<!-- /study:ptb -->\nkept\n")
+    assert not study_report.paste("x\n", "apnews", readme)      # no markers: nothing written
+    assert "x" not in readme.read_text()
