@@ -66,11 +66,13 @@ MODELS = {
     },
 }
 #: Converged study runs shipped as they are (`benchmarks.study`, issue 13): name -> (arm,
-#: configuration, seed). The seed is the best available by validation perplexity; the
-#: command is the study's own, so `--from-run` adopts the study's run directory instead of
-#: training it again.
+#: configuration, seed, description). The seed is the best available by validation
+#: perplexity; the command is the study's own, so `--from-run` adopts the study's run
+#: directory instead of training it again.
 FROM_STUDY = {
-    "topicrnn-apnews": ("topicrnn", "lr4e-3_do0.5", 2),
+    "topicrnn-apnews": ("topicrnn", "lr4e-3_do0.5", 2,
+                        "TopicRNN (LSTM 256, 50 topics; the study's medium preset, lr 4e-3, "
+                        "dropout 0.5, seed 2) on APNEWS, trained to convergence"),
 }
 
 
@@ -87,10 +89,9 @@ def study_args(arm, config, seed):
     return argv
 
 
-for _name, (_arm, _config, _seed) in FROM_STUDY.items():
+for _name, (_arm, _config, _seed, _description) in FROM_STUDY.items():
     MODELS[_name] = {
-        "description": f"TopicRNN (LSTM 256, 50 topics; the study's medium preset, lr 4e-3, "
-                       f"dropout 0.5, seed {_seed}) on APNEWS, trained to convergence",
+        "description": _description,
         "args": study_args(_arm, _config, _seed),
         "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
     }
@@ -120,8 +121,10 @@ def adopt(run, directory, args):
     """Copy the finished run `run` (a ``tfktopic train`` output of `args`) to `directory`.
 
     Raises:
-        SystemExit: the run is not finished, or was trained by another command (model,
-            seed, learning rate or data rules differ from what `args` resolve to).
+        SystemExit: the run is not finished, or was trained by another command (its model,
+            seed, learning rate or dropout differ from what `args` resolve to; every other
+            data and training setting is compared with the index's command by
+            ``tests/test_pretrained_commands.py``).
     """
     from tfktopic import cli
 
