@@ -163,10 +163,60 @@ def topic_sections(root=RESULTS):
     return [TOPICS_HEADER, path.read_text()] if path.exists() else []
 
 
-def render(records_by_mode, study=(), topics=()):
-    """The whole report: header, the study's tables, the topic-seeds table, then the
-    sections of full, medium and quick."""
-    parts = [HEADER, *study, *topics]
+ABLATION_HEADER = """## SG-MCMC: Gan et al.'s Table 7 ablation on PTB (issue 15)
+
+From the run records in `benchmarks/results/ablation/` (`python -m benchmarks.sgmcmc_ablation`:
+PTB small, a 2 x 200 LSTM without dropout, batches of 20 successive 20-token windows,
+step size 1e-3, burn-in 4 epochs, 2 thinned samples
+per epoch, early stopping on the validation perplexity of the model (RMSprop) or of the
+running sample average (pSGLD), patience 3). "paper" is the sampler at T = 1; "authors_code"
+the authors' Theano setting (T = 2/N, gradient norm rescaled to 5). Test perplexity; "--": the
+run has not finished. Target: pSGLD with averaging / RMSprop single <= 0.95 in a setting
+chosen on validation.
+"""
+
+
+def ablation_sections(root=RESULTS):
+    """Table 7 and the temperature sweep from ``ablation/<setting>_<name>.json``, if any."""
+    from benchmarks.sgmcmc_ablation import RUNS, record_name, table
+
+    directory = root / "ablation"
+    records = {run: json.loads((directory / record_name(run)).read_text()) for run in RUNS
+               if (directory / record_name(run)).exists()}
+    if not records:
+        return []
+    summary = table(records)
+    cell = lambda value, digits=2: "--" if value is None else f"{value:.{digits}f}"
+    lines = ["| setting | RMSprop single | M2: RMSprop iterates averaged | M1: pSGLD last sample "
+             "| pSGLD averaged (full) | full / RMSprop single |", "|---|---|---|---|---|---|"]
+    for setting, row in summary["table7"].items():
+        lines.append(f"| {setting} | {cell(row.get('rmsprop_single'))} | "
+                     f"{cell(row.get('M2_averaged_rmsprop'))} | {cell(row.get('M1_last_sample'))} "
+                     f"| {cell(row.get('full_averaged_psgld'))} | "
+                     f"{cell(row.get('full_over_rmsprop'), 3)} |")
+    lines += ["", "Temperature sweep (setting \"paper\", pSGLD averaged; chosen on validation "
+                  "among the finished runs):", "",
+              "| T | samples | valid | test | test / RMSprop single |", "|---|---|---|---|---|"]
+    rms = summary["table7"].get("paper", {}).get("rmsprop_single")
+    for run, temperature in (("paper/psgld", "1"), ("paper/psgld_T0.1", "0.1"),
+                             ("paper/psgld_T0.01", "0.01")):
+        record = records.get(run, {})
+        test = record.get("averaged_test_ppl")
+        ratio = test / rms if test is not None and rms else None
+        lines.append(f"| {temperature} | {record.get('num_samples', '--')} | "
+                     f"{cell(record.get('averaged_valid_ppl'))} | {cell(test)} | "
+                     f"{cell(ratio, 3)} |")
+    chosen = summary.get("chosen_on_validation")
+    if chosen:
+        lines += ["", f"Chosen on validation: T = {chosen['temperature']:g} "
+                      f"({len(summary['temperature_sweep'])} of 3 temperatures finished)."]
+    return [ABLATION_HEADER, "\n".join(lines) + "\n"]
+
+
+def render(records_by_mode, study=(), topics=(), ablation=()):
+    """The whole report: header, the study's tables, the topic-seeds table, the SG-MCMC
+    ablation, then the sections of full, medium and quick."""
+    parts = [HEADER, *study, *topics, *ablation]
     for mode in ("full", "medium", "quick"):
         if mode in records_by_mode:
             parts.append(render_mode(mode, records_by_mode[mode]))
@@ -184,7 +234,8 @@ def main(argv=None):
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     args = parser.parse_args(argv)
     results = pathlib.Path(args.results)
-    text = render(load_records(results), study_sections(results), topic_sections(results))
+    text = render(load_records(results), study_sections(results), topic_sections(results),
+                  ablation_sections(results))
     if args.stdout:
         print(text)
     else:

@@ -47,3 +47,19 @@ def test_the_topic_seeds_table_follows_the_study_when_written(tmp_path):
     text = report.render(report.load_records(tmp_path), [], report.topic_sections(tmp_path))
     assert text.index("## Topic quality over seeds") < text.index("| tcnlm | coherent |") \
         < text.index("## Mode `medium`")
+
+
+def test_the_ablation_table_shows_finished_runs_and_dashes_for_the_rest(tmp_path):
+    assert report.ablation_sections(tmp_path) == []
+    (tmp_path / "ablation").mkdir()
+    (tmp_path / "ablation" / "paper_rmsprop.json").write_text(json.dumps(
+        {"single_test_ppl": 131.1, "averaged_test_ppl": 115.4}))
+    (tmp_path / "ablation" / "paper_psgld_T0.01.json").write_text(json.dumps(
+        {"averaged_valid_ppl": 118.0, "averaged_test_ppl": 113.5, "num_samples": 24}))
+    header, table = report.ablation_sections(tmp_path)
+    assert "Table 7" in header
+    assert "| paper | 131.10 | 115.40 | -- | -- | -- |" in table
+    assert "| 0.01 | 24 | 118.00 | 113.50 | 0.866 |" in table
+    assert "| 1 | -- | -- | -- | -- |" in table
+    assert "Chosen on validation: T = 0.01 (1 of 3 temperatures finished)." in table
+    assert table in report.render({}, [], [], [header, table])
