@@ -87,7 +87,9 @@ def start(jobs, repo=REPO, dry_run=False):
     """Start each job that is not running, detached (its own session), logging to its
     log file; returns {job: pid or the reason it was not started}."""
     started = {}
-    restored = restore_ablation_records(out=pathlib.Path(repo) / "runs" / "ablation") \
+    repo = pathlib.Path(repo)
+    restored = restore_ablation_records(repo / "benchmarks" / "results" / "ablation",
+                                        repo / "runs" / "ablation") \
         if "ablation" in jobs and not dry_run else []
     if restored:
         print(f"restored committed ablation records: {', '.join(restored)}")
