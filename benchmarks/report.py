@@ -167,8 +167,7 @@ ABLATION_HEADER = """## SG-MCMC: Gan et al.'s Table 7 ablation on PTB (issue 15)
 
 From the run records in `benchmarks/results/ablation/` (`python -m benchmarks.sgmcmc_ablation`:
 PTB small, a 2 x 200 LSTM without dropout, batches of 20 successive 20-token windows,
-step size 1e-3, burn-in 4 epochs, 2 thinned samples
-per epoch, early stopping on the validation perplexity of the model (RMSprop) or of the
+step size 1e-3, burn-in 4 epochs, 2 thinned samples per epoch, early stopping on the validation perplexity of the model (RMSprop) or of the
 running sample average (pSGLD), patience 3). "paper" is the sampler at T = 1; "authors_code"
 the authors' Theano setting (T = 2/N, gradient norm rescaled to 5). Test perplexity; "--": the
 run has not finished. Target: pSGLD with averaging / RMSprop single <= 0.95 in a setting
@@ -178,7 +177,7 @@ chosen on validation.
 
 def ablation_sections(root=RESULTS):
     """Table 7 and the temperature sweep from ``ablation/<setting>_<name>.json``, if any."""
-    from benchmarks.sgmcmc_ablation import RUNS, record_name, table
+    from benchmarks.sgmcmc_ablation import RUNS, SWEEP, record_name, table
 
     directory = root / "ablation"
     records = {run: json.loads((directory / record_name(run)).read_text()) for run in RUNS
@@ -198,12 +197,11 @@ def ablation_sections(root=RESULTS):
                   "among the finished runs):", "",
               "| T | samples | valid | test | test / RMSprop single |", "|---|---|---|---|---|"]
     rms = summary["table7"].get("paper", {}).get("rmsprop_single")
-    for run, temperature in (("paper/psgld", "1"), ("paper/psgld_T0.1", "0.1"),
-                             ("paper/psgld_T0.01", "0.01")):
+    for run, temperature in SWEEP:
         record = records.get(run, {})
         test = record.get("averaged_test_ppl")
         ratio = test / rms if test is not None and rms else None
-        lines.append(f"| {temperature} | {record.get('num_samples', '--')} | "
+        lines.append(f"| {temperature:g} | {record.get('num_samples', '--')} | "
                      f"{cell(record.get('averaged_valid_ppl'))} | {cell(test)} | "
                      f"{cell(ratio, 3)} |")
     chosen = summary.get("chosen_on_validation")

@@ -46,6 +46,8 @@ RUNS = ("paper/rmsprop", "paper/psgld", "authors_code/rmsprop", "authors_code/ps
 #: 2026-11-25: ~5 h of one core); twice a new machine ended it half-way with the others
 #: not started, since a run's state lives in ``--out`` on the machine and only finished
 #: records are committed.
+#: The temperature sweep of the "paper" setting: (run, T).
+SWEEP = (("paper/psgld", 1.0), ("paper/psgld_T0.1", 0.1), ("paper/psgld_T0.01", 0.01))
 ORDER = ("paper/rmsprop", "paper/psgld_T0.01", "authors_code/rmsprop", "authors_code/psgld",
          "paper/psgld_T0.1", "paper/psgld")
 
@@ -176,8 +178,7 @@ def table(records):
             row["full_over_rmsprop"] = row["full_averaged_psgld"] / row["rmsprop_single"]
         rows[setting] = row
     sweep = {}
-    for run, temperature in (("paper/psgld", 1.0), ("paper/psgld_T0.1", 0.1),
-                             ("paper/psgld_T0.01", 0.01)):
+    for run, temperature in SWEEP:
         if records.get(run) and "averaged_valid_ppl" in records[run]:
             sweep[str(temperature)] = {"valid": records[run]["averaged_valid_ppl"],
                                        "test": records[run]["averaged_test_ppl"]}
