@@ -1,21 +1,27 @@
-"""Issue 18's quality check of mixed precision: test perplexity after the same medium
-training under ``float32`` and ``mixed_bfloat16`` (benchmarks, never timed tests).
+"""Issue 18's quality checks: test perplexity after the same medium training under
+``float32`` and ``mixed_bfloat16``, or at two batch sizes (benchmarks, never timed tests).
 
     python -m benchmarks.precision_quality [--models lstm,topicrnn] [--epochs 3] [--seeds 0,1]
     # -> benchmarks/results/medium/precision_quality.json
+    python -m benchmarks.precision_quality --models lstm --batch-sizes 64,256
+    # -> benchmarks/results/medium/batch_quality.json
 
 Every run is one ``tfktopic train`` command: `benchmarks.precision.command` (the study's
-medium presets and data rules on APNEWS, split seed 0) with ``--precision``, a fixed
-``--epochs`` (no early stopping: the same training for both precisions) and ``--seed``.
-Runs go to ``runs/precision/<model>-<precision>-s<seed>`` and resume there when cut off.
+medium presets and data rules on APNEWS, split seed 0) with ``--precision`` (and
+``--batch-size`` when batch sizes are compared), a fixed ``--epochs`` (no early stopping:
+the same training for both arms) and ``--seed``. Runs go to
+``runs/precision/<model>-<arm>-s<seed>`` and resume there when cut off.
 
-A seed fixes the initial weights (the variables are float32 under both policies) and the
-data order, so the bf16 and float32 runs of one seed are a pair. The record has, per
-model, the test perplexity of every run, the paired bf16 / float32 ratios, and the float32
-seed-to-seed spread (the largest over the smallest float32 perplexity). The verdict is the
-ratio PPL(bf16) / PPL(float32) with its bootstrap interval over the test documents (paired)
-and the seeds (DESIGN §5a): "within seed noise" when the interval contains 1, else "bf16
-worse" or "bf16 better"; with one seed per precision it is "needs 2 seeds".
+A comparison has two arms: a baseline (float32; with ``--batch-sizes``, the first batch
+size) and the other (mixed_bfloat16; the second batch size, float32, with the preset's
+learning rate: the question is whether the faster setting can simply be switched on). A
+seed fixes the initial weights (the variables are float32 under both policies) and the
+data order, so the two runs of one seed are a pair. The record has, per model, the test
+perplexity of every run, the paired other / baseline ratios, and the baseline's
+seed-to-seed spread (the largest over the smallest perplexity). The verdict is the ratio
+PPL(other) / PPL(baseline) with its bootstrap interval over the test documents (paired)
+and the seeds (DESIGN §5a): "within seed noise" when the interval contains 1, else
+"<other> worse" or "<other> better"; with one seed per arm it is "needs 2 seeds".
 """
 
 import argparse
@@ -27,7 +33,7 @@ import sys
 import time
 
 from benchmarks.common import code_snapshot, portable
-from benchmarks.precision import PRECISIONS, add_models_argument, command, parse_models
+from benchmarks.precision import add_models_argument, command, parse_models
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -37,9 +43,36 @@ def _log(message):
           flush=True)
 
 
-def run_command(name, precision, seed, epochs, out):
-    """The ``tfktopic train`` command of one run."""
-    return [sys.executable, "-m", "tfktopic"] + command(name, "medium", precision) + [
+#: The arms of the default comparison: (precision, batch size; None = the preset's).
+PRECISION_ARMS = (("float32", None), ("mixed_bfloat16", None))
+
+
+def batch_arms(batch_sizes):
+    """The arms comparing two batch sizes in float32, the first the baseline."""
+    if len(batch_sizes) != 2 or batch_sizes[0] == batch_sizes[1]:
+        raise ValueError(f"--batch-sizes: two different sizes expected, got {batch_sizes}")
+    return tuple(("float32", size) for size in batch_sizes)
+
+
+def arm_name(arm):
+    """``float32``, ``mixed_bfloat16`` or ``float32-b256``: an arm's run-directory part."""
+    precision, batch_size = arm
+    return precision if batch_size is None else f"{precision}-b{batch_size}"
+
+
+def arm_label(arm):
+    """How a verdict names an arm: ``bf16`` or ``batch 256``."""
+    precision, batch_size = arm
+    if batch_size is not None:
+        return f"batch {batch_size}"
+    return {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}.get(precision, precision)
+
+
+def run_command(name, arm, seed, epochs, out):
+    """The ``tfktopic train`` command of one run of `arm` = (precision, batch size)."""
+    precision, batch_size = arm
+    return [sys.executable, "-m", "tfktopic"] + command(name, "medium", precision,
+                                                        batch_size) + [
         "--epochs", str(epochs), "--seed", str(seed), "--split-seed", "0", "--out", str(out),
         "--verbose", "2"]
 
@@ -61,61 +94,69 @@ def test_documents(out):
     return {"nll": documents["nll"], "tokens": documents["tokens"]}
 
 
-def verdict(float32, bfloat16, documents=None):
-    """Per model: the paired ratios, the float32 seed spread and the verdict (DESIGN §5a).
+def verdict(baseline, other, documents=None, arms=PRECISION_ARMS):
+    """Per model: the paired ratios, the baseline's seed spread and the verdict (DESIGN §5a).
 
-    The verdict rests on PPL(bf16) / PPL(float32) with its 95% bootstrap interval over the
-    test documents (paired) and the seeds of each precision
+    The verdict rests on PPL(other) / PPL(baseline) with its 95% bootstrap interval over
+    the test documents (paired) and the seeds of each arm
     (`tfktopic.evaluation.comparison.paired_bootstrap`): an interval that contains 1 is
-    "within seed noise"; above 1 "bf16 worse", below 1 "bf16 better". It needs two seeds of
-    each precision (one seed has no seed noise to compare with).
+    "within seed noise"; above 1 "<other> worse", below 1 "<other> better" (e.g. "bf16
+    worse"). It needs two seeds of each arm (one seed has no seed noise to compare with).
 
     Args:
-        float32, bfloat16: {seed: test perplexity} of one model.
-        documents: {"float32": {seed: {"nll": [...], "tokens": [...]}}, "mixed_bfloat16":
-            ...}, the runs' per-document test scores (`test_documents`); without them there
-            is no verdict.
+        baseline, other: {seed: test perplexity} of one model under the two arms.
+        documents: {arm_name: {seed: {"nll": [...], "tokens": [...]}}} for both arms, the
+            runs' per-document test scores (`test_documents`); without them there is no
+            verdict.
+        arms: (baseline arm, other arm), each (precision, batch size).
 
     Returns:
-        dict with ``ratios`` ({seed: bf16 / f32}), ``float32_spread`` (max / min over
-        seeds, None for one seed), ``comparison`` (the bootstrap, or None) and ``verdict``.
+        dict with ``ratios`` ({seed: other / baseline}), ``baseline_spread`` (max / min
+        over seeds, None for one seed), ``comparison`` (the bootstrap, or None) and
+        ``verdict``.
     """
-    seeds = sorted(set(float32) & set(bfloat16))
-    ratios = {seed: bfloat16[seed] / float32[seed] for seed in seeds}
-    spread = (max(float32.values()) / min(float32.values())) if len(float32) > 1 else None
+    names = [arm_name(arm) for arm in arms]
+    label = arm_label(arms[1])
+    seeds = sorted(set(baseline) & set(other))
+    ratios = {seed: other[seed] / baseline[seed] for seed in seeds}
+    spread = (max(baseline.values()) / min(baseline.values())) if len(baseline) > 1 else None
     comparison = None
     if not seeds:
         result = "no pair yet"
     elif len(seeds) < 2:
         result = "needs 2 seeds"
-    elif documents is None or any(documents[p].get(seed) is None for p in PRECISIONS
+    elif documents is None or any(documents[n].get(seed) is None for n in names
                                   for seed in seeds):
         result = "no per-document scores"
     else:
         from benchmarks.study_report import compare   # the study's comparison
 
         comparison = compare(
-            [{"test_documents": documents["mixed_bfloat16"][seed]} for seed in seeds],
-            [{"test_documents": documents["float32"][seed]} for seed in seeds]).as_dict()
-        result = {"A better": "bf16 better", "B better": "bf16 worse"}.get(
+            [{"test_documents": documents[names[1]][seed]} for seed in seeds],
+            [{"test_documents": documents[names[0]][seed]} for seed in seeds]).as_dict()
+        result = {"A better": f"{label} better", "B better": f"{label} worse"}.get(
             comparison["verdict"], "within seed noise")
-    return {"ratios": ratios, "float32_spread": spread, "comparison": comparison,
+    return {"ratios": ratios, "baseline_spread": spread, "comparison": comparison,
             "verdict": result}
 
 
-def run(models, seeds, epochs, workers, out_root):
-    """Train every (model, precision, seed) not yet finished, `workers` at a time."""
-    todo = [(name, precision, seed) for name in models for seed in seeds
-            for precision in PRECISIONS]
+def run(models, seeds, epochs, workers, out_root, arms=PRECISION_ARMS):
+    """Train every (model, arm, seed) not yet finished, `workers` at a time."""
+    names = [arm_name(arm) for arm in arms]
+    todo = [(name, arm, seed) for name in models for seed in seeds for arm in arms]
     active = []
     code, _ = code_snapshot(pathlib.Path(out_root) / "code", REPO)   # frozen HEAD code
     env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
            "OMP_NUM_THREADS": "1", "PYTHONPATH": str(code)}
+
+    def directory(name, arm, seed):
+        return pathlib.Path(out_root) / f"{name}-{arm_name(arm)}-s{seed}"
+
     while todo or active:
         active = [(p, key) for p, key in active if p.poll() is None]
         while todo and len(active) < workers:
             key = todo.pop(0)
-            out = pathlib.Path(out_root) / f"{key[0]}-{key[1]}-s{key[2]}"
+            out = directory(*key)
             if test_perplexity(out) is not None:
                 continue
             out.mkdir(parents=True, exist_ok=True)
@@ -123,21 +164,23 @@ def run(models, seeds, epochs, workers, out_root):
             process = subprocess.Popen(run_command(*key, epochs, out), stdout=log,
                                        stderr=subprocess.STDOUT, env=env, cwd=code)
             active.append((process, key))
-            _log(f"started {key}")
+            _log(f"started {out.name}")
         time.sleep(5)
     results = {}
     for name in models:
-        runs = {p: {s: test_perplexity(pathlib.Path(out_root) / f"{name}-{p}-s{s}")
-                    for s in seeds} for p in PRECISIONS}
-        runs = {p: {s: v for s, v in r.items() if v is not None} for p, r in runs.items()}
-        documents = {p: {s: test_documents(pathlib.Path(out_root) / f"{name}-{p}-s{s}")
-                         for s in runs[p]} for p in PRECISIONS}
+        runs = {n: {s: test_perplexity(directory(name, arm, s)) for s in seeds}
+                for n, arm in zip(names, arms)}
+        runs = {n: {s: v for s, v in r.items() if v is not None} for n, r in runs.items()}
+        documents = {n: {s: test_documents(directory(name, arm, s)) for s in runs[n]}
+                     for n, arm in zip(names, arms)}
+        varied = (("<precision>", None) if arms[0][0] != arms[1][0]
+                  else (arms[0][0], "<batch_size>"))        # what the arms change
         results[name] = {"test_perplexity": runs,
-                         **verdict(runs["float32"], runs["mixed_bfloat16"], documents),
-                         "command": portable(run_command(name, "<precision>", "<seed>", epochs,
+                         **verdict(runs[names[0]], runs[names[1]], documents, arms),
+                         "command": portable(run_command(name, varied, "<seed>", epochs,
                                                          "<out>")[2:])}
         _log(f"{name}: {results[name]['verdict']} {results[name]['ratios']}")
-    return {"epochs": epochs, "seeds": list(seeds), "models": results}
+    return {"epochs": epochs, "seeds": list(seeds), "arms": names, "models": results}
 
 
 def main(argv=None):
@@ -147,15 +190,27 @@ def main(argv=None):
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--batch-sizes",
+                        help="compare two batch sizes in float32 (e.g. 64,256) instead of "
+                             "the two precisions")
     parser.add_argument("--runs", default=str(REPO / "runs" / "precision"))
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "medium"
-                                              / "precision_quality.json"))
+    parser.add_argument("--out", help="default: benchmarks/results/medium/"
+                                      "precision_quality.json (batch_quality.json with "
+                                      "--batch-sizes)")
     args = parser.parse_args(argv)
     models = parse_models(parser, args.models)
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    result = run(models, seeds, args.epochs, args.workers, args.runs)
-    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.out).write_text(json.dumps(portable(result), indent=1) + "\n")
+    arms = PRECISION_ARMS
+    if args.batch_sizes:
+        try:
+            arms = batch_arms([int(b) for b in args.batch_sizes.split(",") if b])
+        except ValueError as error:
+            parser.error(f"--batch-sizes {args.batch_sizes!r}: {error}")
+    out = args.out or str(REPO / "benchmarks" / "results" / "medium" / (
+        "batch_quality.json" if args.batch_sizes else "precision_quality.json"))
+    result = run(models, seeds, args.epochs, args.workers, args.runs, arms)
+    pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(out).write_text(json.dumps(portable(result), indent=1) + "\n")
     return 0
 
 

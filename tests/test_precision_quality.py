@@ -4,7 +4,7 @@ float32 by the paired bootstrap over test documents and seeds (DESIGN §5a)."""
 import numpy as np
 import pytest
 
-from benchmarks.precision_quality import verdict
+from benchmarks.precision_quality import batch_arms, run_command, verdict
 
 
 def _documents(nats_per_token, seeds=(0, 1), num_docs=60, seed_spread=0.01):
@@ -42,7 +42,7 @@ def test_verdict_is_the_bootstrap_interval_of_the_ratio(bf16_nats, expected):
                                        / np.mean(list(ppl["float32"].values())))
     assert (c["low"] <= 1.0 <= c["high"]) == (expected == "within seed noise")
     assert result["ratios"][0] == pytest.approx(ppl["mixed_bfloat16"][0] / ppl["float32"][0])
-    assert result["float32_spread"] == pytest.approx(max(ppl["float32"].values())
+    assert result["baseline_spread"] == pytest.approx(max(ppl["float32"].values())
                                                      / min(ppl["float32"].values()))
 
 
@@ -66,3 +66,28 @@ def test_runs_that_scored_different_tokens_are_refused():
     ppl = _ppl(documents)
     with pytest.raises(ValueError, match="same target tokens"):
         verdict(ppl["float32"], ppl["mixed_bfloat16"], documents)
+
+
+def test_a_batch_size_comparison_names_its_arms():
+    arms = (("float32", 64), ("float32", 256))
+    names = {"float32": "float32-b64", "mixed_bfloat16": "float32-b256"}
+    documents = {names[k]: v for k, v in _documents({"float32": 4.60,
+                                                     "mixed_bfloat16": 4.70}).items()}
+    ppl = _ppl(documents)
+    result = verdict(ppl["float32-b64"], ppl["float32-b256"], documents, arms)
+    assert result["verdict"] == "batch 256 worse"
+    assert result["ratios"][1] == pytest.approx(ppl["float32-b256"][1] / ppl["float32-b64"][1])
+
+
+def test_batch_sizes_must_be_two_different_sizes():
+    assert batch_arms([64, 256]) == (("float32", 64), ("float32", 256))
+    for sizes in ([64], [64, 64], [64, 128, 256]):
+        with pytest.raises(ValueError, match="two different sizes"):
+            batch_arms(sizes)
+
+
+def test_only_a_batch_arm_sets_the_batch_size(apnews_path, mallet_stopwords_path):
+    command = run_command("lstm", ("float32", 256), 0, 3, "out")
+    assert command[command.index("--batch-size") + 1] == "256"
+    assert command[command.index("--precision") + 1] == "float32"
+    assert "--batch-size" not in run_command("lstm", ("mixed_bfloat16", None), 0, 3, "out")
