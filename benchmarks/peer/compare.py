@@ -1,10 +1,11 @@
-"""Our streamed document LSTM's perplexity on Zheng, Vafa & Blei's target sets.
+"""Our streamed document models' perplexity on Zheng, Vafa & Blei's target sets.
 
-Given a run directory of ``tfktopic train doc_lstm`` (``model.keras``,
-``lm_vocab.json``, ``run.json``, ``results.json``), this scores every test
-target of the run's own test split once, keeping each target's NLL, and reports
-the perplexity over three target sets (README.md beside this file, "Target
-sets"):
+Given a run directory of ``tfktopic train doc_lstm`` or ``doc_topicrnn``
+(``model.keras``, ``lm_vocab.json``, ``run.json``, ``results.json``), this scores
+every test target of the run's own test split once, keeping each target's NLL
+(the document TopicRNN with its leak-free topic context from the preceding text,
+as its test perplexity), and reports the perplexity over three target sets
+(README.md beside this file, "Target sets"):
 
 ``all``
     every target we score: each word and one ``<eos>`` per sentence (must
@@ -38,13 +39,15 @@ import sys
 import numpy as np
 
 
-def per_token_log_probs(model, streams, batch_size, bptt):
+def per_token_log_probs(model, streams, batch_size, bptt, context=None, context_len=None):
     """log p of every target of every stream (list of float64 arrays, one per document).
 
     The batches are `tfktopic.data.streams.stream_batches` in the evaluation
     order, exactly as `score_stream_perplexity` builds them; row b of a batch
     holds the window of document ``document[b]`` whose targets follow the
     document's previous windows, so a per-document cursor maps them back.
+    With a `context` (the document TopicRNN: ``"preceding"``) the batches carry
+    its topic contexts and the model returns log-probabilities, not logits.
     """
     import tensorflow as tf
 
@@ -54,11 +57,12 @@ def per_token_log_probs(model, streams, batch_size, bptt):
     @tf.function(reduce_retracing=True)
     def log_probs(batch):
         logits = model(batch, training=False)
-        return masked_token_log_probs(batch["targets"], logits, batch["mask"], True)
+        return masked_token_log_probs(batch["targets"], logits, batch["mask"], context is None)
 
     out = [np.full(max(len(s) - 1, 0), np.nan) for s in streams.streams]
     cursor = np.zeros(len(streams.streams), np.int64)
-    for batch in stream_batches(streams, batch_size, bptt):
+    for batch in stream_batches(streams, batch_size, bptt, context=context,
+                                context_len=context_len):
         lp = log_probs({k: tf.constant(v) for k, v in batch.items()}).numpy()
         for b, d in enumerate(batch["document"]):
             if d < 0:
@@ -127,15 +131,19 @@ def compare(run_dir, split="test", peer_seqlen=30, peer_log=None, batch_size=Non
     from tfktopic.data.streams import document_streams
 
     run = runs.load_run(run_dir)
-    if run.name != "doc_lstm":
-        raise SystemExit(f"{run_dir}: a {run.name} run; this compares the streamed doc_lstm")
+    if run.name not in ("doc_lstm", "doc_topicrnn"):
+        raise SystemExit(f"{run_dir}: a {run.name} run; this compares the streamed doc_lstm "
+                         "and doc_topicrnn")
     config = run.config
+    topical = run.name == "doc_topicrnn"      # scored as its test: the preceding text only
     part = runs.run_splits(config)[split]
     bptt = int(config["data"].get("bptt", 30))
     batch = int(batch_size or config.get("training", {}).get("batch_size", 64))
     batch = min(batch, int(run.model.max_streams))  # as score_perplexity
-    streams = document_streams(part, run.lm_vocab)
-    log_p = per_token_log_probs(run.model, streams, batch, bptt)
+    streams = document_streams(part, run.lm_vocab, run.topic_vocab if topical else None)
+    log_p = per_token_log_probs(
+        run.model, streams, batch, bptt, context="preceding" if topical else None,
+        context_len=int(config["data"]["context_len"]) if topical else None)
 
     sums = {"all": 0.0, "without_sentence_eos": 0.0, "their_scored": 0.0}
     counts = dict.fromkeys(sums, 0)
@@ -192,7 +200,8 @@ def compare(run_dir, split="test", peer_seqlen=30, peer_log=None, batch_size=Non
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", help="a `tfktopic train doc_lstm` run directory")
+    parser.add_argument("run", help="a `tfktopic train doc_lstm` or `doc_topicrnn` run "
+                                    "directory")
     parser.add_argument("--split", default="test", choices=("test", "valid"))
     parser.add_argument("--peer-seqlen", type=int, default=30, help="their --max_seqlen")
     parser.add_argument("--peer-log", help="their train.py log (for its test perplexity)")
