@@ -5,6 +5,8 @@
     # -> benchmarks/results/medium/precision_quality.json
     python -m benchmarks.precision_quality --models lstm --batch-sizes 64,256
     # -> benchmarks/results/medium/batch_quality.json
+    python -m benchmarks.precision_quality --models lstm --batch-sizes 64,256:0.008 \
+        --out benchmarks/results/medium/batch_quality_lr.json   # the larger batch's lr scaled
 
 Every run is one ``tfktopic train`` command: `benchmarks.precision.command` (the study's
 medium presets and data rules on APNEWS, split seed 0) with ``--precision`` (and
@@ -13,14 +15,14 @@ the same training for both arms) and ``--seed``. Runs go to
 ``runs/precision/<model>-<arm>-s<seed>`` and resume there when cut off.
 
 A comparison has two arms: a baseline (float32; with ``--batch-sizes``, the first batch
-size) and the other (mixed_bfloat16; the second batch size, float32, with the preset's
-learning rate: the question is whether the faster setting can simply be switched on). A
-seed fixes the initial weights (the variables are float32 under both policies) and the
-data order, so the two runs of one seed are a pair. The record has, per model, the test
-perplexity of every run, the paired other / baseline ratios, and the baseline's
-seed-to-seed spread (the largest over the smallest perplexity). The verdict is the ratio
-PPL(other) / PPL(baseline) with its bootstrap interval over the test documents (paired)
-and the seeds (DESIGN §5a): "within seed noise" when the interval contains 1, else
+size) and the other (mixed_bfloat16; or the second batch size in float32, with the preset's
+learning rate -- can the faster setting simply be switched on? -- or with the learning rate
+given after a colon). A seed fixes the initial weights (the variables are float32 under
+both policies) and the data order, so the two runs of one seed are a pair. The record has,
+per model, the test perplexity of every run, the paired other / baseline ratios, and the
+baseline's seed-to-seed spread (the largest over the smallest perplexity). The verdict is
+the ratio PPL(other) / PPL(baseline) with its bootstrap interval over the test documents
+(paired) and the seeds (DESIGN §5a): "within seed noise" when the interval contains 1, else
 "<other> worse" or "<other> better"; with one seed per arm it is "needs 2 seeds".
 """
 
@@ -43,36 +45,59 @@ def _log(message):
           flush=True)
 
 
-#: The arms of the default comparison: (precision, batch size; None = the preset's).
-PRECISION_ARMS = (("float32", None), ("mixed_bfloat16", None))
+#: The arms of the default comparison: (precision, batch size, learning rate); None = the
+#: preset's.
+PRECISION_ARMS = (("float32", None, None), ("mixed_bfloat16", None, None))
 
 
-def batch_arms(batch_sizes):
-    """The arms comparing two batch sizes in float32, the first the baseline."""
-    if len(batch_sizes) != 2 or batch_sizes[0] == batch_sizes[1]:
-        raise ValueError(f"--batch-sizes: two different sizes expected, got {batch_sizes}")
-    return tuple(("float32", size) for size in batch_sizes)
+def batch_arms(specs):
+    """The arms comparing two batch sizes in float32, the first the baseline.
+
+    Args:
+        specs: two strings ``SIZE`` or ``SIZE:LEARNING_RATE`` (e.g. ``["64", "256:0.008"]``:
+            the second arm with its learning rate scaled; without one, the preset's).
+
+    Returns:
+        ((``"float32"``, size, learning rate or None), ...), two arms.
+    """
+    arms = []
+    for spec in specs:
+        size, _, rate = str(spec).partition(":")
+        try:
+            arms.append(("float32", int(size), float(rate) if rate else None))
+        except ValueError:
+            raise ValueError(f"--batch-sizes: {spec!r} is not SIZE or SIZE:LEARNING_RATE") \
+                from None
+    if len(arms) != 2 or arms[0] == arms[1]:
+        raise ValueError(f"--batch-sizes: two different arms expected, got {list(specs)}")
+    return tuple(arms)
 
 
 def arm_name(arm):
-    """``float32``, ``mixed_bfloat16`` or ``float32-b256``: an arm's run-directory part."""
-    precision, batch_size = arm
-    return precision if batch_size is None else f"{precision}-b{batch_size}"
+    """``float32``, ``mixed_bfloat16``, ``float32-b256`` or ``float32-b256-lr0.008``: an
+    arm's run-directory part."""
+    precision, batch_size, learning_rate = arm
+    name = precision if batch_size is None else f"{precision}-b{batch_size}"
+    return name if learning_rate is None else f"{name}-lr{learning_rate:g}"
 
 
 def arm_label(arm):
-    """How a verdict names an arm: ``bf16`` or ``batch 256``."""
-    precision, batch_size = arm
-    if batch_size is not None:
-        return f"batch {batch_size}"
-    return {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}.get(precision, precision)
+    """How a verdict names an arm: ``bf16``, ``batch 256`` or ``batch 256, lr 0.008``."""
+    precision, batch_size, learning_rate = arm
+    if batch_size is None:
+        label = {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}.get(precision, precision)
+    else:
+        label = f"batch {batch_size}"
+    return label if learning_rate is None else f"{label}, lr {learning_rate:g}"
 
 
 def run_command(name, arm, seed, epochs, out):
-    """The ``tfktopic train`` command of one run of `arm` = (precision, batch size)."""
-    precision, batch_size = arm
+    """The ``tfktopic train`` command of one run of `arm` = (precision, batch size,
+    learning rate)."""
+    precision, batch_size, learning_rate = arm
+    rate = [] if learning_rate is None else ["--learning-rate", str(learning_rate)]
     return [sys.executable, "-m", "tfktopic"] + command(name, "medium", precision,
-                                                        batch_size) + [
+                                                        batch_size) + rate + [
         "--epochs", str(epochs), "--seed", str(seed), "--split-seed", "0", "--out", str(out),
         "--verbose", "2"]
 
@@ -173,8 +198,9 @@ def run(models, seeds, epochs, workers, out_root, arms=PRECISION_ARMS):
         runs = {n: {s: v for s, v in r.items() if v is not None} for n, r in runs.items()}
         documents = {n: {s: test_documents(directory(name, arm, s)) for s in runs[n]}
                      for n, arm in zip(names, arms)}
-        varied = (("<precision>", None) if arms[0][0] != arms[1][0]
-                  else (arms[0][0], "<batch_size>"))        # what the arms change
+        varied = tuple(f"<{what}>" if a != b else a         # what the arms change
+                       for what, a, b in zip(("precision", "batch_size", "learning_rate"),
+                                             *arms))
         results[name] = {"test_perplexity": runs,
                          **verdict(runs[names[0]], runs[names[1]], documents, arms),
                          "command": portable(run_command(name, varied, "<seed>", epochs,
@@ -191,8 +217,9 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--batch-sizes",
-                        help="compare two batch sizes in float32 (e.g. 64,256) instead of "
-                             "the two precisions")
+                        help="compare two batch sizes in float32 instead of the two "
+                             "precisions: SIZE[:LEARNING_RATE],SIZE[:LEARNING_RATE] (e.g. "
+                             "64,256 or 64,256:0.008)")
     parser.add_argument("--runs", default=str(REPO / "runs" / "precision"))
     parser.add_argument("--out", help="default: benchmarks/results/medium/"
                                       "precision_quality.json (batch_quality.json with "
@@ -203,7 +230,7 @@ def main(argv=None):
     arms = PRECISION_ARMS
     if args.batch_sizes:
         try:
-            arms = batch_arms([int(b) for b in args.batch_sizes.split(",") if b])
+            arms = batch_arms([b for b in args.batch_sizes.split(",") if b])
         except ValueError as error:
             parser.error(f"--batch-sizes {args.batch_sizes!r}: {error}")
     out = args.out or str(REPO / "benchmarks" / "results" / "medium" / (

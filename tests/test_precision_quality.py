@@ -4,7 +4,7 @@ float32 by the paired bootstrap over test documents and seeds (DESIGN §5a)."""
 import numpy as np
 import pytest
 
-from benchmarks.precision_quality import batch_arms, run_command, verdict
+from benchmarks.precision_quality import arm_name, batch_arms, run_command, verdict
 
 
 def _documents(nats_per_token, seeds=(0, 1), num_docs=60, seed_spread=0.01):
@@ -69,7 +69,7 @@ def test_runs_that_scored_different_tokens_are_refused():
 
 
 def test_a_batch_size_comparison_names_its_arms():
-    arms = (("float32", 64), ("float32", 256))
+    arms = (("float32", 64, None), ("float32", 256, None))
     names = {"float32": "float32-b64", "mixed_bfloat16": "float32-b256"}
     documents = {names[k]: v for k, v in _documents({"float32": 4.60,
                                                      "mixed_bfloat16": 4.70}).items()}
@@ -79,15 +79,24 @@ def test_a_batch_size_comparison_names_its_arms():
     assert result["ratios"][1] == pytest.approx(ppl["float32-b256"][1] / ppl["float32-b64"][1])
 
 
-def test_batch_sizes_must_be_two_different_sizes():
-    assert batch_arms([64, 256]) == (("float32", 64), ("float32", 256))
-    for sizes in ([64], [64, 64], [64, 128, 256]):
-        with pytest.raises(ValueError, match="two different sizes"):
-            batch_arms(sizes)
+def test_batch_arms_are_two_different_sizes_with_optional_learning_rates():
+    assert batch_arms(["64", "256"]) == (("float32", 64, None), ("float32", 256, None))
+    assert batch_arms(["64", "256:0.008"]) == (("float32", 64, None), ("float32", 256, 0.008))
+    assert batch_arms(["64", "64:0.004"])[1] == ("float32", 64, 0.004)   # the rate differs
+    for specs in (["64"], ["64", "64"], ["64", "128", "256"]):
+        with pytest.raises(ValueError, match="two different arms"):
+            batch_arms(specs)
+    for specs in (["64", "big"], ["64", "256:fast"]):
+        with pytest.raises(ValueError, match="is not SIZE or SIZE:LEARNING_RATE"):
+            batch_arms(specs)
+    assert arm_name(("float32", 256, 0.008)) == "float32-b256-lr0.008"
+    assert arm_name(("mixed_bfloat16", None, None)) == "mixed_bfloat16"
 
 
 def test_only_a_batch_arm_sets_the_batch_size(apnews_path, mallet_stopwords_path):
-    command = run_command("lstm", ("float32", 256), 0, 3, "out")
+    command = run_command("lstm", ("float32", 256, 0.008), 0, 3, "out")
     assert command[command.index("--batch-size") + 1] == "256"
+    assert command[command.index("--learning-rate") + 1] == "0.008"
     assert command[command.index("--precision") + 1] == "float32"
-    assert "--batch-size" not in run_command("lstm", ("mixed_bfloat16", None), 0, 3, "out")
+    command = run_command("lstm", ("mixed_bfloat16", None, None), 0, 3, "out")
+    assert "--batch-size" not in command and "--learning-rate" not in command
