@@ -124,3 +124,45 @@ def test_train_run_records_its_precision_and_refuses_to_resume_in_another(tmp_pa
     with pytest.raises(TfktopicError, match="precision"):
         runs.train_run("lstm", out, max_documents=30, epochs=2, batch_size=256, verbose=0,
                        log=None, overrides=tiny, precision="float32")
+
+
+@pytest.mark.parametrize("policy", MIXED)
+def test_psgld_under_a_16_bit_policy_keeps_its_update_slots_and_noise_in_float32(data, policy):
+    """pSGLD (Li et al. 2016) on a 16-bit LSTM LM: the variables, the preconditioner's
+    slots and the Langevin noise stay float32 (Keras' LossScaleOptimizer wraps it under
+    float16), the loss falls, and the noise moves the weights as at float32: one step's
+    change of an embedding row the batch does not touch is the noise alone, of standard
+    deviation sqrt(2 lr T G / N) with G = 1/(lambda + sqrt(V)) = 1/lambda (V starts at 0
+    and a zero gradient leaves it there)."""
+    from tfktopic.bayes.sgmcmc import PSGLD
+
+    lr, n, epsilon = 1e-3, 1000.0, 1e-3
+    with precision_policy(policy):
+        model = _build("lstm", data)
+        model.compile(optimizer=PSGLD(learning_rate=lr, num_examples=n, temperature=1.0,
+                                      prior_precision=0.0, epsilon=epsilon, v_init="zeros",
+                                      seed=1))
+    assert model.compute_dtype == SIXTEEN[policy]
+    optimizer = model.optimizer
+    if policy == "mixed_float16":
+        assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        optimizer = optimizer.inner_optimizer
+    assert isinstance(optimizer, PSGLD)
+    batch = _batch("lstm", data)
+    model(batch, training=False)
+    used = np.unique(np.concatenate([np.ravel(batch["tokens"]), np.ravel(batch["targets"])]))
+    unused = np.setdiff1d(np.arange(model.embedding.input_dim), used)
+    assert unused.size >= 20, "the test needs embedding rows the batch does not touch"
+    losses = []
+    while int(optimizer.iterations) == 0:   # float16: a step with overflowing gradients
+        before = model.embedding.embeddings.numpy()[unused].copy()   # is skipped
+        losses.append(float(model.train_on_batch(batch, return_dict=True)["loss"]))
+        assert len(losses) < 20, "the loss scale never settled"
+    moved = model.embedding.embeddings.numpy()[unused] - before
+    expected_sd = np.sqrt(2.0 * lr * 1.0 / (n * epsilon))
+    assert moved.std() == pytest.approx(expected_sd, rel=0.1)
+    assert abs(moved.mean()) < 0.1 * expected_sd
+    losses += [float(model.train_on_batch(batch, return_dict=True)["loss"]) for _ in range(5)]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+    assert {v.dtype for v in model.trainable_variables} == {"float32"}
+    assert {v.dtype for v in optimizer.variables if v.dtype != "int64"} == {"float32"}
