@@ -22,7 +22,8 @@ What one run measures, all in one process:
   about a third are padding that its recurrence runs over and its useful FLOPs leave out;
   ``doc_lstm`` on streamed documents, every position a real token.
 * **Batch size.** The LSTM LM's float32 tokens/s at batch sizes 64, 128 and 256 (throughput
-  only; whether a larger batch keeps the perplexity needs training runs, which this does not do).
+  only; whether a larger batch keeps the perplexity needs training runs:
+  ``python -m benchmarks.precision_quality --batch-sizes 64,256``).
 
 The machine is shared with the comparison study unless the study is paused: record the load
 (the JSON has the load average before and after).
@@ -40,7 +41,7 @@ from benchmarks.common import (cpu_name, portable, record, shared_file, time_tra
                                write_result)
 
 #: The entries, each a `tfktopic train` model (with the study's medium data rules).
-MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn")
+MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "doc_topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
 PRECISIONS = ("float32", "mixed_bfloat16")
 BATCH_SIZES = (64, 128, 256)
 MODES = {
@@ -208,7 +209,8 @@ def run(mode, models):
             records.append(record("precision", "lstm", f"tokens_per_s_batch_{size}", value,
                                   f"lstm batch {base}", batch_rates[base],
                                   protocol="float32 training tokens/s by batch size "
-                                           "(throughput only; perplexity not measured)",
+                                           "(throughput; the perplexity: "
+                                           "benchmarks.precision_quality --batch-sizes)",
                                   dataset="apnews", config={"batch_size": size}))
     return {"mode": mode, "machine": {"cpu": cpu_name(), "cores": os.cpu_count(),
                                       "load_before": load_before,
