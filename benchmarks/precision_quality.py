@@ -133,7 +133,7 @@ def verdict(baseline, other, documents=None, arms=PRECISION_ARMS):
         documents: {arm_name: {seed: {"nll": [...], "tokens": [...]}}} for both arms, the
             runs' per-document test scores (`test_documents`); without them there is no
             verdict.
-        arms: (baseline arm, other arm), each (precision, batch size).
+        arms: (baseline arm, other arm), each (precision, batch size, learning rate).
 
     Returns:
         dict with ``ratios`` ({seed: other / baseline}), ``baseline_spread`` (max / min
