@@ -41,7 +41,8 @@ from benchmarks.common import (cpu_name, portable, record, shared_file, time_tra
                                write_result)
 
 #: The entries, each a `tfktopic train` model (with the study's medium data rules).
-MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "doc_topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn")
+MODELS = ("lstm", "doc_lstm", "lda_lstm", "topicrnn", "doc_topicrnn", "tcnlm", "rgbn_rnn",
+          "gbn_rnn")
 PRECISIONS = ("float32", "mixed_bfloat16")
 BATCH_SIZES = (64, 128, 256)
 MODES = {

@@ -167,8 +167,9 @@ ABLATION_HEADER = """## SG-MCMC: Gan et al.'s Table 7 ablation on PTB (issue 15)
 
 From the run records in `benchmarks/results/ablation/` (`python -m benchmarks.sgmcmc_ablation`:
 PTB small, a 2 x 200 LSTM without dropout, batches of 20 successive 20-token windows,
-step size 1e-3, burn-in 4 epochs, 2 thinned samples per epoch, early stopping on the validation perplexity of the model (RMSprop) or of the
-running sample average (pSGLD), patience 3). "paper" is the sampler at T = 1; "authors_code"
+step size 1e-3, burn-in 4 epochs, 2 thinned samples per epoch, early stopping on the
+validation perplexity of the model (RMSprop) or of the running sample average (pSGLD),
+patience 3). "paper" is the sampler at T = 1; "authors_code"
 the authors' Theano setting (T = 2/N, gradient norm rescaled to 5). Test perplexity; "--": the
 run has not finished. Target: pSGLD with averaging / RMSprop single <= 0.95 in a setting
 chosen on validation.
