@@ -42,8 +42,9 @@ RUNS = ("paper/rmsprop", "paper/psgld", "authors_code/rmsprop", "authors_code/ps
         "paper/psgld_T0.1", "paper/psgld_T0.01")
 #: The order the default ``--runs`` trains them in: the runs expected to stop sooner first
 #: (RMSprop: 4 and 11 epochs; T = 0.01: 20 epochs, 1.9 h of one core), T = 1 pSGLD
-#: last. Its noise dominates the drift (sgmcmc_issue15.md), so it needs the most epochs (test average still falling ~1.3 per epoch at epoch 20 on
-#: 2026-11-25: ~5 h of one core); twice a new machine ended it half-way with the others
+#: last. Its noise dominates the drift (sgmcmc_issue15.md), so it needs the most epochs
+#: (test average still falling ~1.3 per epoch at epoch 20 on 2026-11-25: ~5 h of one
+#: core); twice a new machine ended it half-way with the others
 #: not started, since a run's state lives in ``--out`` on the machine and only finished
 #: records are committed.
 #: The temperature sweep of the "paper" setting: (run, T).
