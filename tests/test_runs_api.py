@@ -179,3 +179,34 @@ def test_build_model_names_a_bad_setting():
     settings["model"]["no_such_argument"] = 1
     with pytest.raises(ValueError, match="--set: a setting is not an argument of tcnlm"):
         runs.build_model(settings, data)
+
+
+def test_global_clipnorm_clips_all_gradients_together_like_clip_grad_norm():
+    """``--set global_clipnorm=0.5`` scales every gradient by 0.5 / (norm of all of them), as
+    PyTorch's ``clip_grad_norm_`` (Zheng et al.'s training), not each variable by its own
+    norm; with the preset's per-variable clipnorm still set it names the override to add."""
+    settings = runs.preset_settings("doc_lstm", "medium")
+    runs.apply_overrides(settings, ["global_clipnorm=0.5"])
+    with pytest.raises(ValueError, match=r"global_clipnorm=0.5: .*clipnorm=5.0.*--set clipnorm=null"):
+        runs.build_optimizer(settings, 1000)
+    runs.apply_overrides(settings, ["clipnorm=null", "learning_rate=0.1"])
+    optimizer = runs.build_optimizer(settings, 1000)
+    a, b = tf.Variable([0.0, 0.0]), tf.Variable([0.0])
+    big = [np.array([3.0, 4.0]), np.array([12.0])]          # global norm 13: clipped
+    for grads in (big, [g / 100 for g in big]):             # norm 0.13: left alone
+        optimizer.apply_gradients([(tf.constant(g, tf.float32), v) for g, v in zip(grads, (a, b))])
+
+    def adam(gradients, rate=0.1, beta1=0.9, beta2=0.999, eps=1e-7):  # Keras' form of eps
+        m = v = x = 0.0
+        for t, g in enumerate(gradients, 1):
+            m, v = beta1 * m + (1 - beta1) * g, beta2 * v + (1 - beta2) * g * g
+            x = x - rate * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t) * m / (np.sqrt(v) + eps)
+        return x
+
+    scaled = [[g * 0.5 / 13 for g in big], [g / 100 for g in big]]
+    expected = [adam([step[i] for step in scaled]) for i in range(2)]
+    per_variable = [adam([big[i] * 0.5 / np.linalg.norm(big[i]), big[i] / 100])
+                    for i in range(2)]
+    np.testing.assert_allclose(np.asarray(a), expected[0], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(b), expected[1], rtol=1e-5)
+    assert not np.allclose(np.asarray(a), per_variable[0], rtol=1e-3)

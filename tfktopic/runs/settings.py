@@ -29,7 +29,7 @@ DATA_DEFAULTS = {"min_count": 3, "max_size": None, "stopwords": "gensim",
 TRAINING_DEFAULTS = {"optimizer": "adam", "learning_rate": 1e-3, "batch_size": 64,
                      "epochs": 10, "clipnorm": None, "patience": None}
 _TRAINING_KEYS = ("optimizer", "learning_rate", "batch_size", "epochs", "clipnorm",
-                  "clipvalue", "decay_steps", "decay_rate", "lda_passes", "temperature",
+                  "global_clipnorm", "clipvalue", "decay_steps", "decay_rate", "lda_passes", "temperature",
                   "patience")
 # Flat preset keys that are neither data, training nor model settings.
 _IGNORED_KEYS = ("dataset", "classifier_units", "classifier_epochs",

@@ -75,8 +75,9 @@ def adam_optimizer(training):
         training: dict with ``learning_rate`` (default 1e-3) and optionally
             ``decay_steps`` / ``decay_rate`` (the learning rate times
             ``decay_rate ** (step / decay_steps)``, continuous as rGBN-RNN's
-            released code), ``clipnorm`` (per variable) and ``clipvalue``
-            (element-wise).
+            released code), ``clipnorm`` (per variable), ``global_clipnorm``
+            (the norm of all gradients together, as PyTorch's
+            ``clip_grad_norm_``) and ``clipvalue`` (element-wise).
 
     Returns:
         A `keras.optimizers.Adam`.
@@ -91,8 +92,21 @@ def adam_optimizer(training):
     if training.get("decay_steps"):
         rate = keras.optimizers.schedules.ExponentialDecay(
             rate, int(training["decay_steps"]), float(training["decay_rate"]))
-    return keras.optimizers.Adam(rate, clipnorm=training.get("clipnorm"),
-                                 clipvalue=training.get("clipvalue"))
+    return keras.optimizers.Adam(rate, clipvalue=training.get("clipvalue"),
+                                 **clipping(training))
+
+
+def clipping(training):
+    """The norm-clipping arguments of a Keras optimizer: ``clipnorm`` or ``global_clipnorm``.
+
+    Raises:
+        ValueError: both are set (Keras clips one way only); names the override to drop.
+    """
+    clipnorm, global_clipnorm = training.get("clipnorm"), training.get("global_clipnorm")
+    if clipnorm is not None and global_clipnorm is not None:
+        raise ValueError(f"--set global_clipnorm={global_clipnorm}: the settings also clip each "
+                         f"variable (clipnorm={clipnorm}); add --set clipnorm=null")
+    return {"clipnorm": clipnorm, "global_clipnorm": global_clipnorm}
 
 
 def build_optimizer(settings, num_train_tokens, seed=0):
@@ -114,7 +128,7 @@ def build_optimizer(settings, num_train_tokens, seed=0):
         from tfktopic.bayes.setups import optimizer
 
         return optimizer(kind, training["learning_rate"], num_examples=num_train_tokens,
-                         clipnorm=training.get("clipnorm"), seed=seed)
+                         seed=seed, **clipping(training))
     if kind != "adam":
         raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {kind!r}")
     return adam_optimizer(training)
