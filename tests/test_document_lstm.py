@@ -29,7 +29,8 @@ def lee():
 
 def _model(vocab_size, **kwargs):
     keras.utils.set_random_seed(0)
-    return DocumentLSTMLanguageModel(vocab_size, embedding_dim=16, hidden_dim=24, **kwargs)
+    return DocumentLSTMLanguageModel(vocab_size, **{"embedding_dim": 16, "hidden_dim": 24,
+                                                    **kwargs})
 
 
 _CALLS = {}
@@ -181,6 +182,43 @@ def test_bad_arguments():
         DocumentLSTMLanguageModel(10, max_streams=0)
     with pytest.raises(ValueError, match="dropout"):
         DocumentLSTMLanguageModel(10, dropout=1.0)
+    with pytest.raises(ValueError, match="initialization must be one of keras, torch, got 'tf'"):
+        DocumentLSTMLanguageModel(10, initialization="tf")
+
+
+def _ranges(model):
+    """Per weight: (largest |value|, the forget gate's bias values) of a document LSTM."""
+    lstm = model.rnn.lstms[0].cell
+    units = model.hidden_dim
+    return {"embedding": np.abs(np.asarray(model.embedding.embeddings)).max(),
+            "kernel": np.abs(np.asarray(lstm.kernel)).max(),
+            "recurrent": np.abs(np.asarray(lstm.recurrent_kernel)).max(),
+            "forget_bias": np.asarray(lstm.bias)[units:2 * units],
+            "softmax": np.abs(np.asarray(model.softmax.kernel)).max(),
+            "softmax_bias": np.abs(np.asarray(model.softmax.bias)).max()}
+
+
+def test_torch_initialization_draws_zheng_et_al_ranges_and_keras_keeps_its_defaults(lee, tmp_path):
+    """"torch": embedding and softmax U(±0.1), the LSTM and softmax bias U(±1/sqrt(H)) with no
+    forget-gate offset (PyTorch's defaults, Zheng et al.'s init_weights); "keras": Keras'
+    defaults (embedding U(±0.05), forget bias 1, zero softmax bias); the choice round-trips."""
+    vocab = 2000
+    torch_init = _ranges(_model(vocab, hidden_dim=64, initialization="torch"))
+    keras_init = _ranges(_model(vocab, hidden_dim=64))
+    limit = 1 / 8                                          # 1 / sqrt(64)
+    assert 0.095 < torch_init["embedding"] <= 0.1 and 0.095 < torch_init["softmax"] <= 0.1
+    for name in ("kernel", "recurrent", "softmax_bias"):
+        assert 0.9 * limit < torch_init[name] <= limit, name
+    assert np.abs(torch_init["forget_bias"]).max() <= limit
+    assert 0.045 < keras_init["embedding"] <= 0.05 and keras_init["softmax_bias"] == 0.0
+    np.testing.assert_array_equal(keras_init["forget_bias"], 1.0)
+    model = _model(vocab, hidden_dim=8, initialization="torch", max_streams=2)
+    path = tmp_path / "torch_init.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config()["initialization"] == "torch"
+    assert loaded.rnn.get_config()["initialization"] == "torch"
+    np.testing.assert_array_equal(np.asarray(loaded.softmax.bias), np.asarray(model.softmax.bias))
 
 
 # ------------------------------------------------------------ streamed TopicRNN

@@ -25,6 +25,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfktopic.layers.hoisted_lstm import run_lstm
+from tfktopic.layers.initialization import check_initialization, lstm_initializers
 
 __all__ = ["CarriedStateLSTM"]
 
@@ -40,6 +41,9 @@ class CarriedStateLSTM(keras.layers.Layer):
         num_layers: stacked layers.
         max_streams: the most parallel streams (batch rows) a call may have.
         dropout: dropout on each layer's output (Zaremba-style, non-recurrent).
+        initialization: "keras" (Keras' LSTM defaults) or "torch" (PyTorch's:
+            every weight and bias U(±1/sqrt(units)), no forget-gate offset;
+            `tfktopic.layers.initialization`).
 
     Call args:
         inputs: float [B, T, D] (B <= max_streams).
@@ -57,7 +61,8 @@ class CarriedStateLSTM(keras.layers.Layer):
     >>> second = layer(np.ones((2, 3, 4), "float32"), np.zeros(2, "float32"))  # doctest: +SKIP
     """
 
-    def __init__(self, units, num_layers=1, max_streams=64, dropout=0.0, **kwargs):
+    def __init__(self, units, num_layers=1, max_streams=64, dropout=0.0, initialization="keras",
+                 **kwargs):
         super().__init__(**kwargs)
         for name, value in (("units", units), ("num_layers", num_layers),
                             ("max_streams", max_streams)):
@@ -69,8 +74,10 @@ class CarriedStateLSTM(keras.layers.Layer):
         self.num_layers = int(num_layers)
         self.max_streams = int(max_streams)
         self.dropout = float(dropout)
+        self.initialization = check_initialization(initialization)
         self.lstms = [keras.layers.LSTM(self.units, return_sequences=True, return_state=True,
-                                        name=f"lstm_{i}", dtype=self.dtype_policy)
+                                        name=f"lstm_{i}", dtype=self.dtype_policy,
+                                        **lstm_initializers(self.initialization, self.units))
                       for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
                          for _ in range(self.num_layers)]
@@ -126,4 +133,5 @@ class CarriedStateLSTM(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "num_layers": self.num_layers,
-                "max_streams": self.max_streams, "dropout": self.dropout}
+                "max_streams": self.max_streams, "dropout": self.dropout,
+                "initialization": self.initialization}

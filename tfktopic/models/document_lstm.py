@@ -25,6 +25,8 @@ from keras import ops
 from tfktopic.data.streams import stream_examples
 from tfktopic.evaluation.perplexity import evaluate_perplexity, gathered_token_nll
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
+from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
+                                            softmax_initializers)
 from tfktopic.models import lstm_presets
 from tfktopic.models.base import TopicLanguageModel
 
@@ -60,6 +62,9 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
             batch size; evaluation batches may be smaller).
         embeddings: optional ``[vocab_size, embedding_dim]`` initial matrix
             (saved with the weights, not in the config).
+        initialization: "keras" (the Keras layers' defaults) or "torch" (Zheng
+            et al.'s: embedding and softmax weights U(±0.1), the LSTM at
+            PyTorch's defaults; `tfktopic.layers.initialization`).
 
     Example:
     >>> from tfktopic.data.streams import document_streams, document_stream_dataset, steps_per_epoch
@@ -75,7 +80,7 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
     presets = lstm_presets.PRESETS
 
     def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
-                 max_streams=64, embeddings=None, **kwargs):
+                 max_streams=64, embeddings=None, initialization="keras", **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
                             ("hidden_dim", hidden_dim)):
@@ -87,15 +92,19 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
         self.num_layers = int(num_layers)
         self.max_streams = int(max_streams)
         self.dropout = float(dropout)
+        self.initialization = check_initialization(initialization)
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
+            embeddings_initializer=embedding_initializer(self.initialization),
             weights=None if embeddings is None else [embeddings], name="embedding",
             dtype=self.dtype_policy)
         self.embedding_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
-                                    dropout=self.dropout, name="carried_lstm",
-                                    dtype=self.dtype_policy)
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
+                                    dropout=self.dropout, initialization=self.initialization,
+                                    name="carried_lstm", dtype=self.dtype_policy)
+        self.softmax = keras.layers.Dense(
+            self.vocab_size, name="softmax", dtype=self.dtype_policy,
+            **softmax_initializers(self.initialization, self.hidden_dim))
         self.build()
 
     def build(self, input_shape=None):
@@ -134,7 +143,7 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim,
                 "num_layers": self.num_layers, "dropout": self.dropout,
-                "max_streams": self.max_streams}
+                "max_streams": self.max_streams, "initialization": self.initialization}
 
 
 def score_stream_perplexity(model, corpus, lm_vocab, topic_vocab=None, bptt=30, batch_size=None,

@@ -1,0 +1,66 @@
+"""Weight initialisation schemes of the streamed document LMs: Keras' defaults or PyTorch's.
+
+``"keras"`` (the default) is what the Keras layers do on their own: embeddings
+U(-0.05, 0.05); LSTM kernels Glorot-uniform, recurrent kernels orthogonal, biases
+zero with the forget gate's at 1 (``unit_forget_bias``); the softmax kernel
+Glorot-uniform with a zero bias.
+
+``"torch"`` is Zheng, Vafa & Blei's LSTM-LM (``carolinazheng/revisiting-tglms``,
+``models/lstm_lm.py``, from PyTorch's ``word_language_model`` example, Zaremba
+et al. 2014): embedding and softmax weights U(-0.1, 0.1) (``init_weights``);
+everything else at PyTorch's defaults, i.e. every LSTM weight and bias
+U(-1/sqrt(H), 1/sqrt(H)) with no forget-gate offset, and the softmax bias
+U(-1/sqrt(H), 1/sqrt(H)) (``nn.Linear``, fan-in H). One difference remains:
+PyTorch's LSTM has two biases (``b_ih + b_hh``, their sum triangular on
+±2/sqrt(H)), Keras' one (uniform on ±1/sqrt(H)).
+
+Example:
+>>> lstm = keras.layers.LSTM(256, **lstm_initializers("torch", 256))  # doctest: +SKIP
+"""
+
+import math
+
+import keras
+
+__all__ = ["INITIALIZATIONS", "check_initialization", "embedding_initializer",
+           "lstm_initializers", "softmax_initializers"]
+
+INITIALIZATIONS = ("keras", "torch")
+#: ``init_weights``' range of the embedding and softmax weights (Zheng et al.).
+TORCH_EMBEDDING_RANGE = 0.1
+
+
+def check_initialization(initialization):
+    """`initialization` if it is one of `INITIALIZATIONS`, else a ValueError naming it."""
+    if initialization not in INITIALIZATIONS:
+        raise ValueError(f"initialization must be one of {', '.join(INITIALIZATIONS)}, "
+                         f"got {initialization!r}")
+    return initialization
+
+
+def _uniform(limit):
+    return keras.initializers.RandomUniform(-limit, limit)
+
+
+def embedding_initializer(initialization):
+    """The ``embeddings_initializer`` of a `keras.layers.Embedding`."""
+    if check_initialization(initialization) == "keras":
+        return "uniform"                                   # Keras' default: U(-0.05, 0.05)
+    return _uniform(TORCH_EMBEDDING_RANGE)
+
+
+def lstm_initializers(initialization, units):
+    """Keyword arguments of a `keras.layers.LSTM` of `units` units (empty for "keras")."""
+    if check_initialization(initialization) == "keras":
+        return {}
+    limit = 1.0 / math.sqrt(units)                          # torch.nn.LSTM.reset_parameters
+    return {"kernel_initializer": _uniform(limit), "recurrent_initializer": _uniform(limit),
+            "bias_initializer": _uniform(limit), "unit_forget_bias": False}
+
+
+def softmax_initializers(initialization, fan_in):
+    """Keyword arguments of the softmax `keras.layers.Dense` on `fan_in` features."""
+    if check_initialization(initialization) == "keras":
+        return {}
+    return {"kernel_initializer": _uniform(TORCH_EMBEDDING_RANGE),
+            "bias_initializer": _uniform(1.0 / math.sqrt(fan_in))}  # nn.Linear's bias
