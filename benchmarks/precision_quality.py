@@ -209,6 +209,30 @@ def run(models, seeds, epochs, workers, out_root, arms=PRECISION_ARMS):
     return {"epochs": epochs, "seeds": list(seeds), "arms": names, "models": results}
 
 
+def merged(previous, result):
+    """`result` with the models of an earlier record of the same comparison it did not rerun.
+
+    Args:
+        previous: the record already at ``--out`` (or None).
+        result: this run's record (`run`).
+
+    Returns:
+        `result`, its ``models`` extended by `previous`'s other models when both compare the
+        same arms after the same epochs with the same seeds (a record without ``arms`` is a
+        float32 / mixed_bfloat16 one); otherwise `result` alone.
+    """
+    if not previous:
+        return result
+    arms = previous.get("arms", [arm_name(arm) for arm in PRECISION_ARMS])
+    if (previous.get("epochs"), previous.get("seeds"), arms) != (
+            result["epochs"], result["seeds"], result["arms"]):
+        _log("the record at --out compares other runs; it is replaced")
+        return result
+    models = {**{n: m for n, m in previous["models"].items() if n not in result["models"]},
+              **result["models"]}
+    return {**result, "models": models}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.precision_quality",
                                      description=__doc__.split("\n\n")[0])
@@ -236,8 +260,10 @@ def main(argv=None):
     out = args.out or str(REPO / "benchmarks" / "results" / "medium" / (
         "batch_quality.json" if args.batch_sizes else "precision_quality.json"))
     result = run(models, seeds, args.epochs, args.workers, args.runs, arms)
-    pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(out).write_text(json.dumps(portable(result), indent=1) + "\n")
+    path = pathlib.Path(out)
+    previous = json.loads(path.read_text()) if path.exists() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(portable(merged(previous, result)), indent=1) + "\n")
     return 0
 
 

@@ -4,7 +4,7 @@ float32 by the paired bootstrap over test documents and seeds (DESIGN §5a)."""
 import numpy as np
 import pytest
 
-from benchmarks.precision_quality import arm_name, batch_arms, run_command, verdict
+from benchmarks.precision_quality import arm_name, batch_arms, merged, run_command, verdict
 
 
 def _documents(nats_per_token, seeds=(0, 1), num_docs=60, seed_spread=0.01):
@@ -100,3 +100,18 @@ def test_only_a_batch_arm_sets_the_batch_size(apnews_path, mallet_stopwords_path
     assert command[command.index("--precision") + 1] == "float32"
     command = run_command("lstm", ("mixed_bfloat16", None, None), 0, 3, "out")
     assert "--batch-size" not in command and "--learning-rate" not in command
+
+
+def test_a_rerun_of_some_models_keeps_the_others_of_the_same_comparison():
+    """Rerunning two models into the record keeps the earlier models (a record from before
+    ``arms`` was written counts as float32 / bf16) and replaces the rerun ones; a record of
+    another comparison (other arms, epochs or seeds) is replaced, not mixed in."""
+    old = {"epochs": 3, "seeds": [0, 1], "models": {"lstm": {"verdict": "a"},
+                                                    "doc_lstm": {"verdict": "old"}}}
+    new = {"epochs": 3, "seeds": [0, 1], "arms": ["float32", "mixed_bfloat16"],
+           "models": {"doc_lstm": {"verdict": "new"}, "gbn_rnn": {"verdict": "b"}}}
+    assert merged(old, new)["models"] == {"lstm": {"verdict": "a"}, "doc_lstm": {"verdict": "new"},
+                                          "gbn_rnn": {"verdict": "b"}}
+    assert merged(None, new) is new
+    for change in ({"epochs": 2}, {"seeds": [0]}, {"arms": ["float32-b64", "float32-b256"]}):
+        assert merged({**old, **change}, new) == new
