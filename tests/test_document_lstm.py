@@ -224,8 +224,8 @@ def test_torch_initialization_draws_zheng_et_al_ranges_and_keras_keeps_its_defau
 # ------------------------------------------------------------ streamed TopicRNN
 def _topicrnn(lm, topic, **kwargs):
     keras.utils.set_random_seed(0)
-    return DocumentTopicRNN(len(lm), topic.lm_to_topic, num_topics=4, hidden_dim=24,
-                            embedding_dim=16, encoder_units=(16,), **kwargs)
+    return DocumentTopicRNN(len(lm), topic.lm_to_topic, **{
+        "num_topics": 4, "hidden_dim": 24, "embedding_dim": 16, "encoder_units": (16,), **kwargs})
 
 
 def test_topicrnn_scores_the_sentence_level_targets(lee):
@@ -307,3 +307,24 @@ def test_topicrnn_learns_and_round_trips(lee, tmp_path):
     again, _ = score_stream_perplexity(loaded, valid, lm, topic)
     assert again.nll_sum == pytest.approx(result.nll_sum, rel=1e-6)
     assert loaded.topics(3).tolist() == model.topics(3).tolist()
+
+
+def test_topicrnn_torch_initialization_covers_its_language_model_and_round_trips(lee, tmp_path):
+    """The streamed TopicRNN's "torch" initialization draws its embedding and vocabulary softmax
+    from U(±0.1) and its LSTM without a forget-gate offset, as Zheng et al.'s TRNN; its topic
+    matrix keeps Glorot; the choice survives a .keras round trip."""
+    _, _, _, lm, topic = lee
+    model = _topicrnn(lm, topic, hidden_dim=64, initialization="torch")
+    kernel = np.asarray(model.gate.projection.kernel)
+    assert 0.095 < np.abs(np.asarray(model.embedding.embeddings)).max() <= 0.1
+    assert 0.095 < np.abs(kernel).max() <= 0.1
+    assert 0 < np.abs(np.asarray(model.gate.projection.bias)).max() <= 1 / 8
+    assert np.abs(np.asarray(model.rnn.lstms[0].cell.bias)).max() <= 1 / 8
+    keras_model = _topicrnn(lm, topic, hidden_dim=64)
+    np.testing.assert_array_equal(np.asarray(keras_model.gate.projection.bias), 0.0)
+    np.testing.assert_array_equal(np.asarray(keras_model.rnn.lstms[0].cell.bias)[64:128], 1.0)
+    path = tmp_path / "torch_init_topicrnn.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config()["initialization"] == "torch"
+    np.testing.assert_array_equal(np.asarray(loaded.gate.projection.kernel), kernel)

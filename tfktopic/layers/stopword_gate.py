@@ -35,6 +35,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from tfktopic.layers.initialization import check_initialization, softmax_initializers
+
 __all__ = ["StopwordGate", "VARIANTS", "check_lm_to_topic"]
 
 VARIANTS = ("paper", "disjoint")
@@ -87,6 +89,9 @@ class StopwordGate(keras.layers.Layer):
         variant: "paper" (full-vocabulary softmaxes; default) or "disjoint"
             (stop-word / content-word supports, see the module docstring).
         topic_initializer: initializer of B (K x V_c).
+        initialization: of the vocabulary softmax V: "keras" (Dense's defaults)
+            or "torch" (Zheng et al.'s U(±0.1), bias U(±1/sqrt(H));
+            `tfktopic.layers.initialization`).
 
     Call args:
         hidden: float [..., T, H] RNN states h_t.
@@ -113,8 +118,9 @@ class StopwordGate(keras.layers.Layer):
     """
 
     def __init__(self, vocab_size, lm_to_topic, num_topics, variant="paper",
-                 topic_initializer="glorot_uniform", **kwargs):
+                 topic_initializer="glorot_uniform", initialization="keras", **kwargs):
         super().__init__(**kwargs)
+        self.initialization = check_initialization(initialization)
         if int(vocab_size) < 2:
             raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
         if int(num_topics) < 1:
@@ -134,12 +140,16 @@ class StopwordGate(keras.layers.Layer):
         self._content_index = np.where(self.lm_to_topic >= 0, self.lm_to_topic,
                                        self.num_content).astype(np.int32)
         self._is_stop = (self.lm_to_topic < 0).astype(np.float32)
-        self.projection = keras.layers.Dense(self.vocab_size, name="vocab_projection",
-                                             dtype=self.dtype_policy)  # V
+        self.projection = None  # V, built with the hidden size (its "torch" bias range)
         self.stop_projection = keras.layers.Dense(1, name="stop_projection",
                                                   dtype=self.dtype_policy)  # Gamma
 
     def build(self, hidden_shape, theta_shape=None, stop_indicator_shape=None, bias_shape=None):
+        if self.built:  # V is made here: a second build must not replace trained weights
+            return
+        self.projection = keras.layers.Dense(
+            self.vocab_size, name="vocab_projection", dtype=self.dtype_policy,
+            **softmax_initializers(self.initialization, int(hidden_shape[-1])))
         self.projection.build(hidden_shape)
         self.stop_projection.build(hidden_shape)
         self.topic_word = self.add_weight(
@@ -196,4 +206,5 @@ class StopwordGate(keras.layers.Layer):
         return {**super().get_config(), "vocab_size": self.vocab_size,
                 "lm_to_topic": self.lm_to_topic.tolist(), "num_topics": self.num_topics,
                 "variant": self.variant,
-                "topic_initializer": keras.initializers.serialize(self.topic_initializer)}
+                "topic_initializer": keras.initializers.serialize(self.topic_initializer),
+                "initialization": self.initialization}

@@ -37,6 +37,7 @@ import numpy as np
 from keras import ops
 
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
+from tfktopic.layers.initialization import check_initialization, embedding_initializer
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models import topicrnn_presets
@@ -67,6 +68,10 @@ class DocumentTopicRNN(TopicLanguageModel):
         max_streams: the most parallel streams of a batch.
         seed: seed of the reparameterisation noise.
         embeddings: optional ``[vocab_size, embedding_dim]`` initial matrix.
+        initialization: of the language-model part (embedding, LSTM, vocabulary
+            softmax): "keras" (the Keras layers' defaults) or "torch" (Zheng et
+            al.'s; `tfktopic.layers.initialization`); the inference network and
+            the topic matrix keep theirs.
 
     Example:
     >>> streams = document_streams(train, lm_vocab, topic_vocab)          # doctest: +SKIP
@@ -86,7 +91,7 @@ class DocumentTopicRNN(TopicLanguageModel):
     def __init__(self, vocab_size, lm_to_topic, num_topics=50, hidden_dim=200, embedding_dim=None,
                  num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
                  bow_normalization="total", max_streams=64, seed=None, embeddings=None,
-                 **kwargs):
+                 initialization="keras", **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("num_topics", num_topics),
                             ("hidden_dim", hidden_dim)):
@@ -109,22 +114,25 @@ class DocumentTopicRNN(TopicLanguageModel):
         self.bow_normalization = bow_normalization
         self.max_streams = int(max_streams)
         self.seed = seed
+        self.initialization = check_initialization(initialization)
         self.num_content = int((self.lm_to_topic >= 0).sum())
         self.topic_vocab_size = self.num_content  # V_c, as every topic model
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
+            embeddings_initializer=embedding_initializer(self.initialization),
             weights=None if embeddings is None else [np.asarray(embeddings, np.float32)],
             name="embedding", dtype=self.dtype_policy)
         self.embedding_dropout = keras.layers.Dropout(self.dropout, seed=seed,
                                                       dtype=self.dtype_policy)
         self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
-                                    dropout=self.dropout, name="carried_lstm",
-                                    dtype=self.dtype_policy)
+                                    dropout=self.dropout, initialization=self.initialization,
+                                    name="carried_lstm", dtype=self.dtype_policy)
         self.encoder = GaussianTopicEncoder(self.num_topics, self.encoder_units,
                                             normalization=bow_normalization, seed=seed,
                                             name="encoder", dtype="float32")  # KL
         self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
-                                 variant=variant, name="stopword_gate", dtype=self.dtype_policy)
+                                 variant=variant, initialization=self.initialization,
+                                 name="stopword_gate", dtype=self.dtype_policy)
         self.build()
 
     def build(self, input_shape=None):
@@ -208,4 +216,4 @@ class DocumentTopicRNN(TopicLanguageModel):
                 "num_layers": self.num_layers, "encoder_units": list(self.encoder_units),
                 "variant": self.variant, "dropout": self.dropout,
                 "bow_normalization": self.bow_normalization, "max_streams": self.max_streams,
-                "seed": self.seed}
+                "seed": self.seed, "initialization": self.initialization}
