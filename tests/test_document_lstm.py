@@ -184,6 +184,8 @@ def test_bad_arguments():
         DocumentLSTMLanguageModel(10, dropout=1.0)
     with pytest.raises(ValueError, match="initialization must be one of keras, torch, got 'tf'"):
         DocumentLSTMLanguageModel(10, initialization="tf")
+    with pytest.raises(ValueError, match="initialization: unknown part 'gate'; the parts are"):
+        DocumentLSTMLanguageModel(10, initialization={"gate": "torch"})
 
 
 def _ranges(model):
@@ -212,6 +214,10 @@ def test_torch_initialization_draws_zheng_et_al_ranges_and_keras_keeps_its_defau
     assert np.abs(torch_init["forget_bias"]).max() <= limit
     assert 0.045 < keras_init["embedding"] <= 0.05 and keras_init["softmax_bias"] == 0.0
     np.testing.assert_array_equal(keras_init["forget_bias"], 1.0)
+    lstm_only = _ranges(_model(vocab, hidden_dim=64, initialization={"lstm": "torch"}))
+    assert lstm_only["kernel"] == torch_init["kernel"] and np.abs(lstm_only["forget_bias"]).max() < 1
+    assert lstm_only["embedding"] == keras_init["embedding"]
+    assert lstm_only["softmax_bias"] == 0.0
     model = _model(vocab, hidden_dim=8, initialization="torch", max_streams=2)
     path = tmp_path / "torch_init.keras"
     model.save(path)

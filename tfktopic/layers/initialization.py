@@ -14,27 +14,52 @@ U(-1/sqrt(H), 1/sqrt(H)) (``nn.Linear``, fan-in H). One difference remains:
 PyTorch's LSTM has two biases (``b_ih + b_hh``, their sum triangular on
 ±2/sqrt(H)), Keras' one (uniform on ±1/sqrt(H)).
 
+A dict picks the scheme per part, e.g. ``{"lstm": "torch"}`` (the parts
+``"embedding"``, ``"lstm"`` and ``"softmax"``; a part not named keeps "keras"),
+to measure which part of a scheme matters.
+
 Example:
 >>> lstm = keras.layers.LSTM(256, **lstm_initializers("torch", 256))  # doctest: +SKIP
+>>> lstm_initializers({"embedding": "torch"}, 256)
+{}
 """
 
 import math
 
 import keras
 
-__all__ = ["INITIALIZATIONS", "check_initialization", "embedding_initializer",
+__all__ = ["INITIALIZATIONS", "PARTS", "check_initialization", "embedding_initializer",
            "lstm_initializers", "softmax_initializers"]
 
 INITIALIZATIONS = ("keras", "torch")
+#: The parts a dict `initialization` may name.
+PARTS = ("embedding", "lstm", "softmax")
 #: ``init_weights``' range of the embedding and softmax weights (Zheng et al.).
 TORCH_EMBEDDING_RANGE = 0.1
 
 
 def check_initialization(initialization):
-    """`initialization` if it is one of `INITIALIZATIONS`, else a ValueError naming it."""
+    """`initialization` (a scheme of `INITIALIZATIONS` or a dict part -> scheme) if valid,
+    else a ValueError naming it."""
+    if isinstance(initialization, dict):
+        unknown = sorted(set(initialization) - set(PARTS))
+        if unknown:
+            raise ValueError(f"initialization: unknown part {unknown[0]!r}; the parts are "
+                             f"{', '.join(PARTS)}")
+        for scheme in initialization.values():
+            check_initialization(scheme)
+        return dict(initialization)
     if initialization not in INITIALIZATIONS:
         raise ValueError(f"initialization must be one of {', '.join(INITIALIZATIONS)}, "
                          f"got {initialization!r}")
+    return initialization
+
+
+def _scheme(initialization, part):
+    """The scheme `initialization` gives `part`."""
+    initialization = check_initialization(initialization)
+    if isinstance(initialization, dict):
+        return initialization.get(part, "keras")
     return initialization
 
 
@@ -44,14 +69,14 @@ def _uniform(limit):
 
 def embedding_initializer(initialization):
     """The ``embeddings_initializer`` of a `keras.layers.Embedding`."""
-    if check_initialization(initialization) == "keras":
+    if _scheme(initialization, "embedding") == "keras":
         return "uniform"                                   # Keras' default: U(-0.05, 0.05)
     return _uniform(TORCH_EMBEDDING_RANGE)
 
 
 def lstm_initializers(initialization, units):
     """Keyword arguments of a `keras.layers.LSTM` of `units` units (empty for "keras")."""
-    if check_initialization(initialization) == "keras":
+    if _scheme(initialization, "lstm") == "keras":
         return {}
     limit = 1.0 / math.sqrt(units)                          # torch.nn.LSTM.reset_parameters
     return {"kernel_initializer": _uniform(limit), "recurrent_initializer": _uniform(limit),
@@ -60,7 +85,7 @@ def lstm_initializers(initialization, units):
 
 def softmax_initializers(initialization, fan_in):
     """Keyword arguments of the softmax `keras.layers.Dense` on `fan_in` features."""
-    if check_initialization(initialization) == "keras":
+    if _scheme(initialization, "softmax") == "keras":
         return {}
     return {"kernel_initializer": _uniform(TORCH_EMBEDDING_RANGE),
             "bias_initializer": _uniform(1.0 / math.sqrt(fan_in))}  # nn.Linear's bias

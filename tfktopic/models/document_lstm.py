@@ -62,9 +62,10 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
             batch size; evaluation batches may be smaller).
         embeddings: optional ``[vocab_size, embedding_dim]`` initial matrix
             (saved with the weights, not in the config).
-        initialization: "keras" (the Keras layers' defaults) or "torch" (Zheng
+        initialization: "keras" (the Keras layers' defaults), "torch" (Zheng
             et al.'s: embedding and softmax weights U(±0.1), the LSTM at
-            PyTorch's defaults; `tfktopic.layers.initialization`).
+            PyTorch's defaults) or a dict per part, e.g. ``{"lstm": "torch"}``
+            (`tfktopic.layers.initialization`).
 
     Example:
     >>> from tfktopic.data.streams import document_streams, document_stream_dataset, steps_per_epoch
