@@ -1,0 +1,158 @@
+"""Tracing the gap to Zheng, Vafa & Blei's LSTM-LM one difference at a time (issue 13).
+
+At the configuration the study chose (lr 4e-3, dropout 0.5, seed 0) our streamed document
+LSTM scored 1.075x their own code's test perplexity on their targets, while the two
+TopicRNNs agreed (1.014). Each variant below changes one training difference of
+``README.md`` "Remaining differences" (beside this file) on our side, with everything else
+the study's command (`benchmarks.study.command`); `compare.py` then scores it on their
+targets.
+
+Usage::
+
+    python -m benchmarks.peer.trace commands            # the tfktopic train command of each
+    python -m benchmarks.peer.trace run NAME [NAME...]  # run in the background, resumable
+    python -m benchmarks.peer.trace summary             # -> results/peer/doc_lstm_trace.json
+
+Runs go to ``runs/trace/<name>`` (one TensorFlow thread each, a frozen code snapshot as the
+study's); the Keras-init baselines are the runs the study / the first cross-check made
+(``BASELINES``), linked there when present.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from benchmarks.common import code_snapshot, portable
+from benchmarks.study import command
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+RUNS = REPO / "runs" / "trace"
+OUT = REPO / "benchmarks" / "results" / "peer" / "doc_lstm_trace.json"
+CONFIG = "lr4e-3_do0.5"
+#: Their code at that configuration, one seed each (the logs of README.md's "Runs").
+PEER_LOGS = {"doc_lstm": "../peer-runs/lstm_lm_lr4e-3_do0.5.log",
+             "doc_topicrnn": "../peer-runs/trnn_lr4e-3_do0.5.log"}
+#: name -> (arm, extra --set overrides, what differs from the study's run)
+VARIANTS = {
+    "keras": ("doc_lstm", [], "the study's doc_lstm (Keras initialisation, per-variable "
+                              "clipnorm 5)"),
+    "gclip0.5": ("doc_lstm", ["clipnorm=null", "global_clipnorm=0.5"],
+                 "their clipping: the global norm of all gradients at 0.5"),
+    "torchinit": ("doc_lstm", ["initialization=\"torch\""],
+                  "their initialisation: embedding and softmax U(+-0.1), LSTM at PyTorch's "
+                  "defaults"),
+    "torchinit_gclip0.5": ("doc_lstm", ["initialization=\"torch\"", "clipnorm=null",
+                                        "global_clipnorm=0.5"],
+                           "their initialisation and clipping"),
+    "torchinit_lstm_only": ("doc_lstm", ['initialization={"lstm": "torch"}'],
+                            "PyTorch's LSTM initialisation only (U(+-1/16), no forget-gate "
+                            "offset)"),
+    "torchinit_embedding_softmax": (
+        "doc_lstm", ['initialization={"embedding": "torch", "softmax": "torch"}'],
+        "their embedding and softmax initialisation only (U(+-0.1), softmax bias "
+        "U(+-1/16))"),
+    "topicrnn_keras": ("doc_topicrnn", [], "the study's doc_topicrnn (Keras initialisation)"),
+    "topicrnn_torchinit": ("doc_topicrnn", ["initialization=\"torch\""],
+                           "their initialisation of the language-model part"),
+}
+#: The Keras-initialisation runs made before the trace (seed 0, the chosen configuration).
+BASELINES = {"keras": REPO / "runs" / "peer" / "doc_lstm_lr4e-3_do0.5-s0",
+             "topicrnn_keras": REPO / "runs" / "study" / "apnews" / "doc_topicrnn" /
+             "lr4e-3_do0.5-s0"}
+
+
+def trace_command(name, out):
+    """The ``tfktopic train`` command of variant `name`."""
+    arm, overrides, _ = VARIANTS[name]
+    cmd = command("apnews", arm, CONFIG, 0, out)
+    for override in overrides:
+        cmd += ["--set", override]
+    return cmd
+
+
+def start(name, runs=RUNS):
+    """Start variant `name` in the background (resumes its ``--out``); returns the Popen."""
+    out = pathlib.Path(runs) / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    code, _ = code_snapshot(pathlib.Path(runs) / "code", REPO)
+    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+           "OMP_NUM_THREADS": "1", "PYTHONPATH": str(code)}
+    log = open(pathlib.Path(runs) / f"{name}.log", "a")
+    return subprocess.Popen(trace_command(name, out), stdout=log, stderr=subprocess.STDOUT,
+                            env=env, cwd=REPO, start_new_session=True)
+
+
+def run_directory(name, runs=RUNS):
+    """Where variant `name`'s finished run is (its own directory, or the baseline's)."""
+    own = pathlib.Path(runs) / name
+    if (own / "results.json").exists() or name not in BASELINES:
+        return own
+    return BASELINES[name]
+
+
+def summarize(name, runs=RUNS):
+    """One variant's row: training, test perplexity (ours), their-target perplexity and
+    the ratio to their run; None while it is not finished."""
+    from benchmarks.peer.compare import compare
+
+    directory = run_directory(name, runs)
+    if not (directory / "results.json").exists():
+        return None
+    arm, overrides, what = VARIANTS[name]
+    cached = pathlib.Path(runs) / f"{name}-vs-peer.json"
+    if cached.exists() and (REPO / json.loads(cached.read_text())["run"]).resolve() == \
+            directory.resolve():
+        scored = json.loads(cached.read_text())
+    else:
+        scored = compare(str(directory), "test", 30, str(REPO / PEER_LOGS[arm]))
+        cached.write_text(json.dumps(scored, indent=1) + "\n")
+    progress = json.loads((directory / "run.json").read_text())["progress"]
+    best = min(progress["history"], key=lambda e: e["val_ppl"])
+    ours = scored["ours"]
+    return {"arm": arm, "overrides": overrides, "changes": what,
+            "run": str(directory), "epochs": progress["epochs_done"], "best_epoch": best["epoch"],
+            "best_val_ppl": best["val_ppl"], "test_ppl_all": ours["all"]["perplexity"],
+            "test_ppl_their_scored": ours["their_scored"]["perplexity"],
+            "peer_test_ppl": scored["peer"]["test_ppl"],
+            "ratio_to_peer": scored["ratio_ours_their_scored_to_peer"]}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.peer.trace",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("commands", "run", "summary"))
+    parser.add_argument("names", nargs="*", help=f"variants: {', '.join(VARIANTS)}")
+    parser.add_argument("--runs", default=str(RUNS))
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant {unknown[0]!r}; the variants are {', '.join(VARIANTS)}")
+    names = args.names or list(VARIANTS)
+    if args.action == "commands":
+        for name in names:
+            print(f"# {name}: {VARIANTS[name][2]}")
+            print(" ".join(portable(trace_command(name, f"runs/trace/{name}"))[2:]))
+    elif args.action == "run":
+        for name in names:
+            print(f"{name}: started (pid {start(name, args.runs).pid})")
+    else:
+        rows = {name: summarize(name, args.runs) for name in names}
+        record = {"config": CONFIG, "seed": 0, "peer_logs": PEER_LOGS,
+                  "variants": {n: r for n, r in rows.items() if r is not None},
+                  "pending": [n for n, r in rows.items() if r is None]}
+        pathlib.Path(args.out).write_text(json.dumps(portable(record), indent=1) + "\n")
+        for name, row in rows.items():
+            print(f"{name:30s} " + ("pending" if row is None else
+                  f"test {row['test_ppl_all']:.2f}  their targets "
+                  f"{row['test_ppl_their_scored']:.2f}  / theirs "
+                  f"{row['peer_test_ppl']:.2f} = {row['ratio_to_peer']:.3f}  "
+                  f"(epochs {row['epochs']}, best {row['best_epoch']})"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
