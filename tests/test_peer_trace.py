@@ -17,8 +17,9 @@ def _resolved(name):
 
 
 def test_each_variant_differs_from_its_baseline_only_in_its_overrides():
-    base = {arm: _resolved(name) for name, arm in (("keras", "doc_lstm"),
-                                                    ("topicrnn_keras", "doc_topicrnn"))}
+    base = {arm: _resolved(name) for name, arm in (("keras", "doc_lstm_keras"),
+                                                    ("topicrnn_keras", "doc_topicrnn_keras"))}
+    assert "initialization" not in base["doc_lstm_keras"][0]["model"]
     expected = {
         "gclip0.5": ({}, {"clipnorm": None, "global_clipnorm": 0.5}),
         "torchinit": ({"initialization": "torch"}, {}),

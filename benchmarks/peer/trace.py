@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 from benchmarks.common import code_snapshot, portable
-from benchmarks.study import command
+from benchmarks.study import arms_of, command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RUNS = REPO / "runs" / "trace"
@@ -35,32 +35,34 @@ CONFIG = "lr4e-3_do0.5"
 #: Their code at that configuration, one seed each (the logs of README.md's "Runs").
 PEER_LOGS = {"doc_lstm": "../peer-runs/lstm_lm_lr4e-3_do0.5.log",
              "doc_topicrnn": "../peer-runs/trnn_lr4e-3_do0.5.log"}
-#: name -> (arm, extra --set overrides, what differs from the study's run)
+#: name -> (study arm, extra --set overrides, what differs from that arm's run): the arms
+#: with Keras' initialisation, as the study first ran its document arms.
 VARIANTS = {
-    "keras": ("doc_lstm", [], "the study's doc_lstm (Keras initialisation, per-variable "
+    "keras": ("doc_lstm_keras", [], "the study's doc_lstm (Keras initialisation, per-variable "
                               "clipnorm 5)"),
-    "gclip0.5": ("doc_lstm", ["clipnorm=null", "global_clipnorm=0.5"],
+    "gclip0.5": ("doc_lstm_keras", ["clipnorm=null", "global_clipnorm=0.5"],
                  "their clipping: the global norm of all gradients at 0.5"),
-    "torchinit": ("doc_lstm", ["initialization=\"torch\""],
+    "torchinit": ("doc_lstm_keras", ["initialization=\"torch\""],
                   "their initialisation: embedding and softmax U(+-0.1), LSTM at PyTorch's "
                   "defaults"),
-    "torchinit_gclip0.5": ("doc_lstm", ["initialization=\"torch\"", "clipnorm=null",
+    "torchinit_gclip0.5": ("doc_lstm_keras", ["initialization=\"torch\"", "clipnorm=null",
                                         "global_clipnorm=0.5"],
                            "their initialisation and clipping"),
-    "torchinit_lstm_only": ("doc_lstm", ['initialization={"lstm": "torch"}'],
+    "torchinit_lstm_only": ("doc_lstm_keras", ['initialization={"lstm": "torch"}'],
                             "PyTorch's LSTM initialisation only (U(+-1/16), no forget-gate "
                             "offset)"),
     "torchinit_embedding_softmax": (
-        "doc_lstm", ['initialization={"embedding": "torch", "softmax": "torch"}'],
+        "doc_lstm_keras", ['initialization={"embedding": "torch", "softmax": "torch"}'],
         "their embedding and softmax initialisation only (U(+-0.1), softmax bias "
         "U(+-1/16))"),
-    "topicrnn_keras": ("doc_topicrnn", [], "the study's doc_topicrnn (Keras initialisation)"),
-    "topicrnn_torchinit": ("doc_topicrnn", ["initialization=\"torch\""],
+    "topicrnn_keras": ("doc_topicrnn_keras", [],
+                       "the study's doc_topicrnn (Keras initialisation)"),
+    "topicrnn_torchinit": ("doc_topicrnn_keras", ["initialization=\"torch\""],
                            "their initialisation of the language-model part"),
 }
 #: The Keras-initialisation runs made before the trace (seed 0, the chosen configuration).
 BASELINES = {"keras": REPO / "runs" / "peer" / "doc_lstm_lr4e-3_do0.5-s0",
-             "topicrnn_keras": REPO / "runs" / "study" / "apnews" / "doc_topicrnn" /
+             "topicrnn_keras": REPO / "runs" / "study" / "apnews" / "doc_topicrnn_keras" /
              "lr4e-3_do0.5-s0"}
 
 
@@ -107,7 +109,8 @@ def summarize(name, runs=RUNS):
             directory.resolve():
         scored = json.loads(cached.read_text())
     else:
-        scored = compare(str(directory), "test", 30, str(REPO / PEER_LOGS[arm]))
+        model = arms_of("apnews")[arm][0]
+        scored = compare(str(directory), "test", 30, str(REPO / PEER_LOGS[model]))
         cached.write_text(json.dumps(scored, indent=1) + "\n")
     progress = json.loads((directory / "run.json").read_text())["progress"]
     best = min(progress["history"], key=lambda e: e["val_ppl"])
