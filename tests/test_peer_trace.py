@@ -29,6 +29,8 @@ def test_each_variant_differs_from_its_baseline_only_in_its_overrides():
         "torchinit_embedding_softmax": (
             {"initialization": {"embedding": "torch", "softmax": "torch"}}, {}),
         "topicrnn_torchinit": ({"initialization": "torch"}, {}),
+        "topicrnn_torchinit_gclip0.5": ({"initialization": "torch"},
+                                        {"clipnorm": None, "global_clipnorm": 0.5}),
     }
     assert set(expected) | {"keras", "topicrnn_keras"} == set(trace.VARIANTS)
     for name, (model, optimizer) in expected.items():

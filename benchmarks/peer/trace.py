@@ -59,6 +59,9 @@ VARIANTS = {
                        "the study's doc_topicrnn (Keras initialisation)"),
     "topicrnn_torchinit": ("doc_topicrnn_keras", ["initialization=\"torch\""],
                            "their initialisation of the language-model part"),
+    "topicrnn_torchinit_gclip0.5": ("doc_topicrnn_keras", ["initialization=\"torch\"",
+                                                           "clipnorm=null", "global_clipnorm=0.5"],
+                                    "their initialisation and clipping"),
 }
 #: The Keras-initialisation runs made before the trace (seed 0, the chosen configuration).
 BASELINES = {"keras": REPO / "runs" / "peer" / "doc_lstm_lr4e-3_do0.5-s0",
