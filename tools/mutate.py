@@ -188,7 +188,7 @@ EXPLAINED = {
         "the XLA path pads the rows up to a bucket multiple; `+ 1` instead of `- 1` pads "
         "a bucket more at most, and the padded rows (independent sequences) are cut off: "
         "same outputs, more work",
-    ("tfktopic/layers/stopword_gate.py", "line 167:72: constant 1 -> 2"):
+    ("tfktopic/layers/stopword_gate.py", "line 168:72: constant 1 -> 2"):
         "`topic_bias` appends zero columns to B^T theta for the stop words to read; they "
         "read column V_c, which is 0 with one appended column or two",
     ("tfktopic/layers/topic_decoder.py", "line 72:28: constant 0 -> 1"):

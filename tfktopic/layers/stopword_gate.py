@@ -140,16 +140,17 @@ class StopwordGate(keras.layers.Layer):
         self._content_index = np.where(self.lm_to_topic >= 0, self.lm_to_topic,
                                        self.num_content).astype(np.int32)
         self._is_stop = (self.lm_to_topic < 0).astype(np.float32)
-        self.projection = None  # V, built with the hidden size (its "torch" bias range)
+        # V; made here, before B's and Gamma's initializers draw their seeds (the order fixes
+        # every seeded model's initial weights); a "torch" bias range needs H (`build`).
+        self.projection = keras.layers.Dense(self.vocab_size, name="vocab_projection",
+                                             dtype=self.dtype_policy)
         self.stop_projection = keras.layers.Dense(1, name="stop_projection",
                                                   dtype=self.dtype_policy)  # Gamma
 
     def build(self, hidden_shape, theta_shape=None, stop_indicator_shape=None, bias_shape=None):
-        if self.built:  # V is made here: a second build must not replace trained weights
-            return
-        self.projection = keras.layers.Dense(
-            self.vocab_size, name="vocab_projection", dtype=self.dtype_policy,
-            **softmax_initializers(self.initialization, int(hidden_shape[-1])))
+        for name, initializer in softmax_initializers(self.initialization,
+                                                      int(hidden_shape[-1])).items():
+            setattr(self.projection, name, initializer)       # "torch": U(±0.1), U(±1/sqrt(H))
         self.projection.build(hidden_shape)
         self.stop_projection.build(hidden_shape)
         self.topic_word = self.add_weight(
