@@ -1,4 +1,4 @@
-"""Weight initialisation schemes of the streamed document LMs: Keras' defaults or PyTorch's.
+"""Weight initialisation schemes of the language models: Keras' defaults or PyTorch's.
 
 ``"keras"`` (the default) is what the Keras layers do on their own: embeddings
 U(-0.05, 0.05); LSTM kernels Glorot-uniform, recurrent kernels orthogonal, biases
@@ -74,13 +74,27 @@ def embedding_initializer(initialization):
     return _uniform(TORCH_EMBEDDING_RANGE)
 
 
-def lstm_initializers(initialization, units):
-    """Keyword arguments of a `keras.layers.LSTM` of `units` units (empty for "keras")."""
+def lstm_initializers(initialization, units, cell="lstm"):
+    """Keyword arguments of a `keras.layers.LSTM` of `units` units (empty for "keras").
+
+    Args:
+        initialization: a scheme or a dict (its ``"lstm"`` part applies).
+        units: the layer's units H (PyTorch's range is ±1/sqrt(H)).
+        cell: "lstm", or "gru" / "rnn" for a `keras.layers.GRU` / `SimpleRNN`, which
+            PyTorch initialises alike (``nn.GRU`` / ``nn.RNN``) and which have no
+            forget gate.
+
+    Returns:
+        dict: the initializer keyword arguments of the layer.
+    """
     if _scheme(initialization, "lstm") == "keras":
         return {}
-    limit = 1.0 / math.sqrt(units)                          # torch.nn.LSTM.reset_parameters
-    return {"kernel_initializer": _uniform(limit), "recurrent_initializer": _uniform(limit),
-            "bias_initializer": _uniform(limit), "unit_forget_bias": False}
+    limit = 1.0 / math.sqrt(units)             # torch.nn.{LSTM,GRU,RNN}.reset_parameters
+    kwargs = {"kernel_initializer": _uniform(limit), "recurrent_initializer": _uniform(limit),
+              "bias_initializer": _uniform(limit)}
+    if cell == "lstm":
+        kwargs["unit_forget_bias"] = False
+    return kwargs
 
 
 def softmax_initializers(initialization, fan_in):

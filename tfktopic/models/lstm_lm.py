@@ -22,6 +22,8 @@ from keras import ops
 
 from tfktopic.evaluation.perplexity import gathered_token_nll
 from tfktopic.layers.hoisted_lstm import run_lstm
+from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
+                                            lstm_initializers, softmax_initializers)
 from tfktopic.models import lstm_presets
 from tfktopic.models.base import TopicLanguageModel
 
@@ -52,6 +54,9 @@ class LSTMLanguageModel(TopicLanguageModel):
         embeddings: optional ``[vocab_size, embedding_dim]`` matrix (e.g. from
             `tfktopic.data.embeddings.embedding_matrix`) to initialise the
             embedding; it is saved with the weights, not in the config.
+        initialization: "keras" (the Keras layers' defaults), "torch" (PyTorch's,
+            as Zheng, Vafa & Blei's LSTM-LM), or a dict of parts
+            (`tfktopic.layers.initialization`).
 
     Example:
     >>> model = LSTMLanguageModel(vocab_size=len(lm_vocab), embedding_dim=64,
@@ -63,7 +68,8 @@ class LSTMLanguageModel(TopicLanguageModel):
     presets = lstm_presets.PRESETS
 
     def __init__(self, vocab_size, embedding_dim=300, hidden_dim=600, num_layers=1, dropout=0.0,
-                 document_level=False, embeddings=None, cell="lstm", stateful=False, **kwargs):
+                 document_level=False, embeddings=None, cell="lstm", stateful=False,
+                 initialization="keras", **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
                             ("hidden_dim", hidden_dim), ("num_layers", num_layers)):
@@ -84,18 +90,23 @@ class LSTMLanguageModel(TopicLanguageModel):
         self.num_layers = int(num_layers)
         self.dropout = float(dropout)
         self.document_level = bool(document_level)
+        self.initialization = check_initialization(initialization)
         # The document-level baseline takes document chunks [B, J, T] (the trait).
         self.chunked = self.document_level
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, mask_zero=self.document_level,
             weights=None if embeddings is None else [embeddings], name="embedding",
+            embeddings_initializer=embedding_initializer(self.initialization),
             dtype=self.dtype_policy)
         self.lstms = [CELLS[cell](self.hidden_dim, return_sequences=True, stateful=self.stateful,
-                                  name=f"{cell}_{i}", dtype=self.dtype_policy)
+                                  name=f"{cell}_{i}", dtype=self.dtype_policy,
+                                  **lstm_initializers(self.initialization, self.hidden_dim, cell))
                       for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
                          for _ in range(self.num_layers + 1)]
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
+        self.softmax = keras.layers.Dense(
+            self.vocab_size, name="softmax", dtype=self.dtype_policy,
+            **softmax_initializers(self.initialization, self.hidden_dim))
 
     def call(self, inputs, training=False, return_features=False):
         """Next-token logits [B, T, V] (document level: [B, J, T, V]).
@@ -148,7 +159,7 @@ class LSTMLanguageModel(TopicLanguageModel):
                 "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim,
                 "num_layers": self.num_layers, "dropout": self.dropout,
                 "document_level": self.document_level, "cell": self.cell,
-                "stateful": self.stateful}
+                "stateful": self.stateful, "initialization": self.initialization}
 
     def reset_states(self):
         """Zero the carried recurrent state (``stateful=True``)."""

@@ -80,6 +80,8 @@ from keras import ops
 from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.hoisted_lstm import run_lstm
+from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
+                                            lstm_initializers)
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_decoder import check_decoder_init, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
@@ -195,6 +197,11 @@ class TopicRNN(TopicLanguageModel):
             bottom words, and theta is Gaussian, not on the simplex; a smaller
             scale keeps each topic's ranking of the words with smaller logit
             offsets (softmax of a row: beta_k ** lda_scale, renormalised).
+        initialization: of the language-model part (embedding, RNN, vocabulary
+            softmax V): "keras" (the Keras layers' defaults), "torch" (PyTorch's,
+            as Zheng et al.'s TRNN) or a dict of parts
+            (`tfktopic.layers.initialization`); the inference network and the
+            topic matrix B keep theirs.
 
     Example:
     >>> model = TopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, num_topics=50,
@@ -216,7 +223,7 @@ class TopicRNN(TopicLanguageModel):
                  cell="lstm", num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
                  embeddings=None, bow_normalization="total", tokens_per_document=None, seed=None,
                  kl_warmup_steps=0, decoder_init="random", topic_word_init=None, lda_scale=1.0,
-                 **kwargs):
+                 initialization="keras", **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = _positive_int("vocab_size", vocab_size)
         self.lm_to_topic = check_lm_to_topic(lm_to_topic, self.vocab_size)
@@ -259,6 +266,7 @@ class TopicRNN(TopicLanguageModel):
         if not (isinstance(lda_scale, (int, float)) and np.isfinite(lda_scale) and lda_scale > 0):
             raise ValueError(f"lda_scale must be a number > 0, got {lda_scale!r}")
         self.lda_scale = float(lda_scale)
+        self.initialization = check_initialization(initialization)
         self.num_content = int((self.lm_to_topic >= 0).sum())
         #: V_c, the width of ``context_bow`` (the name every topic model shares).
         self.topic_vocab_size = self.num_content
@@ -266,9 +274,11 @@ class TopicRNN(TopicLanguageModel):
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
             weights=None if embeddings is None else [embeddings], name="embedding",
+            embeddings_initializer=embedding_initializer(self.initialization),
             dtype=self.dtype_policy)
         self.rnns = [CELLS[cell](self.hidden_dim, return_sequences=True, name=f"{cell}_{i}",
-                                 dtype=self.dtype_policy)
+                                 dtype=self.dtype_policy,
+                                 **lstm_initializers(self.initialization, self.hidden_dim, cell))
                      for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout, seed=None if seed is None else seed + i,
                                               dtype=self.dtype_policy)
@@ -277,7 +287,8 @@ class TopicRNN(TopicLanguageModel):
                                             normalization=bow_normalization, seed=seed,
                                             name="encoder", dtype="float32")  # KL
         self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
-                                 variant=variant, name="stopword_gate", dtype=self.dtype_policy)
+                                 variant=variant, initialization=self.initialization,
+                                 name="stopword_gate", dtype=self.dtype_policy)
         self.build()
         if topic_word_init is not None:
             self.gate.topic_word.assign(self.lda_scale * lda_logits(
@@ -508,7 +519,7 @@ class TopicRNN(TopicLanguageModel):
                 "dropout": self.dropout, "bow_normalization": self.bow_normalization,
                 "tokens_per_document": self.tokens_per_document, "seed": self.seed,
                 "kl_warmup_steps": self.kl_warmup_steps, "decoder_init": self.decoder_init,
-                "lda_scale": self.lda_scale}
+                "lda_scale": self.lda_scale, "initialization": self.initialization}
 
 
 def build_sentiment_classifier(feature_dim, hidden_units=50, train_features=None,

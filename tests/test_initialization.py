@@ -1,0 +1,115 @@
+"""The sentence-level models' `initialization` option (`tfktopic.layers.initialization`): the
+PyTorch scheme of Zheng et al.'s recipe on the LSTM LM and TopicRNN, Keras' defaults untouched.
+(The streamed document models' option is tested in test_document_lstm.py.)"""
+
+import keras
+import numpy as np
+import pytest
+
+from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.topicrnn import TopicRNN
+from tfktopic.runs.checks import check_setting_keys
+
+H = 64
+LIMIT = 1 / 8                                                   # 1 / sqrt(H)
+
+
+def _built(model, shape=(2, 5)):
+    model(np.ones(shape, "int32"))
+    return model
+
+
+def _lm(**kwargs):
+    keras.utils.set_random_seed(0)
+    return _built(LSTMLanguageModel(500, embedding_dim=16, hidden_dim=H, **kwargs))
+
+
+def _max(variable):
+    return float(np.abs(np.asarray(variable)).max())
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+def test_torch_initialization_of_the_sentence_lm_draws_pytorch_ranges_for_every_cell(cell):
+    """"torch": embedding and softmax kernel U(±0.1), every recurrent weight and bias and the
+    softmax bias U(±1/sqrt(H)) (PyTorch's nn.LSTM / nn.GRU / nn.RNN and nn.Linear)."""
+    model = _lm(cell=cell, num_layers=2, initialization="torch")
+    assert 0.095 < _max(model.embedding.embeddings) <= 0.1
+    assert 0.095 < _max(model.softmax.kernel) <= 0.1
+    assert 0.9 * LIMIT < _max(model.softmax.bias) <= LIMIT
+    for layer in model.lstms:
+        for weight in (layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias):
+            assert 0.9 * LIMIT < _max(weight) <= LIMIT, (layer.name, weight.path)
+
+
+def test_keras_initialization_stays_the_default_of_the_sentence_lm():
+    """The default draws Keras' own: embedding U(±0.05), forget-gate bias 1, zero softmax
+    bias, Glorot softmax kernel (whose limit sqrt(6 / (H + V)) is not 0.1)."""
+    model = _lm()
+    assert model.get_config()["initialization"] == "keras"
+    assert 0.045 < _max(model.embedding.embeddings) <= 0.05
+    np.testing.assert_array_equal(np.asarray(model.lstms[0].cell.bias)[H:2 * H], 1.0)
+    np.testing.assert_array_equal(np.asarray(model.softmax.bias), 0.0)
+    glorot = np.sqrt(6 / (H + 500))
+    assert 0.9 * glorot < _max(model.softmax.kernel) <= glorot
+    explicit = _lm(initialization="keras")
+    for a, b in zip(model.weights, explicit.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_lstm_part_alone_leaves_the_sentence_lms_embedding_and_softmax_at_keras():
+    model = _lm(initialization={"lstm": "torch"})
+    assert _max(model.embedding.embeddings) <= 0.05
+    np.testing.assert_array_equal(np.asarray(model.softmax.bias), 0.0)
+    assert _max(model.lstms[0].cell.bias) <= LIMIT                 # no forget-gate offset of 1
+
+
+def test_sentence_lm_initialization_round_trips_through_keras_file(tmp_path):
+    model = _lm(initialization={"embedding": "torch", "softmax": "torch"})
+    path = tmp_path / "lm.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config()["initialization"] == {"embedding": "torch", "softmax": "torch"}
+    np.testing.assert_array_equal(np.asarray(loaded.softmax.bias), np.asarray(model.softmax.bias))
+
+
+def test_bad_initialization_of_the_sentence_models_names_the_argument():
+    with pytest.raises(ValueError, match="initialization must be one of keras, torch, got 'tf'"):
+        LSTMLanguageModel(10, initialization="tf")
+    with pytest.raises(ValueError, match="initialization: unknown part 'topics'"):
+        TopicRNN(10, np.maximum(np.arange(10) - 3, -1), initialization={"topics": "torch"})
+
+
+def _topicrnn(**kwargs):
+    keras.utils.set_random_seed(0)
+    lm_to_topic = np.where(np.arange(300) < 20, -1, np.arange(300) - 20)   # 20 stop words
+    return TopicRNN(300, lm_to_topic, num_topics=4, hidden_dim=H, embedding_dim=16,
+                    cell="lstm", encoder_units=(8,), **kwargs)
+
+
+def test_sentence_topicrnn_torch_initialization_covers_its_language_model_and_round_trips(
+        tmp_path):
+    """TopicRNN's "torch" reaches its embedding, RNN and vocabulary softmax V; the topic
+    matrix B keeps Glorot, and the choice survives a .keras round trip."""
+    model = _topicrnn(initialization="torch")
+    keras_model = _topicrnn()
+    assert 0.095 < _max(model.embedding.embeddings) <= 0.1
+    assert 0.095 < _max(model.gate.projection.kernel) <= 0.1
+    assert 0 < _max(model.gate.projection.bias) <= LIMIT
+    assert _max(model.rnns[0].cell.bias) <= LIMIT
+    np.testing.assert_array_equal(np.asarray(keras_model.gate.projection.bias), 0.0)
+    np.testing.assert_array_equal(np.asarray(keras_model.rnns[0].cell.bias)[H:2 * H], 1.0)
+    assert _max(model.gate.topic_word) == pytest.approx(_max(keras_model.gate.topic_word),
+                                                        rel=0.2)
+    path = tmp_path / "topicrnn.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config()["initialization"] == "torch"
+    np.testing.assert_array_equal(np.asarray(loaded.gate.projection.kernel),
+                                  np.asarray(model.gate.projection.kernel))
+
+
+@pytest.mark.parametrize("model", ["lstm", "topicrnn", "doc_lstm", "doc_topicrnn"])
+def test_initialization_is_a_set_key_of_the_models_that_have_it(model):
+    """``--set initialization=...`` reaches these models (the CLI checks keys by signature)."""
+    settings = {"model": {"initialization": "torch"}, "data": {}, "training": {}}
+    check_setting_keys(model, ["initialization"], settings)
