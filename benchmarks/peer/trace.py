@@ -7,6 +7,12 @@ TopicRNNs agreed (1.014). Each variant below changes one training difference of
 the study's command (`benchmarks.study.command`); `compare.py` then scores it on their
 targets.
 
+Two more variants ask whether Zheng et al.'s recipe (their initialisation and clipping,
+`benchmarks.study.DOCUMENT_RECIPE`) would help the study's sentence-level arms as much
+as it helped the document arms (``sentence_*_recipe``): there is no peer run of those
+models, so they are scored against the study's own Keras-initialisation run of the same
+configuration and seed (`SENTENCE_BASELINES`), with the paired document-level bootstrap.
+
 Usage::
 
     python -m benchmarks.peer.trace commands            # the tfktopic train command of each
@@ -26,7 +32,7 @@ import subprocess
 import sys
 
 from benchmarks.common import code_snapshot, portable
-from benchmarks.study import arms_of, command
+from benchmarks.study import DOCUMENT_RECIPE, RESULTS, arms_of, command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RUNS = REPO / "runs" / "trace"
@@ -35,6 +41,8 @@ CONFIG = "lr4e-3_do0.5"
 #: Their code at that configuration, one seed each (the logs of README.md's "Runs").
 PEER_LOGS = {"doc_lstm": "../peer-runs/lstm_lm_lr4e-3_do0.5.log",
              "doc_topicrnn": "../peer-runs/trnn_lr4e-3_do0.5.log"}
+#: `benchmarks.study.DOCUMENT_RECIPE` as --set overrides.
+RECIPE = [f"{key}={json.dumps(value)}" for key, value in DOCUMENT_RECIPE.items()]
 #: name -> (study arm, extra --set overrides, what differs from that arm's run): the arms
 #: with Keras' initialisation, as the study first ran its document arms.
 VARIANTS = {
@@ -62,7 +70,15 @@ VARIANTS = {
     "topicrnn_torchinit_gclip0.5": ("doc_topicrnn_keras", ["initialization=\"torch\"",
                                                            "clipnorm=null", "global_clipnorm=0.5"],
                                     "their initialisation and clipping"),
+    "sentence_lstm_recipe": ("lstm", RECIPE, "the sentence-level LSTM with the document arms' "
+                             "recipe (their initialisation and clipping)"),
+    "sentence_topicrnn_recipe": ("topicrnn", RECIPE, "the sentence-level TopicRNN with the "
+                                 "document arms' recipe"),
 }
+#: The study's runs the sentence-level variants are scored against (records: the same
+#: configuration and seed with Keras' initialisation).
+SENTENCE_BASELINES = {name: RESULTS / "apnews" / VARIANTS[name][0] / f"{CONFIG}-s0.json"
+                      for name in VARIANTS if name.startswith("sentence_")}
 #: The Keras-initialisation runs made before the trace (seed 0, the chosen configuration).
 BASELINES = {"keras": REPO / "runs" / "peer" / "doc_lstm_lr4e-3_do0.5-s0",
              "topicrnn_keras": REPO / "runs" / "study" / "apnews" / "doc_topicrnn_keras" /
@@ -106,6 +122,8 @@ def summarize(name, runs=RUNS):
     directory = run_directory(name, runs)
     if not (directory / "results.json").exists():
         return None
+    if name in SENTENCE_BASELINES:
+        return summarize_sentence(name, directory)
     arm, overrides, what = VARIANTS[name]
     cached = pathlib.Path(runs) / f"{name}-vs-peer.json"
     if cached.exists() and (REPO / json.loads(cached.read_text())["run"]).resolve() == \
@@ -124,6 +142,44 @@ def summarize(name, runs=RUNS):
             "test_ppl_their_scored": ours["their_scored"]["perplexity"],
             "peer_test_ppl": scored["peer"]["test_ppl"],
             "ratio_to_peer": scored["ratio_ours_their_scored_to_peer"]}
+
+
+def summarize_sentence(name, directory):
+    """A sentence-level variant's row: its test perplexity against the study's
+    Keras-initialisation run of the same configuration and seed, with the paired
+    document-level bootstrap interval of the ratio (one seed each: the interval covers
+    the test documents, not the seeds)."""
+    from tfktopic.evaluation.comparison import paired_bootstrap
+
+    arm, overrides, what = VARIANTS[name]
+    baseline = json.loads(SENTENCE_BASELINES[name].read_text())
+    documents = json.loads((directory / "test_documents.json").read_text())
+    if documents["tokens"] != baseline["test_documents"]["tokens"]:
+        raise ValueError(f"{directory}: its test targets differ from "
+                         f"{SENTENCE_BASELINES[name]}'s; the two runs are not comparable")
+    paired = paired_bootstrap(documents["nll"], baseline["test_documents"]["nll"],
+                              documents["tokens"])
+    progress = json.loads((directory / "run.json").read_text())["progress"]
+    best = min(progress["history"], key=lambda e: e["val_ppl"])
+    return {"arm": arm, "overrides": overrides, "changes": what, "run": str(directory),
+            "epochs": progress["epochs_done"], "best_epoch": best["epoch"],
+            "best_val_ppl": best["val_ppl"], "test_ppl_all": paired.ppl_a[0],
+            "keras_record": str(SENTENCE_BASELINES[name].relative_to(REPO)),
+            "keras_test_ppl": paired.ppl_b[0],
+            "keras_best_val_ppl": baseline["training"]["best_val_ppl"],
+            "ratio_to_keras": paired.ratio, "ratio_to_keras_ci95": [paired.low, paired.high]}
+
+
+def _line(row):
+    if row is None:
+        return "pending"
+    tail = f"(epochs {row['epochs']}, best {row['best_epoch']})"
+    if "ratio_to_keras" in row:
+        low, high = row["ratio_to_keras_ci95"]
+        return (f"test {row['test_ppl_all']:.2f}  / Keras-init {row['keras_test_ppl']:.2f} = "
+                f"{row['ratio_to_keras']:.3f} [{low:.3f}, {high:.3f}]  {tail}")
+    return (f"test {row['test_ppl_all']:.2f}  their targets {row['test_ppl_their_scored']:.2f}"
+            f"  / theirs {row['peer_test_ppl']:.2f} = {row['ratio_to_peer']:.3f}  {tail}")
 
 
 def main(argv=None):
@@ -152,11 +208,7 @@ def main(argv=None):
                   "pending": [n for n, r in rows.items() if r is None]}
         pathlib.Path(args.out).write_text(json.dumps(portable(record), indent=1) + "\n")
         for name, row in rows.items():
-            print(f"{name:30s} " + ("pending" if row is None else
-                  f"test {row['test_ppl_all']:.2f}  their targets "
-                  f"{row['test_ppl_their_scored']:.2f}  / theirs "
-                  f"{row['peer_test_ppl']:.2f} = {row['ratio_to_peer']:.3f}  "
-                  f"(epochs {row['epochs']}, best {row['best_epoch']})"))
+            print(f"{name:30s} {_line(row)}")
     return 0
 
 
