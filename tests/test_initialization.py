@@ -63,6 +63,19 @@ def test_lstm_part_alone_leaves_the_sentence_lms_embedding_and_softmax_at_keras(
     assert _max(model.lstms[0].cell.bias) <= LIMIT                 # no forget-gate offset of 1
 
 
+def test_lda_lstm_passes_its_initialization_to_its_language_model():
+    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
+
+    keras.utils.set_random_seed(0)
+    model = LDALSTMLanguageModel(500, 40, num_topics=3, embedding_dim=16, hidden_dim=H,
+                                 initialization="torch")
+    model({"tokens": np.ones((2, 5), "int32"), "context_bow": np.ones((2, 40), "float32")})
+    assert model.get_config()["initialization"] == "torch"
+    assert 0.095 < _max(model.embedding.embeddings) <= 0.1
+    assert 0.095 < _max(model.softmax.kernel) <= 0.1
+    assert _max(model.lstms[0].cell.bias) <= LIMIT
+
+
 def test_sentence_lm_initialization_round_trips_through_keras_file(tmp_path):
     model = _lm(initialization={"embedding": "torch", "softmax": "torch"})
     path = tmp_path / "lm.keras"
@@ -108,7 +121,7 @@ def test_sentence_topicrnn_torch_initialization_covers_its_language_model_and_ro
                                   np.asarray(model.gate.projection.kernel))
 
 
-@pytest.mark.parametrize("model", ["lstm", "topicrnn", "doc_lstm", "doc_topicrnn"])
+@pytest.mark.parametrize("model", ["lstm", "lda_lstm", "topicrnn", "doc_lstm", "doc_topicrnn"])
 def test_initialization_is_a_set_key_of_the_models_that_have_it(model):
     """``--set initialization=...`` reaches these models (the CLI checks keys by signature)."""
     settings = {"model": {"initialization": "torch"}, "data": {}, "training": {}}

@@ -275,8 +275,10 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         vocab_size: LM vocabulary size.
         topic_vocab_size: V_c, the width of ``context_bow``.
         num_topics: K, the LDA's number of topics.
-        embedding_dim, hidden_dim, num_layers, dropout, embeddings: as in
-            `LSTMLanguageModel`.
+        embedding_dim, hidden_dim, num_layers, dropout, embeddings, initialization:
+            as in `LSTMLanguageModel` ("torch" draws the softmax bias from
+            U(±1/sqrt(H)), where PyTorch's ``nn.Linear`` on [h; theta] would use
+            1/sqrt(H + K)).
         lda: the fitted gensim `LdaModel` from `fit_lda` (or a dict with
             ``topic_word`` [K, V_c] and ``alpha`` [K]); its parameters become
             non-trainable weights (saved with the model, not in the config).
@@ -296,7 +298,7 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
 
     def __init__(self, vocab_size, topic_vocab_size, num_topics=50, embedding_dim=300,
                  hidden_dim=600, num_layers=1, dropout=0.0, lda=None, lda_iterations=50,
-                 gamma_threshold=1e-3, embeddings=None, **kwargs):
+                 gamma_threshold=1e-3, embeddings=None, initialization="keras", **kwargs):
         if kwargs.pop("document_level", False):
             raise ValueError("document_level must be False: LDALSTMLanguageModel is a "
                              "sentence-level model (the LDA context carries the document)")
@@ -305,7 +307,7 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
                 raise ValueError(f"{name} must be >= 1, got {value}")
         super().__init__(vocab_size, embedding_dim=embedding_dim, hidden_dim=hidden_dim,
                          num_layers=num_layers, dropout=dropout, document_level=False,
-                         embeddings=embeddings, **kwargs)
+                         embeddings=embeddings, initialization=initialization, **kwargs)
         self.topic_vocab_size = int(topic_vocab_size)
         self.num_topics = int(num_topics)
         self.lda_iterations = int(lda_iterations)
