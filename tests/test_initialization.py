@@ -1,6 +1,7 @@
-"""The sentence-level models' `initialization` option (`tfktopic.layers.initialization`): the
-PyTorch scheme of Zheng et al.'s recipe on the LSTM LM and TopicRNN, Keras' defaults untouched.
-(The streamed document models' option is tested in test_document_lstm.py.)"""
+"""The `initialization` option of the sentence-level models (`tfktopic.layers.initialization`):
+the PyTorch scheme of Zheng et al.'s recipe on the LSTM LM, LDA+LSTM, TopicRNN, TCNLM and
+rGBN-RNN / GBN-RNN, Keras' defaults untouched. (The streamed document models' option is
+tested in test_document_lstm.py.)"""
 
 import keras
 import numpy as np
@@ -21,7 +22,7 @@ def _built(model, shape=(2, 5)):
 
 def _lm(**kwargs):
     keras.utils.set_random_seed(0)
-    return _built(LSTMLanguageModel(500, embedding_dim=16, hidden_dim=H, **kwargs))
+    return _built(LSTMLanguageModel(500, **{"embedding_dim": 16, "hidden_dim": H, **kwargs}))
 
 
 def _max(variable):
@@ -121,7 +122,76 @@ def test_sentence_topicrnn_torch_initialization_covers_its_language_model_and_ro
                                   np.asarray(model.gate.projection.kernel))
 
 
-@pytest.mark.parametrize("model", ["lstm", "lda_lstm", "topicrnn", "doc_lstm", "doc_topicrnn"])
+def test_each_weight_of_a_torch_initialised_layer_is_its_own_draw():
+    """A Keras initializer instance repeats its values at every call: kernel, recurrent kernel
+    and bias (and every layer) must each get their own."""
+    model = _lm(num_layers=2, initialization="torch", embedding_dim=H)
+    first, second = model.lstms
+    kernel = np.asarray(first.cell.kernel)
+    assert not np.allclose(kernel, np.asarray(first.cell.recurrent_kernel))
+    assert not np.allclose(kernel, np.asarray(second.cell.kernel))
+    assert not np.allclose(kernel[0], np.asarray(first.cell.bias))
+
+
+def _tcnlm(**kwargs):
+    from tfktopic.models.tcnlm import TCNLM
+
+    keras.utils.set_random_seed(0)
+    return TCNLM(500, 40, num_topics=4, embedding_dim=16, hidden_dim=H, factor_dim=32,
+                 ntm_units=(8,), **kwargs)
+
+
+@pytest.mark.parametrize("mixture", ["factorized", "moe"])
+def test_tcnlm_torch_initialization_draws_every_cell_weight_from_pytorchs_range(mixture,
+                                                                                tmp_path):
+    """TCNLM's "torch": embedding and softmax U(±0.1); every factor, topic and recurrent
+    weight and the gate biases of its cells U(±1/sqrt(H)), each its own draw, no forget-gate
+    offset; "keras" keeps SCN-LSTM's U(±0.05) factors and the forget bias 1."""
+    model = _tcnlm(mixture=mixture, initialization="torch")
+    keras_model = _tcnlm(mixture=mixture)
+    assert 0.095 < _max(model.embedding.embeddings) <= 0.1
+    assert 0.095 < _max(model.softmax.kernel) <= 0.1
+    cell = model.rnns[0].cell if mixture == "factorized" else model.rnns[0]
+    weights = [w for w in cell.weights]
+    assert len(weights) == (7 if mixture == "factorized" else 3)
+    for weight in weights:
+        assert 0.9 * LIMIT < _max(weight) <= LIMIT, weight.path
+    values = [np.asarray(w).ravel()[:16] for w in weights]
+    assert len({v.tobytes() for v in values}) == len(values)        # independent draws
+    keras_bias = np.asarray((keras_model.rnns[0].cell if mixture == "factorized"
+                             else keras_model.rnns[0]).bias)
+    assert keras_bias.max() == 1.0 and _max(cell.bias) <= LIMIT
+    if mixture == "factorized":
+        assert _max(keras_model.rnns[0].cell.input_factor_kernel) <= 0.05
+    path = tmp_path / "tcnlm.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config()["initialization"] == "torch"
+
+
+def test_rgbn_torch_initialization_covers_its_lstms_embedding_and_softmax_not_its_gates():
+    from tfktopic.models.rgbn import RGBNRNN
+
+    keras.utils.set_random_seed(0)
+    kwargs = dict(num_documents=10, num_layers=2, hidden_sizes=(H, 36), topic_sizes=(6, 4),
+                  embedding_dim=16)
+    model = RGBNRNN(500, 40, initialization="torch", **kwargs)
+    keras_model = RGBNRNN(500, 40, **kwargs)
+    assert 0.095 < _max(model.embedding.embeddings) <= 0.1
+    assert 0.095 < _max(model.softmax.kernel) <= 0.1
+    assert 0.9 / 10 < _max(model.softmax.bias) <= 1 / 10           # fan-in 64 + 36
+    for lstm, units in zip(model.stack.lstms, (H, 36)):
+        for weight in (lstm.cell.kernel, lstm.cell.recurrent_kernel, lstm.cell.bias):
+            assert 0.9 / np.sqrt(units) < _max(weight) <= 1 / np.sqrt(units), weight.path
+    assert np.asarray(keras_model.stack.lstms[0].cell.bias).max() == 1.0
+    for gate in model.stack.gates:
+        assert _max(gate.hidden_kernel) <= 0.05
+    assert model.get_config()["initialization"] == "torch"
+    assert model.stack.get_config()["initialization"] == "torch"
+
+
+@pytest.mark.parametrize("model", ["lstm", "lda_lstm", "topicrnn", "doc_lstm", "doc_topicrnn",
+                                   "tcnlm", "rgbn_rnn", "gbn_rnn"])
 def test_initialization_is_a_set_key_of_the_models_that_have_it(model):
     """``--set initialization=...`` reaches these models (the CLI checks keys by signature)."""
     settings = {"model": {"initialization": "torch"}, "data": {}, "training": {}}

@@ -28,8 +28,9 @@ import math
 
 import keras
 
-__all__ = ["INITIALIZATIONS", "PARTS", "check_initialization", "embedding_initializer",
-           "lstm_initializers", "softmax_initializers"]
+__all__ = ["INITIALIZATIONS", "KERAS_RNN_WEIGHTS", "PARTS", "cell_initializers",
+           "check_initialization", "embedding_initializer", "lstm_initializers",
+           "recurrent_initializer", "softmax_initializers"]
 
 INITIALIZATIONS = ("keras", "torch")
 #: The parts a dict `initialization` may name.
@@ -74,27 +75,64 @@ def embedding_initializer(initialization):
     return _uniform(TORCH_EMBEDDING_RANGE)
 
 
+def recurrent_initializer(initialization, units):
+    """PyTorch's initializer of every weight and bias of a recurrent cell of `units` units.
+
+    U(-1/sqrt(H), 1/sqrt(H)), what ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``'s
+    ``reset_parameters`` draws for each of their parameters; the package's own cells
+    (TCNLM's factorised and expert LSTMs, rGBN-RNN's LSTMs) take it for each of theirs.
+
+    Args:
+        initialization: a scheme or a dict (its ``"lstm"`` part applies).
+        units: the cell's units H.
+
+    Returns:
+        A new Keras initializer (an instance draws the same values at every call: take
+        one per weight), or None for "keras" (the cell keeps its own).
+    """
+    if _scheme(initialization, "lstm") == "keras":
+        return None
+    return _uniform(1.0 / math.sqrt(units))
+
+
+#: The initializer arguments of `keras.layers.LSTM` / `GRU` / `SimpleRNN`.
+KERAS_RNN_WEIGHTS = ("kernel_initializer", "recurrent_initializer", "bias_initializer")
+
+
+def cell_initializers(initialization, units, names=KERAS_RNN_WEIGHTS, forget_gate=True):
+    """Keyword arguments of a recurrent layer of `units` units (empty for "keras").
+
+    Args:
+        initialization: a scheme or a dict (its ``"lstm"`` part applies).
+        units: the layer's units H (`recurrent_initializer`).
+        names: the layer's initializer arguments; each gets its own draw.
+        forget_gate: the layer has ``unit_forget_bias`` (set to False: PyTorch has
+            no forget-gate offset).
+
+    Returns:
+        dict: the initializer keyword arguments of the layer.
+    """
+    if recurrent_initializer(initialization, units) is None:
+        return {}
+    kwargs = {name: recurrent_initializer(initialization, units) for name in names}
+    if forget_gate:
+        kwargs["unit_forget_bias"] = False
+    return kwargs
+
+
 def lstm_initializers(initialization, units, cell="lstm"):
     """Keyword arguments of a `keras.layers.LSTM` of `units` units (empty for "keras").
 
     Args:
         initialization: a scheme or a dict (its ``"lstm"`` part applies).
-        units: the layer's units H (PyTorch's range is ±1/sqrt(H)).
+        units: the layer's units H.
         cell: "lstm", or "gru" / "rnn" for a `keras.layers.GRU` / `SimpleRNN`, which
-            PyTorch initialises alike (``nn.GRU`` / ``nn.RNN``) and which have no
-            forget gate.
+            PyTorch initialises alike and which have no forget gate.
 
     Returns:
         dict: the initializer keyword arguments of the layer.
     """
-    if _scheme(initialization, "lstm") == "keras":
-        return {}
-    limit = 1.0 / math.sqrt(units)             # torch.nn.{LSTM,GRU,RNN}.reset_parameters
-    kwargs = {"kernel_initializer": _uniform(limit), "recurrent_initializer": _uniform(limit),
-              "bias_initializer": _uniform(limit)}
-    if cell == "lstm":
-        kwargs["unit_forget_bias"] = False
-    return kwargs
+    return cell_initializers(initialization, units, forget_gate=cell == "lstm")
 
 
 def softmax_initializers(initialization, fan_in):

@@ -28,6 +28,7 @@ import keras
 from keras import ops
 
 from tfktopic.layers.hoisted_lstm import run_lstm
+from tfktopic.layers.initialization import check_initialization, lstm_initializers
 
 __all__ = ["GATE_ORIENTATIONS", "TopicGate", "TopicGatedLSTMCell", "TopicGatedLSTMStack"]
 
@@ -235,6 +236,8 @@ class TopicGatedLSTMStack(keras.layers.Layer):
             (the released code's TF1 seed artefact) instead of i.i.d.
         orientation, bias_init, kernel_scale: of the gates.
         seed: initializer and dropout seed.
+        initialization: of the LSTMs: "keras" (their defaults) or "torch"
+            (`tfktopic.layers.initialization`); the gates keep ``kernel_scale``.
 
     Call args:
         inputs: float [N, T, D] (the dropped word embeddings).
@@ -252,8 +255,10 @@ class TopicGatedLSTMStack(keras.layers.Layer):
     """
 
     def __init__(self, units=(600,), num_topics=(100,), dropout=0.0, locked_dropout=False,
-                 orientation="paper", bias_init=None, kernel_scale=0.05, seed=None, **kwargs):
+                 orientation="paper", bias_init=None, kernel_scale=0.05, seed=None,
+                 initialization="keras", **kwargs):
         super().__init__(**kwargs)
+        self.initialization = check_initialization(initialization)
         self.units = tuple(int(u) for u in units)
         self.num_topics = tuple(int(k) for k in num_topics)
         if not self.units or min(self.units) < 1:
@@ -271,8 +276,10 @@ class TopicGatedLSTMStack(keras.layers.Layer):
         self.seed = seed
         offset = lambda i: None if seed is None else seed + 10 * i
         # Plain Keras LSTMs (saved files keep their layout), run by `run_lstm`.
-        self.lstms = [keras.layers.LSTM(u, return_sequences=True, unit_forget_bias=True,
-                                        seed=offset(l), name=f"lstm_{l}", dtype=self.dtype_policy)
+        self.lstms = [keras.layers.LSTM(u, return_sequences=True, seed=offset(l), name=f"lstm_{l}",
+                                        dtype=self.dtype_policy,
+                                        **{"unit_forget_bias": True,
+                                           **lstm_initializers(self.initialization, u)})
                       for l, u in enumerate(self.units)]
         self.gates = [TopicGate(u, orientation, bias_init, kernel_scale, seed=offset(l),
                                 name=f"gate_{l}", dtype=self.dtype_policy)
@@ -321,4 +328,5 @@ class TopicGatedLSTMStack(keras.layers.Layer):
                 "num_topics": list(self.num_topics), "dropout": self.dropout,
                 "locked_dropout": self.locked_dropout, "orientation": self.orientation,
                 "bias_init": None if self.bias_init is None else list(self.bias_init),
-                "kernel_scale": self.kernel_scale, "seed": self.seed}
+                "kernel_scale": self.kernel_scale, "seed": self.seed,
+                "initialization": self.initialization}

@@ -85,6 +85,8 @@ from keras import ops
 from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
+from tfktopic.layers.initialization import (cell_initializers, check_initialization,
+                                            embedding_initializer, softmax_initializers)
 from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, check_decoder_init,
                                           lda_logits, topic_diversity)
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
@@ -97,6 +99,9 @@ from tfktopic.models.schedules import (after_warmup, annealing_weight, check_ste
 __all__ = ["TCNLM", "PRESETS", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS"]
 
 MIXTURES = ("factorized", "moe")
+#: `FactorizedTopicLSTM`'s initializer arguments ("torch" draws each of them).
+FACTORIZED_WEIGHTS = ("factor_initializer", "recurrent_initializer", "topic_initializer",
+                      "bias_initializer")
 
 #: The presets of `tfktopic.models.tcnlm_presets` in the nested layout the scripts read
 #: (the data rule's corpus size as ``data["min_doc_freq_reference_docs"]``).
@@ -148,6 +153,13 @@ class TCNLM(TopicLanguageModel):
         topic_word_init: with ``decoder_init="lda"``, the [num_topics,
             topic_vocab_size] topic-word matrix (rows on the simplex) to start
             from (saved with the weights, not the config).
+        initialization: of the language-model part: "keras" (the default: Keras'
+            embedding and softmax, SCN-LSTM's U(±0.05) factors or the experts'
+            Glorot / orthogonal kernels, forget-gate bias 1), "torch" (PyTorch's
+            convention, as Zheng et al.'s recipe: embedding and softmax U(±0.1),
+            every weight and bias of the recurrent cells U(±1/sqrt(H)) without a
+            forget-gate offset) or a dict of parts
+            (`tfktopic.layers.initialization`); the neural topic model keeps its own.
 
     Inputs: the pipeline dict (``tokens``, ``context_bow``; ``targets`` and
     ``mask`` for training). ``model(batch)`` returns next-token logits
@@ -173,7 +185,8 @@ class TCNLM(TopicLanguageModel):
                  hidden_dim=600, num_layers=1, factor_dim=None, ntm_units=(256, 256),
                  diversity_weight=0.1, mixture="factorized", dropout=0.0, embeddings=None,
                  bow_normalization="total", seed=None, kl_warmup_steps=0,
-                 topic_warmup_steps=0, decoder_init="random", topic_word_init=None, **kwargs):
+                 topic_warmup_steps=0, decoder_init="random", topic_word_init=None,
+                 initialization="keras", **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = _positive_int("vocab_size", vocab_size)
         self.topic_vocab_size = _positive_int("topic_vocab_size", topic_vocab_size)
@@ -210,27 +223,34 @@ class TCNLM(TopicLanguageModel):
         self.kl_warmup_steps = check_steps("kl_warmup_steps", kl_warmup_steps)
         self.topic_warmup_steps = check_steps("topic_warmup_steps", topic_warmup_steps)
         self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
+        self.initialization = check_initialization(initialization)
 
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim,
             weights=None if embeddings is None else [embeddings], name="embedding",
+            embeddings_initializer=embedding_initializer(self.initialization),
             dtype=self.dtype_policy)
         self.topic_model = NeuralTopicModel(self.num_topics, self.topic_vocab_size,
                                             hidden_units=self.ntm_units,
                                             normalization=bow_normalization, seed=seed,
                                             name="topic_model", dtype="float32")  # KL, softmax
+        # A fresh set of initializers per layer (an instance repeats its draws).
         if self.mixture == "factorized":
-            self.rnns = [FactorizedTopicLSTM(self.hidden_dim, self.num_topics,
-                                             factor_dim=self.factor_dim, return_state=True,
-                                             name=f"topic_lstm_{i}", dtype=self.dtype_policy)
-                         for i in range(self.num_layers)]
+            self.rnns = [FactorizedTopicLSTM(
+                self.hidden_dim, self.num_topics, factor_dim=self.factor_dim, return_state=True,
+                name=f"topic_lstm_{i}", dtype=self.dtype_policy,
+                **cell_initializers(self.initialization, self.hidden_dim, FACTORIZED_WEIGHTS))
+                for i in range(self.num_layers)]
         else:
-            self.rnns = [TopicExpertsLSTM(self.hidden_dim, self.num_topics, return_state=True,
-                                          name=f"expert_lstm_{i}", dtype=self.dtype_policy)
-                         for i in range(self.num_layers)]
+            self.rnns = [TopicExpertsLSTM(
+                self.hidden_dim, self.num_topics, return_state=True, name=f"expert_lstm_{i}",
+                dtype=self.dtype_policy, **cell_initializers(self.initialization, self.hidden_dim))
+                for i in range(self.num_layers)]
         self.dropouts = [keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
                          for _ in range(self.num_layers + 1)]
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
+        self.softmax = keras.layers.Dense(
+            self.vocab_size, name="softmax", dtype=self.dtype_policy,
+            **softmax_initializers(self.initialization, self.hidden_dim))
         initial_logits = None if topic_word_init is None else lda_logits(
             topic_word_init, self.num_topics, self.topic_vocab_size)
         # `train_step` calls the NTM and the LM directly (not `self(...)`), so Keras
@@ -477,4 +497,4 @@ class TCNLM(TopicLanguageModel):
                 "bow_normalization": self.bow_normalization, "seed": self.seed,
                 "kl_warmup_steps": self.kl_warmup_steps,
                 "topic_warmup_steps": self.topic_warmup_steps,
-                "decoder_init": self.decoder_init}
+                "decoder_init": self.decoder_init, "initialization": self.initialization}

@@ -47,6 +47,8 @@ from keras import ops
 
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
+from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
+                                            softmax_initializers)
 from tfktopic.layers.topic_decoder import check_decoder_init
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
@@ -98,6 +100,12 @@ class RGBNRNN(TopicLanguageModel):
             starts at `topic_word_init` (preset ``coherent``).
         topic_word_init: with "lda", an LDA's [K_1, topic_vocab_size] topic-word
             matrix (`tfktopic.runs.build_model` fits it); saved in Phi only.
+        initialization: of the language-model part: "keras" (the default: Keras'
+            embedding, LSTMs and softmax), "torch" (PyTorch's convention, as Zheng
+            et al.'s recipe: embedding and softmax U(±0.1), the LSTMs' weights and
+            biases U(±1/sqrt(H)) without a forget-gate offset) or a dict of parts
+            (`tfktopic.layers.initialization`); the topic gates keep the released
+            code's U(±0.05), the encoder and the topics theirs.
 
     Example:
     >>> model = RGBNRNN(len(lm_vocab), len(topic_vocab), num_documents=len(train_seqs),
@@ -120,8 +128,10 @@ class RGBNRNN(TopicLanguageModel):
                  encoder_recurrent=True, scalar_k=False, k_range=(0.1, 100.0), dropout=0.4,
                  locked_dropout=False, gate_orientation="paper", gate_bias_init=None,
                  tm_weight=1.0, kl_weights=None, tau0=1.0, embeddings=None, tlasgr=None,
-                 seed=None, decoder_init="random", topic_word_init=None, **kwargs):
+                 seed=None, decoder_init="random", topic_word_init=None, initialization="keras",
+                 **kwargs):
         super().__init__(**kwargs)
+        self.initialization = check_initialization(initialization)
         for name, value in (("vocab_size", vocab_size), ("topic_vocab_size", topic_vocab_size),
                             ("num_documents", num_documents), ("num_layers", num_layers),
                             ("embedding_dim", embedding_dim)):
@@ -205,6 +215,7 @@ class RGBNRNN(TopicLanguageModel):
         self.embedding = keras.layers.Embedding(
             self.vocab_size, self.embedding_dim, name="embedding",
             weights=None if embeddings is None else [np.asarray(embeddings, np.float32)],
+            embeddings_initializer=embedding_initializer(self.initialization),
             dtype=self.dtype_policy)
         # Its own stream: a seed shared with a gate-output dropout of the same
         # width would repeat that layer's masks (the TF1 artefact of §3.5).
@@ -213,9 +224,11 @@ class RGBNRNN(TopicLanguageModel):
         self.stack = TopicGatedLSTMStack(
             self.hidden_sizes, self.topic_sizes, dropout=self.dropout,
             locked_dropout=self.locked_dropout, orientation=self.gate_orientation,
-            bias_init=self.gate_bias_init, seed=seed, name="stack",
-            dtype=self.dtype_policy)
-        self.softmax = keras.layers.Dense(self.vocab_size, name="softmax", dtype=self.dtype_policy)
+            bias_init=self.gate_bias_init, seed=seed, initialization=self.initialization,
+            name="stack", dtype=self.dtype_policy)
+        self.softmax = keras.layers.Dense(
+            self.vocab_size, name="softmax", dtype=self.dtype_policy,
+            **softmax_initializers(self.initialization, sum(self.hidden_sizes)))
         # The MCMC expands counts to dynamic shapes, which XLA cannot compile:
         # `compile(jit_compile="auto")` then stays off on GPU too.
         self.supports_jit = False
@@ -576,7 +589,7 @@ class RGBNRNN(TopicLanguageModel):
                 else list(self.gate_bias_init),
                 "tm_weight": self.tm_weight, "kl_weights": list(self.kl_weights),
                 "tau0": self.tau0, "tlasgr": dict(self.tlasgr), "seed": self.seed,
-                "decoder_init": self.decoder_init}
+                "decoder_init": self.decoder_init, "initialization": self.initialization}
 
     @classmethod
     def from_preset(cls, preset, vocab_size=None, topic_vocab_size=None, num_documents=None,
