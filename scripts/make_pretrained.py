@@ -70,7 +70,7 @@ MODELS = {
 #: perplexity; the command is the study's own, so `--from-run` adopts the study's run
 #: directory instead of training it again.
 FROM_STUDY = {
-    "topicrnn-apnews": ("topicrnn", "lr4e-3_do0.5", 2,
+    "topicrnn-apnews": ("topicrnn_keras", "lr4e-3_do0.5", 2,
                         "TopicRNN (LSTM 256, 50 topics; the study's medium preset, lr 4e-3, "
                         "dropout 0.5, seed 2) on APNEWS, trained to convergence"),
 }
@@ -174,8 +174,9 @@ def main(argv=None):
                         help="a dry run: 20 documents, 1 epoch (use with --out elsewhere)")
     parser.add_argument("--from-run", default=None,
                         help="ship this finished run directory of the model's command "
-                        "(one of FROM_STUDY, e.g. runs/study/apnews/topicrnn/lr4e-3_do0.5-s2) "
-                        "instead of training it again")
+                        "(one of FROM_STUDY, e.g. "
+                        "runs/study/apnews/topicrnn_keras/lr4e-3_do0.5-s2) instead of training "
+                        "it again")
     args = parser.parse_args(argv)
     if args.from_run and "," in args.models:
         parser.error("--from-run: name the one model it is (--models NAME)")

@@ -7,11 +7,11 @@ TopicRNNs agreed (1.014). Each variant below changes one training difference of
 the study's command (`benchmarks.study.command`); `compare.py` then scores it on their
 targets.
 
-Two more variants ask whether Zheng et al.'s recipe (their initialisation and clipping,
-`benchmarks.study.DOCUMENT_RECIPE`) would help the study's sentence-level arms as much
-as it helped the document arms (``sentence_*_recipe``): there is no peer run of those
-models, so they are scored against the study's own Keras-initialisation run of the same
-configuration and seed (`SENTENCE_BASELINES`), with the paired document-level bootstrap.
+Two more variants asked whether Zheng et al.'s recipe (their initialisation and clipping,
+`benchmarks.study.RECIPE`) helps the study's sentence-level arms as much as it helped the
+document arms (``sentence_*_recipe``): there is no peer run of those models, so they are
+scored against the study's own Keras-initialisation run of the same configuration and
+seed (`SENTENCE_BASELINES`), with the paired document-level bootstrap.
 
 Usage::
 
@@ -32,7 +32,8 @@ import subprocess
 import sys
 
 from benchmarks.common import code_snapshot, portable
-from benchmarks.study import DOCUMENT_RECIPE, RESULTS, arms_of, command
+from benchmarks.study import RECIPE as STUDY_RECIPE
+from benchmarks.study import RESULTS, arms_of, command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RUNS = REPO / "runs" / "trace"
@@ -41,8 +42,8 @@ CONFIG = "lr4e-3_do0.5"
 #: Their code at that configuration, one seed each (the logs of README.md's "Runs").
 PEER_LOGS = {"doc_lstm": "../peer-runs/lstm_lm_lr4e-3_do0.5.log",
              "doc_topicrnn": "../peer-runs/trnn_lr4e-3_do0.5.log"}
-#: `benchmarks.study.DOCUMENT_RECIPE` as --set overrides.
-RECIPE = [f"{key}={json.dumps(value)}" for key, value in DOCUMENT_RECIPE.items()]
+#: `benchmarks.study.RECIPE` as --set overrides.
+RECIPE = [f"{key}={json.dumps(value)}" for key, value in STUDY_RECIPE.items()]
 #: name -> (study arm, extra --set overrides, what differs from that arm's run): the arms
 #: with Keras' initialisation, as the study first ran its document arms.
 VARIANTS = {
@@ -70,10 +71,10 @@ VARIANTS = {
     "topicrnn_torchinit_gclip0.5": ("doc_topicrnn_keras", ["initialization=\"torch\"",
                                                            "clipnorm=null", "global_clipnorm=0.5"],
                                     "their initialisation and clipping"),
-    "sentence_lstm_recipe": ("lstm", RECIPE, "the sentence-level LSTM with the document arms' "
-                             "recipe (their initialisation and clipping)"),
-    "sentence_topicrnn_recipe": ("topicrnn", RECIPE, "the sentence-level TopicRNN with the "
-                                 "document arms' recipe"),
+    "sentence_lstm_recipe": ("lstm_keras", RECIPE, "the sentence-level LSTM with their "
+                             "initialisation and clipping"),
+    "sentence_topicrnn_recipe": ("topicrnn_keras", RECIPE, "the sentence-level TopicRNN with "
+                                 "their initialisation and clipping"),
 }
 #: The study's runs the sentence-level variants are scored against (records: the same
 #: configuration and seed with Keras' initialisation).
