@@ -70,8 +70,9 @@ GRID = {
 #: baselines' full grids (seed 0) decided which half to keep: dropout mattered more than the
 #: learning rate (document LSTM with Keras' initialisation, lr 2e-3: val 72.81 at dropout
 #: 0.5 vs 74.76 at 0.3) and lr 4e-3 was as good as 2e-3 at a third fewer epochs (do 0.3:
-#: 74.18 in 14 epochs vs 74.76 in 22), so every arm tunes the dropout at lr 4e-3. The same 2 configurations for
-#: every arm, baselines included (the baselines' other 2 are `SENSITIVITY_ARMS`' extra runs).
+#: 74.18 in 14 epochs vs 74.76 in 22), so every arm tunes the dropout at lr 4e-3. The same 2
+#: configurations for every arm, baselines included (the baselines' other 2 are
+#: `SENSITIVITY_ARMS`' extra runs).
 TUNING = ("lr4e-3_do0.3", "lr4e-3_do0.5")
 #: Arms that also run the rest of `GRID` (seed 0), after every other run: the report shows
 #: what the baselines would gain from the whole grid.
