@@ -32,8 +32,7 @@ import subprocess
 import sys
 
 from benchmarks.common import code_snapshot, portable
-from benchmarks.study import RECIPE as STUDY_RECIPE
-from benchmarks.study import RESULTS, arms_of, command
+from benchmarks.study import RECIPE, RESULTS, arms_of, command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RUNS = REPO / "runs" / "trace"
@@ -43,7 +42,7 @@ CONFIG = "lr4e-3_do0.5"
 PEER_LOGS = {"doc_lstm": "../peer-runs/lstm_lm_lr4e-3_do0.5.log",
              "doc_topicrnn": "../peer-runs/trnn_lr4e-3_do0.5.log"}
 #: `benchmarks.study.RECIPE` as --set overrides.
-RECIPE = [f"{key}={json.dumps(value)}" for key, value in STUDY_RECIPE.items()]
+RECIPE_OVERRIDES = [f"{key}={json.dumps(value)}" for key, value in RECIPE.items()]
 #: name -> (study arm, extra --set overrides, what differs from that arm's run): the arms
 #: with Keras' initialisation, as the study first ran its document arms.
 VARIANTS = {
@@ -71,10 +70,11 @@ VARIANTS = {
     "topicrnn_torchinit_gclip0.5": ("doc_topicrnn_keras", ["initialization=\"torch\"",
                                                            "clipnorm=null", "global_clipnorm=0.5"],
                                     "their initialisation and clipping"),
-    "sentence_lstm_recipe": ("lstm_keras", RECIPE, "the sentence-level LSTM with their "
-                             "initialisation and clipping"),
-    "sentence_topicrnn_recipe": ("topicrnn_keras", RECIPE, "the sentence-level TopicRNN with "
-                                 "their initialisation and clipping"),
+    "sentence_lstm_recipe": ("lstm_keras", RECIPE_OVERRIDES,
+                             "the sentence-level LSTM with their initialisation and clipping"),
+    "sentence_topicrnn_recipe": ("topicrnn_keras", RECIPE_OVERRIDES,
+                                 "the sentence-level TopicRNN with their initialisation and "
+                                 "clipping"),
 }
 #: The study's runs the sentence-level variants are scored against (records: the same
 #: configuration and seed with Keras' initialisation).
