@@ -209,6 +209,22 @@ def ablation_sections(root=RESULTS):
     if chosen:
         lines += ["", f"Chosen on validation: T = {chosen['temperature']:g} "
                       f"({len(summary['temperature_sweep'])} of 3 temperatures finished)."]
+    seeded = summary.get("seeded") or {}
+    if seeded:
+        lines += ["", "Over seeds (DESIGN §5a; the runs with per-block test scores): ratio of "
+                      "mean test perplexities, 95 % bootstrap over the test blocks (one of "
+                      "the 20 parallel streams over 20 batches: 400 contiguous tokens) and "
+                      "each side's seeds:", "",
+                  "| A | seeds | test PPL | B | seeds | test PPL | A / B [95 % CI] | verdict |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for entry in seeded.values():
+            spread = lambda s: f"{s['mean']:.2f} +- {s['sd']:.2f}"
+            seeds = lambda values: ", ".join(str(v) for v in values)
+            lines.append(f"| {entry['a']} | {seeds(entry['seeds_a'])} | "
+                         f"{spread(entry['ppl_a_summary'])} | {entry['b']} | "
+                         f"{seeds(entry['seeds_b'])} | {spread(entry['ppl_b_summary'])} | "
+                         f"{entry['ratio']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}] | "
+                         f"{entry['verdict']} |")
     return [ABLATION_HEADER, "\n".join(lines) + "\n"]
 
 

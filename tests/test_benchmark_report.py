@@ -63,3 +63,22 @@ def test_the_ablation_table_shows_finished_runs_and_dashes_for_the_rest(tmp_path
     assert "| 1 | -- | -- | -- | -- |" in table
     assert "Chosen on validation: T = 0.01 (1 of 3 temperatures finished)." in table
     assert table in report.render({}, [], [], [header, table])
+    assert "Over seeds" not in table          # no run has per-block scores yet
+
+
+def test_the_ablation_section_shows_the_seeded_comparison_once_runs_are_scored(tmp_path):
+    directory = tmp_path / "ablation"
+    directory.mkdir()
+    tokens = [400] * 40
+    write = lambda name, record: (directory / name).write_text(json.dumps(
+        {"test_block_tokens": tokens, **record}))
+    write("paper_psgld_T0.01.json", {"averaged_valid_ppl": 118.0, "averaged_test_ppl": 113.5,
+                                     "averaged_test_block_nll": [400 * 4.7] * 40})
+    write("paper_psgld_T0.01-s1.json", {"averaged_test_block_nll": [400 * 4.72] * 40})
+    for seed, nats in ((1, 4.9), (2, 4.92)):
+        write(f"paper_rmsprop-s{seed}.json", {"single_test_block_nll": [400 * nats] * 40,
+                                              "averaged_test_block_nll": [400 * 4.75] * 40})
+    _, table = report.ablation_sections(tmp_path)
+    assert "| pSGLD averaged, T = 0.01 | 0, 1 |" in table
+    assert "| RMSprop single | 1, 2 |" in table
+    assert "A better |" in table and "M2: RMSprop iterates averaged" in table

@@ -102,6 +102,14 @@ def test_stop_reason_is_a_function_of_the_validation_history(history, patience, 
         assert (reason["stopped_by"], reason["best_epoch"]) == expected
 
 
+def test_stop_reason_can_watch_another_logged_value():
+    history = [{"val_ppl": 90, "valid_avg_ppl": 80}, {"val_ppl": 95, "valid_avg_ppl": 79},
+               {"val_ppl": 99, "valid_avg_ppl": 78}]
+    assert stopping.stop_reason(history, 2, 40)["best_epoch"] == 1
+    assert stopping.stop_reason(history, 2, 40, monitor="valid_avg_ppl") is None
+    assert stopping.best_epoch(history, "valid_avg_ppl") == 3
+
+
 def test_stop_reason_at_the_epoch_budget():
     reason = stopping.stop_reason([{"val_ppl": v} for v in (9, 8, 7)], 2, 3)
     assert reason["stopped_by"] == "max_epochs" and reason["best_epoch"] == 3

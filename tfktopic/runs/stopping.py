@@ -24,17 +24,17 @@ import keras
 __all__ = ["best_epoch", "stop_reason", "EarlyStopping"]
 
 
-def best_epoch(history):
-    """The 1-based epoch of the lowest finite ``val_ppl`` (the first on ties), or `None`."""
+def best_epoch(history, monitor="val_ppl"):
+    """The 1-based epoch of the lowest finite `monitor` value (the first on ties), or `None`."""
     best, where = math.inf, None
     for epoch, logs in enumerate(history, start=1):
-        value = logs.get("val_ppl")
+        value = logs.get(monitor)
         if value is not None and math.isfinite(float(value)) and float(value) < best:
             best, where = float(value), epoch
     return where
 
 
-def stop_reason(history, patience, max_epochs):
+def stop_reason(history, patience, max_epochs, monitor="val_ppl"):
     """Why training stops after the epochs of `history`, or `None` to go on.
 
     Args:
@@ -42,18 +42,20 @@ def stop_reason(history, patience, max_epochs):
         patience: stop after this many epochs without a lower ``val_ppl``
             (`None` or 0: never early).
         max_epochs: the epoch budget.
+        monitor: the logged value to minimise (e.g. ``valid_avg_ppl``, the
+            perplexity of a running average of posterior samples).
 
     Returns:
         `None`, or a dict ``stopped_by`` ("early_stopping" or "max_epochs"),
         ``epochs`` (done), ``best_epoch``, ``patience`` and ``max_epochs``.
     """
     done = len(history)
-    best = best_epoch(history)
+    best = best_epoch(history, monitor)
     record = {"epochs": done, "best_epoch": best, "patience": patience,
               "max_epochs": max_epochs}
     if patience and best is not None and done - best >= int(patience):
         return {"stopped_by": "early_stopping", **record}
-    if patience and best is None and done >= int(patience):  # no finite val_ppl at all
+    if patience and best is None and done >= int(patience):  # no finite value at all
         return {"stopped_by": "early_stopping", **record}
     if done >= max_epochs:
         return {"stopped_by": "max_epochs", **record}
