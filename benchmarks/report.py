@@ -172,7 +172,11 @@ validation perplexity of the model (RMSprop) or of the running sample average (p
 patience 3). "paper" is the sampler at T = 1; "authors_code"
 the authors' Theano setting (T = 2/N, gradient norm rescaled to 5). Test perplexity; "--": the
 run has not finished. Target: pSGLD with averaging / RMSprop single <= 0.95 in a setting
-chosen on validation.
+chosen on validation. The table's runs are seed 0; the verdict rests on the seeds below
+("Over seeds"), whose runs also record the NLL of every test block. RMSprop's seed-0
+"single" model may not be its run's best epoch: the run was resumed once, and Keras'
+`EarlyStopping` then started its count afresh (the ablation's resumable `EpochLog` has
+replaced it since), so RMSprop's seeds in the verdict are 1-3.
 """
 
 
