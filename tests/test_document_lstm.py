@@ -334,3 +334,27 @@ def test_topicrnn_torch_initialization_covers_its_language_model_and_round_trips
     loaded = keras.saving.load_model(path)
     assert loaded.get_config()["initialization"] == "torch"
     np.testing.assert_array_equal(np.asarray(loaded.gate.projection.kernel), kernel)
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_topicrnn_greedy_generation_is_the_arg_max_of_its_forward_pass(lee, num_layers):
+    """Generation runs the LSTM cells step by step; the model's call runs them as layers over
+    a window. A document's first sentence from <bos>, from a zero state, with theta from a
+    bag of words: every greedy token is the arg-max of the teacher-forced forward pass."""
+    train, _, _, lm, topic = lee
+    model = _topicrnn(lm, topic, num_layers=num_layers)
+    model.gate.topic_word.assign(5.0 * np.asarray(model.gate.topic_word))
+    bow = np.zeros(model.num_content, np.float32)
+    bow[[3, 7, 11]] = [2.0, 1.0, 1.0]
+    generated = model.generate(num_sentences=1, max_len=12, context_bow=bow)[0]
+    length = int(np.argmax(generated == 2)) + 1 if 2 in generated else len(generated)
+    assert np.all(generated[length:] == 0) and np.all(generated[:length] >= 2)
+    tokens = np.concatenate([[1], generated[:length - 1]])[None].astype(np.int32)
+    log_probs = np.array(model({"tokens": tokens, "reset": np.ones(1, np.float32),
+                                "context_bow": bow[None]}, carry=False))[0]
+    log_probs[:, :2] = -np.inf
+    np.testing.assert_array_equal(log_probs.argmax(-1), generated[:length])
+    # a topic moves theta, and with it the sentences
+    assert not np.array_equal(model.generate(4, 10, topic=0), model.generate(4, 10, topic=1))
+    with pytest.raises(ValueError, match="topic must be an int in"):
+        model.generate(1, 5, topic=4)

@@ -54,3 +54,12 @@ def test_unknown_pretrained_name_is_one_clear_error(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pretrained:no-such-model: no such pretrained model" in err[0]
     assert "tcnlm-apnews" in err[0]
+
+
+def test_no_unk_keeps_unknown_words_out_of_generated_text(capsys):
+    args = ["generate", "pretrained:topicrnn-apnews", "--topic", "3", "--num", "4", "--seed", "1"]
+    assert cli.main(args) == 0
+    assert "<unk>" in capsys.readouterr().out      # this model's habit, at this seed
+    assert cli.main(args + ["--no-unk"]) == 0
+    text = capsys.readouterr().out
+    assert text.strip() and "<unk>" not in text

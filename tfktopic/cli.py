@@ -167,7 +167,7 @@ def _generate(args):
     texts = generate_text(run, num=args.num, max_len=args.max_len, topic=args.topic,
                           layer=args.layer, document=args.document, paragraph=args.paragraph,
                           method=args.method, temperature=args.temperature, top_k=args.top_k,
-                          seed=args.seed)
+                          seed=args.seed, allow_unk=args.unk)
     print(("\n\n" if args.paragraph else "\n").join(texts))
     return 0
 
@@ -334,9 +334,10 @@ def _parser():
 
     generate = commands.add_parser(
         "generate", help="generate text with a trained run",
-        description="Generate sentences (TopicRNN, TCNLM, rGBN-RNN, GBN-RNN): from the prior, "
-                    "from a topic (--topic K, rGBN/GBN --layer L, 1 = word level), from the "
-                    "topics of a text file (--document), or rGBN/GBN paragraphs whose topics "
+        description="Generate sentences (TopicRNN and the streamed document TopicRNN, TCNLM, "
+                    "rGBN-RNN, GBN-RNN): from the prior, from a topic (--topic K, rGBN/GBN "
+                    "--layer L, 1 = word level), from the topics of a text file (--document), "
+                    "or rGBN/GBN paragraphs whose topics "
                     "evolve from sentence to sentence (--paragraph N).")
     generate.add_argument("run", metavar="DIR", help=_RUN_HELP)
     generate.add_argument("--topic", type=int, default=None, help="condition on topic K (0-based)")
@@ -353,6 +354,8 @@ def _parser():
     generate.add_argument("--temperature", type=float, default=1.0)
     generate.add_argument("--top-k", type=int, default=10)
     generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--unk", action=argparse.BooleanOptionalAction, default=None,
+                          help="allow <unk> in the text (default: yes, but for TCNLM)")
     generate.set_defaults(handler=_generate)
 
     export = commands.add_parser(

@@ -8,7 +8,7 @@ Greedy, temperature sampling and top-k sampling (DESIGN.md §3) written once:
 
 import tensorflow as tf
 
-__all__ = ["GENERATION_METHODS", "choose_tokens"]
+__all__ = ["GENERATION_METHODS", "choose_tokens", "stacked_cell_step"]
 
 GENERATION_METHODS = ("greedy", "sample", "top_k")
 
@@ -38,3 +38,19 @@ def choose_tokens(scores, method, temperature, top_k, seed):
                                                 dtype=tf.int32)[:, 0]
         return tf.gather(indices, picks, batch_dims=1)
     return tf.random.stateless_categorical(scores / temperature, 1, seed, dtype=tf.int32)[:, 0]
+
+
+def stacked_cell_step(cells, x, state):
+    """One step of stacked recurrent cells (generation): (top output, the new state).
+
+    Args:
+        cells: Keras RNN cells, bottom first.
+        x: [N, D] the step's input.
+        state: one list of state tensors per cell.
+    """
+    new_state = []
+    for cell, layer_state in zip(cells, state):
+        x, layer_state = cell(x, layer_state, training=False)
+        new_state.append(list(layer_state) if isinstance(layer_state, (list, tuple))
+                         else [layer_state])
+    return x, new_state

@@ -34,6 +34,7 @@ carries (n / N) KL, N = the batch's ``doc_targets``):
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
@@ -42,8 +43,9 @@ from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_to
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models import topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.decoding import stacked_cell_step
 from tfktopic.models.document_lstm import stream_inputs
-from tfktopic.models.topicrnn import elbo_terms
+from tfktopic.models.topicrnn import elbo_terms, generation_theta
 
 __all__ = ["DocumentTopicRNN"]
 
@@ -85,6 +87,7 @@ class DocumentTopicRNN(TopicLanguageModel):
     has_topics = True
     #: Inputs are parallel document streams with a ``reset`` flag (`tfktopic.data.streams`).
     streamed = True
+    generates = True
     reported_terms = ("token_nll", "stop_nll", "kl")
     presets = topicrnn_presets.STREAMED_PRESETS
 
@@ -208,6 +211,39 @@ class DocumentTopicRNN(TopicLanguageModel):
     def topic_proportions(self, bow):
         """theta at the mean of q(theta | X_c), float [B, K]."""
         return self.infer_topics(self._check_bow_width(bow, self.num_content), training=False)[1]
+
+    # -------------------------------------------------------------- generation
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
+                                topic_strength=3.0):
+        """theta of each sentence for `generate`, as `TopicRNN.generation_conditioning`
+        (a document's first sentence: the LSTM starts from a zero state at ``<bos>``).
+
+        Args:
+            num_sentences: N.
+            topic: `None`, a topic index k (theta = topic_strength * e_k), a vector of K
+                weights or an array [N, K].
+            context_bow: a bag of words [V_c] or [N, V_c] (theta = the mean of q).
+            seed: unused (theta is deterministic).
+            topic_strength: length of theta along a chosen topic.
+
+        Returns:
+            float32 [N, K] tensor.
+        """
+        posterior_mean = lambda bow: self.infer_topics(bow, training=False)[1]
+        return tf.constant(generation_theta(posterior_mean, self.num_topics, self.num_content,
+                                            num_sentences, topic, context_bow,
+                                            float(topic_strength)))
+
+    def initial_generation_state(self, num_sentences):
+        """A zero state per LSTM layer (the carried states are not touched)."""
+        return [[ops.convert_to_tensor(s) for s in lstm.cell.get_initial_state(num_sentences)]
+                for lstm in self.rnn.lstms]
+
+    def generation_step(self, token, state, conditioning):
+        """The marginal over l_t of the next token given the previous one and theta."""
+        x, new_state = stacked_cell_step([lstm.cell for lstm in self.rnn.lstms],
+                                         self.embedding(token), state)
+        return self.gate(x[:, None, :], conditioning)["log_probs"][:, 0], new_state
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size,

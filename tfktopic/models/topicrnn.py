@@ -87,7 +87,7 @@ from tfktopic.layers.topic_decoder import check_decoder_init, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models import topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.decoding import GENERATION_METHODS
+from tfktopic.models.decoding import GENERATION_METHODS, stacked_cell_step
 from tfktopic.models.schedules import annealing_weight, check_steps, optimizer_step
 
 __all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier",
@@ -153,6 +153,53 @@ def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_we
         terms["marginal_nll"], _ = masked_token_nll(real.targets, outputs["log_probs"],
                                                     real.mask, from_logits=False)
     return terms
+
+
+def generation_theta(posterior_mean, num_topics, num_content, num_sentences, topic=None,
+                     context_bow=None, topic_strength=3.0):
+    """theta of each generated sentence of a TopicRNN (§3, §B6): [N, K] float32.
+
+    Args:
+        posterior_mean: bow [n, V_c] -> the mean of q(theta | bow), [n, K].
+        num_topics, num_content: K and V_c.
+        num_sentences: N.
+        topic: `None`, a topic index k (theta = topic_strength * e_k), a vector
+            of K weights (theta = topic_strength * weights) or an array [N, K].
+        context_bow: a bag of words [V_c] or [N, V_c]; theta = the mean of
+            q(theta | context_bow). With neither, the mean of q for an empty context.
+        topic_strength: length of theta along a chosen topic (theta ~ N(0, I)
+            a priori, so 3 is three prior standard deviations).
+
+    Raises:
+        ValueError: both `topic` and `context_bow`, or a bad shape or index (named).
+    """
+    if topic is not None and context_bow is not None:
+        raise ValueError("pass topic or context_bow, not both")
+    if context_bow is not None:
+        bow = np.asarray(context_bow, np.float32)
+        if bow.ndim == 1:
+            bow = bow[None]
+        if bow.ndim != 2 or bow.shape[-1] != num_content:
+            raise ValueError(f"context_bow must have {num_content} columns, got "
+                             f"shape {bow.shape}")
+        theta = np.asarray(posterior_mean(bow), np.float32)
+    elif topic is None:
+        theta = np.asarray(posterior_mean(np.zeros((1, num_content), np.float32)), np.float32)
+    elif np.ndim(topic) == 0:
+        if not (isinstance(topic, (int, np.integer)) and 0 <= topic < num_topics):
+            raise ValueError(f"topic must be an int in [0, {num_topics}) or a vector "
+                             f"of {num_topics} weights, got {topic!r}")
+        theta = np.zeros((1, num_topics), np.float32)
+        theta[0, int(topic)] = topic_strength
+    else:
+        weights = np.asarray(topic, np.float32)
+        if weights.shape[-1] != num_topics or weights.ndim > 2:
+            raise ValueError(f"topic must be an int in [0, {num_topics}) or a vector "
+                             f"of {num_topics} weights, got shape {weights.shape}")
+        theta = topic_strength * weights.reshape(-1, num_topics)
+    if len(theta) not in (1, num_sentences):
+        raise ValueError(f"got {len(theta)} topic vectors for num_sentences={num_sentences}")
+    return np.broadcast_to(theta, (num_sentences, num_topics)).astype(np.float32)
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -443,37 +490,6 @@ class TopicRNN(TopicLanguageModel):
         return np.asarray(self.gate.topic_word)
 
     # -------------------------------------------------------------- generation
-    def _generation_theta(self, num_sentences, topic, context_bow, topic_strength):
-        if topic is not None and context_bow is not None:
-            raise ValueError("pass topic or context_bow, not both")
-        if context_bow is not None:
-            bow = np.asarray(context_bow, np.float32)
-            if bow.ndim == 1:
-                bow = bow[None]
-            if bow.ndim != 2 or bow.shape[-1] != self.num_content:
-                raise ValueError(f"context_bow must have {self.num_content} columns, got "
-                                 f"shape {bow.shape}")
-            _, mean, _ = self.topic_posterior(bow, training=False)
-            theta = np.asarray(mean, np.float32)
-        elif topic is None:
-            _, mean, _ = self.topic_posterior(np.zeros((1, self.num_content), np.float32))
-            theta = np.asarray(mean, np.float32)
-        elif np.ndim(topic) == 0:
-            if not (isinstance(topic, (int, np.integer)) and 0 <= topic < self.num_topics):
-                raise ValueError(f"topic must be an int in [0, {self.num_topics}) or a vector "
-                                 f"of {self.num_topics} weights, got {topic!r}")
-            theta = np.zeros((1, self.num_topics), np.float32)
-            theta[0, int(topic)] = topic_strength
-        else:
-            weights = np.asarray(topic, np.float32)
-            if weights.shape[-1] != self.num_topics or weights.ndim > 2:
-                raise ValueError(f"topic must be an int in [0, {self.num_topics}) or a vector "
-                                 f"of {self.num_topics} weights, got shape {weights.shape}")
-            theta = topic_strength * weights.reshape(-1, self.num_topics)
-        if len(theta) not in (1, num_sentences):
-            raise ValueError(f"got {len(theta)} topic vectors for num_sentences={num_sentences}")
-        return np.broadcast_to(theta, (num_sentences, self.num_topics)).astype(np.float32)
-
     def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
                                 topic_strength=3.0):
         """theta of each sentence for `generate` (the marginal predictive, §3, §B6).
@@ -493,8 +509,10 @@ class TopicRNN(TopicLanguageModel):
         Returns:
             float32 [N, K] tensor.
         """
-        return tf.constant(self._generation_theta(num_sentences, topic, context_bow,
-                                                  float(topic_strength)))
+        posterior_mean = lambda bow: self.topic_posterior(bow, training=False)[1]
+        return tf.constant(generation_theta(posterior_mean, self.num_topics, self.num_content,
+                                            num_sentences, topic, context_bow,
+                                            float(topic_strength)))
 
     def initial_generation_state(self, num_sentences):
         return [[ops.convert_to_tensor(s) for s in rnn.cell.get_initial_state(num_sentences)]
@@ -502,12 +520,8 @@ class TopicRNN(TopicLanguageModel):
 
     def generation_step(self, token, state, conditioning):
         """The marginal over l_t of the next token given the previous one and theta."""
-        x = self.embedding(token)
-        new_state = []
-        for rnn, layer_state in zip(self.rnns, state):
-            x, layer_state = rnn.cell(x, layer_state, training=False)
-            new_state.append(list(layer_state) if isinstance(layer_state, (list, tuple))
-                             else [layer_state])
+        x, new_state = stacked_cell_step([rnn.cell for rnn in self.rnns],
+                                         self.embedding(token), state)
         return self.gate(x[:, None, :], conditioning)["log_probs"][:, 0], new_state
 
     def get_config(self):

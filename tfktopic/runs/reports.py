@@ -335,7 +335,8 @@ def document_bow(run, path):
 
 
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
-                  paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0):
+                  paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0,
+                  allow_unk=None):
     """Generate sentences with a run's model (`GENERATING_MODELS`).
 
     Args:
@@ -350,6 +351,8 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         method: "greedy", "temperature" (or "sample") or "top_k".
         temperature, top_k: sampling settings.
         seed: sampling seed.
+        allow_unk: whether ``<unk>`` may be generated (`None`: the model's habit --
+            TCNLM never, as Wang et al.'s samples; the others may).
 
     Returns:
         A list of strings (sentences; with `paragraph`, paragraphs with one
@@ -381,7 +384,10 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
                          "take --topic")
     if method == "temperature":
         method = "sample"
-    options = {"method": method, "temperature": float(temperature), "top_k": int(top_k)}
+    if allow_unk is None:
+        allow_unk = name != "tcnlm"
+    options = {"method": method, "temperature": float(temperature), "top_k": int(top_k),
+               "allow_unk": bool(allow_unk)}
     for key, value in (("--max-len", max_len), ("--top-k", top_k), ("--num", num),
                        ("--paragraph", paragraph)):
         if value is not None and int(value) < 1:
@@ -410,8 +416,6 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         return texts
     num = int(num or 3)
     kwargs = dict(options, seed=seed, max_len=int(max_len))
-    if name == "tcnlm":
-        kwargs["allow_unk"] = False
     if hierarchical:
         if topic is not None:
             kwargs.update(topic=int(topic), topic_layer=int(layer or 1) - 1)
