@@ -70,9 +70,10 @@ MODELS = {
 #: perplexity; the command is the study's own, so `--from-run` adopts the study's run
 #: directory instead of training it again.
 FROM_STUDY = {
-    "topicrnn-apnews": ("topicrnn_keras", "lr4e-3_do0.5", 2,
-                        "TopicRNN (LSTM 256, 50 topics; the study's medium preset, lr 4e-3, "
-                        "dropout 0.5, seed 2) on APNEWS, trained to convergence"),
+    "doc-topicrnn-apnews": ("doc_topicrnn", "lr4e-3_do0.5", 0,
+                            "TopicRNN on the streamed document LSTM (LSTM 256, 50 topics; the "
+                            "study's medium preset with Zheng et al.'s recipe, lr 4e-3, dropout "
+                            "0.5, seed 0) on APNEWS, trained to convergence"),
 }
 
 
@@ -175,7 +176,7 @@ def main(argv=None):
     parser.add_argument("--from-run", default=None,
                         help="ship this finished run directory of the model's command "
                         "(one of FROM_STUDY, e.g. "
-                        "runs/study/apnews/topicrnn_keras/lr4e-3_do0.5-s2) instead of training "
+                        "runs/study/apnews/doc_topicrnn/lr4e-3_do0.5-s0) instead of training "
                         "it again")
     args = parser.parse_args(argv)
     if args.from_run and "," in args.models:

@@ -6,13 +6,13 @@ from conftest import shared_file
 from tfktopic import cli, pretrained
 
 MODELS = sorted(pretrained.available())
-GENERATING = {"tcnlm", "topicrnn", "rgbn_rnn", "gbn_rnn"}
+GENERATING = {"tcnlm", "topicrnn", "doc_topicrnn", "rgbn_rnn", "gbn_rnn"}
 
 
 def test_index_lists_every_family_small_and_honest():
     index = pretrained.available()
-    assert {entry["model"] for entry in index.values()} >= {"tcnlm", "rgbn_rnn", "topicrnn",
-                                                             "lstm"}
+    families = {entry["model"] for entry in index.values()}
+    assert families >= {"tcnlm", "rgbn_rnn", "lstm"} and families & {"topicrnn", "doc_topicrnn"}
     total_mb = 0.0
     for name, entry in index.items():
         files = list(pretrained.resolve(name).iterdir())
@@ -57,7 +57,8 @@ def test_unknown_pretrained_name_is_one_clear_error(capsys):
 
 
 def test_no_unk_keeps_unknown_words_out_of_generated_text(capsys):
-    args = ["generate", "pretrained:topicrnn-apnews", "--topic", "3", "--num", "4", "--seed", "1"]
+    args = ["generate", "pretrained:doc-topicrnn-apnews", "--topic", "3", "--num", "4",
+            "--seed", "1"]
     assert cli.main(args) == 0
     assert "<unk>" in capsys.readouterr().out      # this model's habit, at this seed
     assert cli.main(args + ["--no-unk"]) == 0

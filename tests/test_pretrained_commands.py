@@ -80,7 +80,7 @@ def test_the_index_commands_are_make_pretrained_s():
 
 
 def _finished_run(directory, **changes):
-    config = {"status": "finished", "model": "topicrnn", "seed": 2,
+    config = {"status": "finished", "model": "doc_topicrnn", "seed": 0,
               "training": {"learning_rate": 0.004}, "model_config": {"dropout": 0.5},
               "corpus": "/elsewhere/shared/data/apnews/apnews.txt"}
     config.update(changes)
@@ -97,7 +97,7 @@ def test_a_study_run_is_adopted_only_when_its_command_trained_it(tmp_path, monke
 
     shared_file("stopwords/mallet_en.txt")
     monkeypatch.chdir(REPO)
-    args = make_pretrained.MODELS["topicrnn-apnews"]["args"]
+    args = make_pretrained.MODELS["doc-topicrnn-apnews"]["args"]
     from benchmarks.common import SHARED_DATA
 
     here = f"{SHARED_DATA.resolve()}/apnews/apnews.txt"

@@ -11,7 +11,7 @@ perplexity on a slice of the corpus.
 Example:
 >>> from tfktopic import pretrained
 >>> sorted(pretrained.available())                                  # doctest: +SKIP
-['psgld-lstm-ptb', 'rgbn-apnews', 'tcnlm-apnews', 'topicrnn-apnews']
+['doc-topicrnn-apnews', 'psgld-lstm-ptb', 'rgbn-apnews', 'tcnlm-apnews']
 >>> pretrained.resolve("tcnlm-apnews")                              # doctest: +SKIP
 PosixPath('.../pretrained/tcnlm-apnews')
 >>> from tfktopic.runs import load_run
