@@ -417,8 +417,10 @@ def test_lstm_with_psgld_under_a_mirrored_strategy(tmp_path, capsys):
     progress = json.loads((out / "run.json").read_text())["progress"]
     assert progress["epochs_done"] == 2 and [h["epoch"] for h in progress["history"]] == [1, 2]
     assert progress["best_val_ppl"] == min(h["val_ppl"] for h in progress["history"])
-    assert "holds a lstm model, which cannot generate text" in _one_error_line(
-        capsys, ["generate", out])
+    assert "--topic and --document condition on topics; lstm has none" in _one_error_line(
+        capsys, ["generate", out, "--topic", "0"])
+    assert cli.main(["generate", str(out), "--num", "2", "--max-len", "6"]) == 0
+    assert len([line for line in capsys.readouterr().out.splitlines() if line.strip()]) == 2
     assert "topics applies to lda_lstm, topicrnn" in _one_error_line(capsys, ["topics", out])
 
 

@@ -206,8 +206,14 @@ def _base_generators(models):
     """The models generating through the base class's compiled loop (all generating ones)."""
     names = [name for name in FAMILIES if name in settings.GENERATING_MODELS
              and type(models[name]).generation_step is not TopicLanguageModel.generation_step]
-    assert {"topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn"} <= set(names)
+    assert {"topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn", "doc_topicrnn", "lstm",
+            "doc_lstm"} <= set(names)
     return names
+
+
+def _topic(model, k):
+    """Topic k for a topic model; the models without topics generate unconditioned."""
+    return k if model.has_topics else None
 
 
 def _eager_scores(model, tokens, conditioning):
@@ -233,8 +239,8 @@ def _live(ids):
 def test_compiled_greedy_generation_equals_an_eager_argmax_loop(models):
     for name in _base_generators(models):
         model = models[name]
-        ids = np.asarray(model.generate(3, max_len=9, topic=1))
-        conditioning = model.generation_conditioning(3, topic=1)
+        ids = np.asarray(model.generate(3, max_len=9, topic=_topic(model, 1)))
+        conditioning = model.generation_conditioning(3, topic=_topic(model, 1))
         # Greedy by hand: every step's arg-max given the previous arg-max.
         state, token, reference = model.initial_generation_state(3), np.ones(3, np.int32), []
         for _ in range(9):
@@ -256,17 +262,18 @@ def test_top_k_sampling_stays_in_the_top_k_and_is_seeded(models, data):
     tokenizer = Tokenizer(data["lm"], data["topic"])
     for name in _base_generators(models):
         model = models[name]
-        ids = np.asarray(model.generate(6, max_len=8, topic=0, method="top_k", top_k=3,
+        topic = _topic(model, 0)
+        ids = np.asarray(model.generate(6, max_len=8, topic=topic, method="top_k", top_k=3,
                                         temperature=3.0, seed=11))
-        scores = _eager_scores(model, ids, model.generation_conditioning(6, topic=0))
+        scores = _eager_scores(model, ids, model.generation_conditioning(6, topic=topic))
         rank = (scores > np.take_along_axis(scores, ids[..., None], -1)).sum(-1)
         assert (rank[_live(ids)] < 3).all(), name
-        others = [np.asarray(model.generate(6, max_len=8, topic=0, method="top_k", top_k=3,
+        others = [np.asarray(model.generate(6, max_len=8, topic=topic, method="top_k", top_k=3,
                                             temperature=3.0, seed=s)) for s in (11, 12)]
         np.testing.assert_array_equal(others[0], ids)
         assert not np.array_equal(others[1], ids), name
         # With a tokenizer, generate returns the decoded text of the same ids.
-        texts = model.generate(6, max_len=8, topic=0, method="top_k", top_k=3,
+        texts = model.generate(6, max_len=8, topic=topic, method="top_k", top_k=3,
                                temperature=3.0, seed=11, tokenizer=tokenizer)
         assert texts == [" ".join(data["lm"].decode(row, strip_special=True)) for row in ids]
         assert all(isinstance(text, str) for text in texts)
@@ -292,6 +299,31 @@ def test_a_weight_regularizer_adds_to_the_trained_and_evaluated_loss(data):
     assert penalty > 1e-2
     for plain, regularised in zip(losses[False], losses[True]):
         assert regularised == pytest.approx(plain + penalty, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", ["lstm", "doc_lstm"])
+def test_a_model_without_topics_generates_its_forward_pass_s_arg_max_and_refuses_a_topic(
+        models, data, name):
+    """Greedy generation steps the cells from <bos> and a zero state; the model's call runs
+    its layers over the window: every greedy token is the arg-max of that forward pass."""
+    model = models[name]
+    ids = np.asarray(model.generate(2, max_len=10))
+    live = _live(ids)
+    for row, keep in zip(ids, live):
+        tokens = np.concatenate([[1], row[keep][:-1]])[None].astype(np.int32)
+        batch = {"tokens": tokens}
+        if name == "doc_lstm":
+            batch["reset"] = np.ones(1, np.float32)
+            logits = model(batch, carry=False)
+        else:
+            logits = model(batch)
+        log_probs = np.array(logits, np.float64)[0]
+        log_probs[:, :2] = -np.inf
+        np.testing.assert_array_equal(log_probs.argmax(-1), row[keep])
+    with pytest.raises(ValueError, match="has no topics"):
+        model.generate(1, max_len=5, topic=0)
+    with pytest.raises(ValueError, match="has no topics"):
+        model.generate(1, max_len=5, context_bow=np.ones(len(data["topic"]), np.float32))
 
 
 def test_generate_defaults_are_one_greedy_sentence_of_30_tokens_and_top_10_at_temperature_1(

@@ -334,8 +334,8 @@ def _parser():
 
     generate = commands.add_parser(
         "generate", help="generate text with a trained run",
-        description="Generate sentences (TopicRNN and the streamed document TopicRNN, TCNLM, "
-                    "rGBN-RNN, GBN-RNN): from the prior, from a topic (--topic K, rGBN/GBN "
+        description="Generate sentences (every model but LDA+LSTM; the LSTMs from <bos> "
+                    "alone): from the prior, from a topic (--topic K, rGBN/GBN "
                     "--layer L, 1 = word level), from the topics of a text file (--document), "
                     "or rGBN/GBN paragraphs whose topics "
                     "evolve from sentence to sentence (--paragraph N).")

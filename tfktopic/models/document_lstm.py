@@ -29,6 +29,7 @@ from tfktopic.layers.initialization import (check_initialization, embedding_init
                                             softmax_initializers)
 from tfktopic.models import lstm_presets
 from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.lstm_lm import PlainGeneration
 
 __all__ = ["DocumentLSTMLanguageModel", "stream_inputs", "score_stream_perplexity"]
 
@@ -48,7 +49,7 @@ def stream_inputs(inputs):
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
-class DocumentLSTMLanguageModel(TopicLanguageModel):
+class DocumentLSTMLanguageModel(PlainGeneration, TopicLanguageModel):
     """LSTM language model over parallel document streams with a carried state.
 
     Args:
@@ -135,6 +136,9 @@ class DocumentLSTMLanguageModel(TopicLanguageModel):
                                                  data["mask"])
         return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
                 "nll_sum": nll_sum, "num_tokens": num_tokens}
+
+    def generation_cells(self):
+        return [lstm.cell for lstm in self.rnn.lstms]
 
     def reset_states(self):
         """Zero the carried states (training and evaluation)."""

@@ -318,6 +318,9 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
             dtype="float32")  # the E-step's digamma iterations stay float32 under any policy
 
     has_topics = True
+    #: Its softmax takes the LDA proportions of a context, which the plain LSTM's
+    #: generation (inherited) would leave out: no generation here.
+    generates = False
     presets = lda_lstm_presets.PRESETS
 
     def topic_proportions(self, bow):

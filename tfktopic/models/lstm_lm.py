@@ -18,6 +18,7 @@ logits out; `train_step` / `test_step` (`tfktopic.models.base`) report
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from tfktopic.evaluation.perplexity import gathered_token_nll
@@ -26,14 +27,55 @@ from tfktopic.layers.initialization import (check_initialization, embedding_init
                                             lstm_initializers, softmax_initializers)
 from tfktopic.models import lstm_presets
 from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.decoding import stacked_cell_step
 
-__all__ = ["LSTMLanguageModel", "ResetStates", "CELLS"]
+__all__ = ["LSTMLanguageModel", "ResetStates", "CELLS", "PlainGeneration"]
 
 CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "rnn": keras.layers.SimpleRNN}
 
 
+class PlainGeneration:
+    """`TopicLanguageModel.generate` for a language model without topics.
+
+    Sentences from ``<bos>`` and a zero state (a document's first sentence for
+    the streamed model; its carried states are not touched), one recurrent cell
+    step at a time through the model's ``embedding``, `generation_cells` and
+    ``softmax``; nothing to condition on.
+
+    Example:
+    >>> model = LSTMLanguageModel(len(lm_vocab), 64, 128)             # doctest: +SKIP
+    >>> model.generate(3, max_len=20, method="top_k", seed=0, tokenizer=tokenizer)  # doctest: +SKIP
+    """
+
+    generates = True
+
+    def generation_cells(self):
+        """The recurrent cells, bottom first."""
+        raise NotImplementedError
+
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None):
+        """An empty [N, 0] tensor: one row per sentence, no topic.
+
+        Raises:
+            ValueError: a `topic` or `context_bow` was given.
+        """
+        if topic is not None or context_bow is not None:
+            raise ValueError(f"{type(self).__name__} has no topics: generate without topic "
+                             "or context_bow")
+        return tf.zeros([int(num_sentences), 0])
+
+    def initial_generation_state(self, num_sentences):
+        return [[ops.convert_to_tensor(s) for s in cell.get_initial_state(num_sentences)]
+                for cell in self.generation_cells()]
+
+    def generation_step(self, token, state, conditioning):
+        """log p(next token | previous tokens) [N, V] and the new state."""
+        x, new_state = stacked_cell_step(self.generation_cells(), self.embedding(token), state)
+        return ops.log_softmax(ops.cast(self.softmax(x), "float32"), axis=-1), new_state
+
+
 @keras.saving.register_keras_serializable(package="tfktopic")
-class LSTMLanguageModel(TopicLanguageModel):
+class LSTMLanguageModel(PlainGeneration, TopicLanguageModel):
     """A stacked LSTM language model trained on the masked token NLL.
 
     Args:
@@ -160,6 +202,9 @@ class LSTMLanguageModel(TopicLanguageModel):
                 "num_layers": self.num_layers, "dropout": self.dropout,
                 "document_level": self.document_level, "cell": self.cell,
                 "stateful": self.stateful, "initialization": self.initialization}
+
+    def generation_cells(self):
+        return [layer.cell for layer in self.lstms]
 
     def reset_states(self):
         """Zero the carried recurrent state (``stateful=True``)."""

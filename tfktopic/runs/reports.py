@@ -301,7 +301,9 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
         if len(hypotheses) >= 2 and references:
             bleu = bleu_report(hypotheses, references, orders=(3, 4))
             bleu.update({"empty_generated_dropped": empty,
-                         "generation": {**GENERATION, "seed": seed, "conditioning": "prior"}})
+                         "generation": {**GENERATION, "seed": seed,
+                                        "conditioning": "prior" if run.name in TOPIC_MODELS
+                                        else "none"}})
             report["bleu"] = bleu
             say(log, f"BLEU of {len(hypotheses)} generated sentences against the corpus "
                      f"sentences: test-BLEU-3 {bleu['test_bleu_3']:.4f}, test-BLEU-4 "
@@ -374,6 +376,9 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
                          f"sentence to sentence); {name} generates single sentences")
     if layer is not None and topic is None:
         raise ValueError("--layer selects the layer of --topic; give --topic K as well")
+    if (topic is not None or document is not None) and name not in TOPIC_MODELS:
+        raise ValueError(f"--topic and --document condition on topics; {name} has none "
+                         "(it generates from <bos> alone)")
     if topic is not None and document is not None:
         raise ValueError("give --topic or --document, not both")
     if paragraph is not None and document is not None and name != "rgbn_rnn":

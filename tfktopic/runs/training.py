@@ -533,7 +533,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         if topic_report:
             summary["topic_quality"] = quality_report(run, parts["train"], seed=int(seed),
                                                       log=log)
-    if model_name in GENERATING_MODELS:
+    if model_name in GENERATING_MODELS and model_name in TOPIC_MODELS:
         say(log, "\ngenerated sentences (top-k sampling, conditioned on one topic):")
         summary["generated"] = {}
         topics = summary["topics"]
@@ -542,6 +542,12 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                  **GENERATION)[0]
             summary["generated"][k] = text
             say(log, f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
+    elif model_name in GENERATING_MODELS:
+        say(log, "\ngenerated sentences (top-k sampling):")
+        summary["generated"] = generate_text(run, num=3, max_len=25, seed=int(seed),
+                                             **GENERATION)
+        for text in summary["generated"]:
+            say(log, f"  {text}")
     write_json(out / "results.json", jsonable(summary))
     config["status"] = "finished"
     write_json(run_json, config)
