@@ -168,9 +168,9 @@ EXPLAINED = {
     ("tfktopic/layers/factorized_lstm.py", "line 110:38: Add -> Sub"):
         "`_stacked_draws` offsets an integer seed per gate slice so the slices are "
         "independent draws; seed - i offsets them as well (distinct seeds, same law)",
-    ("tfktopic/models/lstm_lm.py", "line 106:58: constant 1 -> 2"):
+    ("tfktopic/models/lstm_lm.py", "line 148:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
-    ("tfktopic/models/lstm_lm.py", "line 127:26: constant 0 -> 1"):
+    ("tfktopic/models/lstm_lm.py", "line 169:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
     ("tfktopic/layers/factorized_lstm.py", "line 336:45: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
@@ -201,7 +201,7 @@ EXPLAINED = {
         "which entries within a factor s^2 of the 1e-10 floor get floored",
     ("tfktopic/layers/topic_decoder.py", "line 258:55: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/topicrnn.py", "line 472:54: constant 1 -> 2"):
+    ("tfktopic/models/topicrnn.py", "line 199:50: constant 1 -> 2"):
         "`weights.reshape(-1, K)`: numpy infers any negative size, so `reshape(-2, K)` is "
         "the same [N, K] array",
     ("tfktopic/layers/topic_encoders.py", "line 108:28: constant 1 -> 2"):
@@ -255,15 +255,15 @@ EXPLAINED = {
         _BUILD_READS_LAST_AXIS,
     ("tfktopic/layers/topic_gated_lstm.py", "line 298:61: constant 0 -> 1"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/topicrnn.py", "line 283:91: Add -> Sub"):
+    ("tfktopic/models/topicrnn.py", "line 330:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
-    ("tfktopic/models/topicrnn.py", "line 324:26: constant 0 -> 1"):
+    ("tfktopic/models/topicrnn.py", "line 371:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
-    ("tfktopic/models/topicrnn.py", "line 362:36: constant 3 -> 4"):
+    ("tfktopic/models/topicrnn.py", "line 409:36: constant 3 -> 4"):
         "the `stacklevel` of the missing-doc_targets warning: which caller's line the "
         "message names, not what is computed (the warning itself is tested)",
-    ("tfktopic/models/topicrnn.py", "line 285:58: constant 1 -> 2"):
+    ("tfktopic/models/topicrnn.py", "line 332:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
     ("tfktopic/models/base.py", "line 152:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
