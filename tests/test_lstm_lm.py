@@ -147,3 +147,23 @@ def test_loss_is_the_mean_nll_of_the_real_tokens_even_for_one_token_and_zero_for
     assert float(full["loss"]) == pytest.approx(nll.mean(), rel=1e-5)
     empty = model.objective({"tokens": tokens, "targets": targets, "mask": 0 * mask})
     assert float(empty["loss"]) == 0.0 and float(empty["num_tokens"]) == 0.0
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+def test_generation_steps_the_cells_as_the_forward_pass_runs_the_layers(cell):
+    """Each generation step's distribution is the forward pass's at that position (teacher
+    forcing from <bos> and a zero state), normalised; --topic / context are refused."""
+    model = _small(30, num_layers=2, cell=cell)
+    tokens = np.array([[1, 7, 8, 9, 4]], np.int32)
+    forward = np.asarray(keras.ops.log_softmax(model({"tokens": tokens}), axis=-1))[0]
+    conditioning = model.generation_conditioning(1)
+    state = model.initial_generation_state(1)
+    for t in range(tokens.shape[1]):
+        log_probs, state = model.generation_step(tokens[:, t], state, conditioning)
+        log_probs = np.asarray(log_probs)[0]
+        np.testing.assert_allclose(log_probs, forward[t], atol=1e-5)
+        assert np.exp(log_probs).sum() == pytest.approx(1.0, abs=1e-5)
+    greedy = np.asarray(model.generate(2, max_len=6))
+    assert greedy.shape == (2, 6) and (greedy[0] == greedy[1]).all()
+    with pytest.raises(ValueError, match="has no topics"):
+        model.generate(1, max_len=4, topic=2)

@@ -172,6 +172,9 @@ EXPLAINED = {
         _EXTRA_DROPOUT,
     ("tfktopic/models/lstm_lm.py", "line 169:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
+    ("tfktopic/models/lstm_lm.py", "line 65:45: constant 0 -> 1"):
+        "the [N, 0] conditioning of a model without topics only carries the row count N; "
+        "generation_step never reads its columns, so [N, 1] generates the same ids",
     ("tfktopic/layers/factorized_lstm.py", "line 336:45: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
     ("tfktopic/models/rgbn/model.py", "line 168:39: constant 1.0 -> 2.0"):
