@@ -642,3 +642,14 @@ def test_per_token_loss_annealed_kl_proportions_and_empty_encoding():
     np.testing.assert_allclose(np.asarray(model.topic_proportions(bow)),
                                np.asarray(model.topic_posterior(bow, training=False)[0]))
     assert model.encode([]).shape == (0, 3 + 8)
+
+
+def test_a_chosen_topic_is_three_prior_standard_deviations_out_by_default():
+    """`generation_theta`'s default topic_strength: theta = 3 e_k (theta ~ N(0, I) a priori)."""
+    from tfktopic.models.topicrnn import generation_theta
+
+    never = lambda bow: pytest.fail("a topic needs no posterior")
+    theta = generation_theta(never, num_topics=4, num_content=10, num_sentences=2, topic=1)
+    np.testing.assert_array_equal(theta, [[0, 3, 0, 0], [0, 3, 0, 0]])
+    empty = generation_theta(lambda bow: np.full((len(bow), 4), 0.5), 4, 10, 3)
+    np.testing.assert_array_equal(empty, np.full((3, 4), 0.5))
