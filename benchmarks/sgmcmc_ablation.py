@@ -60,20 +60,26 @@ BASE_RUNS = ("paper/rmsprop", "paper/psgld", "authors_code/rmsprop", "authors_co
 #: on validation. A run name ``<run>-s<k>`` is `<run>` at seed k. RMSprop's seed-0 run
 #: predates the per-block scores (its best weights were not kept), so its three scored
 #: seeds are 1-3; pSGLD's seed 0 is rescored from its stored samples (``--rescore``).
+#: Every swept temperature has its seeds listed, but only those of the temperature chosen
+#: on validation among the sweep runs finished by then are trained (`seed_run_wanted`):
+#: the data make the choice, not the queue.
 SEED_RUNS = ("paper/rmsprop-s1", "paper/rmsprop-s2", "paper/rmsprop-s3",
-             "paper/psgld_T0.01-s1", "paper/psgld_T0.01-s2")
+             "paper/psgld_T0.01-s1", "paper/psgld_T0.01-s2",
+             "paper/psgld_T0.1-s1", "paper/psgld_T0.1-s2",
+             "paper/psgld-s1", "paper/psgld-s2")
 RUNS = BASE_RUNS + SEED_RUNS
-#: The order the default ``--runs`` trains them in: the runs expected to stop sooner first
-#: (RMSprop: 4 and 11 epochs; T = 0.01: 20 epochs, 1.9 h of one core), then the seeds of
-#: the chosen temperature, T = 1 pSGLD last. Its noise dominates the drift
-#: (sgmcmc_issue15.md), so it needs the most epochs (test average still falling ~1.3 per
-#: epoch at epoch 20 on 2026-11-25: ~5 h of one core); twice a new machine ended it
-#: half-way with the others not started, since a run's state lives in ``--out`` on the
-#: machine and only finished records are committed.
 #: The temperature sweep of the "paper" setting: (run, T).
 SWEEP = (("paper/psgld", 1.0), ("paper/psgld_T0.1", 0.1), ("paper/psgld_T0.01", 0.01))
+#: The order the default ``--runs`` trains them in: the runs expected to stop sooner first
+#: (RMSprop: 4 and 11 epochs; T = 0.01: 20 epochs, 1.9 h of one core), then the seeds of
+#: the cold temperature chosen so far, T = 1 pSGLD last (and its seeds, should it beat the
+#: cold ones on validation). Its noise dominates the drift (sgmcmc_issue15.md), so it
+#: needs the most epochs (test average still falling ~1.3 per epoch at epoch 20 on
+#: 2026-11-25: ~5 h of one core); twice a new machine ended it half-way with the others
+#: not started, since a run's state lives in ``--out`` on the machine and only finished
+#: records are committed.
 ORDER = ("paper/rmsprop", "paper/psgld_T0.01", "authors_code/rmsprop", "authors_code/psgld",
-         "paper/psgld_T0.1", *SEED_RUNS, "paper/psgld")
+         "paper/psgld_T0.1", *SEED_RUNS[:7], "paper/psgld", *SEED_RUNS[7:])
 #: Test batches per scoring block: a block is one of the batch's parallel streams over this
 #: many consecutive batches (20 x 20 = 400 contiguous tokens at PTB small; ~206 blocks).
 BATCHES_PER_BLOCK = 20
@@ -100,6 +106,27 @@ def _temperature(run):
     if name.startswith("psgld_T"):
         return float(name[len("psgld_T"):])
     return None
+
+
+def chosen_temperature(records):
+    """The "paper" setting's temperature with the best validation perplexity of the
+    sample average among the finished sweep runs (seed 0) in `records`, or None."""
+    sweep = {t: records[run]["averaged_valid_ppl"] for run, t in SWEEP
+             if "averaged_valid_ppl" in records.get(run, {})}
+    return min(sweep, key=sweep.get) if sweep else None
+
+
+def seed_run_wanted(run, records):
+    """Whether `run` is to be trained given the finished `records`: a pSGLD seed of the
+    sweep only at the temperature `chosen_temperature` picks (so far); every other run
+    always. The first seed-0 sweep run decides alone; T = 1 runs last, and its seeds
+    follow only if it then beats the cold temperatures on validation. With no sweep run
+    finished there is nothing to choose from, and the run is trained as asked."""
+    base, seed = split_seed(run)
+    swept, chosen = dict(SWEEP), chosen_temperature(records)
+    if seed == 0 or base not in swept or chosen is None:
+        return True
+    return chosen == swept[base]
 
 
 def stream_blocks(dataset, batches_per_block=BATCHES_PER_BLOCK):
@@ -369,13 +396,14 @@ def table(records):
             sweep[str(temperature)] = {"valid": records[run]["averaged_valid_ppl"],
                                        "test": records[run]["averaged_test_ppl"]}
     out = {"table7": rows, "temperature_sweep": sweep}
-    if sweep:
-        chosen = min(sweep, key=lambda t: sweep[t]["valid"])
-        out["chosen_on_validation"] = {"temperature": float(chosen), **sweep[chosen]}
+    chosen = chosen_temperature(records)
+    if chosen is not None:
+        out["chosen_on_validation"] = {"temperature": chosen, **sweep[str(chosen)]}
         rms = rows.get("paper", {}).get("rmsprop_single")
         if rms:
-            out["chosen_on_validation"]["over_rmsprop_single"] = sweep[chosen]["test"] / rms
-        out["seeded"] = seeded_comparisons(records, float(chosen))
+            out["chosen_on_validation"]["over_rmsprop_single"] = \
+                sweep[str(chosen)]["test"] / rms
+        out["seeded"] = seeded_comparisons(records, chosen)
     return out
 
 
@@ -515,6 +543,12 @@ def main(argv=None):
         return 0
     records = {}
     for run in runs:
+        finished = {r: json.loads((out / r / "result.json").read_text()) for r in RUNS
+                    if (out / r / "result.json").exists()}
+        if not seed_run_wanted(run, finished):
+            print(f"{run}: skipped, T = {chosen_temperature(finished):g} is chosen on "
+                  "validation so far", flush=True)
+            continue
         records[run] = train_one(run, out / run, data, len(vocab), sizes, schedule,
                                  args.minibatches == "successive")
         if args.records:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from benchmarks.sgmcmc_ablation import (BASE_RUNS, ORDER, RUNS, SEED_RUNS, EpochLog,
-                                         _temperature, block_nll, copy_record, record_name,
-                                         rescore, seeded_comparisons, split_seed,
+                                         _temperature, block_nll, chosen_temperature,
+                                         copy_record, record_name, rescore,
+                                         seed_run_wanted, seeded_comparisons, split_seed,
                                          stream_blocks, table, train_one)
 from tfktopic.bayes import PSGLD
 from tfktopic.bayes.setups import ablation_optimizer
@@ -36,7 +37,7 @@ def test_authors_code_setting_runs_at_temperature_two_over_n():
 
 def test_run_temperatures():
     assert [_temperature(r) for r in BASE_RUNS] == [0.0, None, 0.0, None, 0.1, 0.01]
-    assert [_temperature(r) for r in SEED_RUNS] == [0.0, 0.0, 0.0, 0.01, 0.01]
+    assert [_temperature(r) for r in SEED_RUNS] == [0.0] * 3 + [0.01] * 2 + [0.1] * 2 + [None] * 2
 
 
 def test_a_run_name_carries_its_seed_and_a_bad_one_is_refused():
@@ -69,10 +70,27 @@ def test_table_combines_the_runs_and_chooses_t_on_validation():
 
 def test_default_order_trains_every_run_once_with_t1_psgld_last():
     assert sorted(ORDER) == sorted(RUNS) and len(set(ORDER)) == len(RUNS)
-    assert ORDER[-1] == "paper/psgld"
-    # the seeds come after the whole temperature sweep they follow from
+    assert ORDER[-3:] == ("paper/psgld", "paper/psgld-s1", "paper/psgld-s2")
+    # the cold seeds come after the cold sweep they follow from
     assert max(ORDER.index(r) for r in ("paper/psgld_T0.1", "paper/psgld_T0.01")) < min(
         ORDER.index(r) for r in SEED_RUNS)
+
+
+def test_only_the_seeds_of_the_temperature_chosen_on_validation_are_trained():
+    cold = {"paper/psgld_T0.01": {"averaged_valid_ppl": 115.6},
+            "paper/psgld_T0.1": {"averaged_valid_ppl": 115.2}}
+    wanted = [r for r in ORDER if seed_run_wanted(r, cold)]
+    assert "paper/psgld_T0.1-s1" in wanted and "paper/psgld_T0.01-s1" not in wanted
+    assert "paper/psgld-s1" not in wanted
+    assert all(r in wanted for r in BASE_RUNS) and "paper/rmsprop-s3" in wanted
+    # T = 1, finished last, takes the choice only if its validation is better
+    for valid, t1_seeds in ((140.0, False), (114.0, True)):
+        records = {**cold, "paper/psgld": {"averaged_valid_ppl": valid}}
+        assert seed_run_wanted("paper/psgld-s2", records) is t1_seeds
+        assert seed_run_wanted("paper/psgld_T0.1-s2", records) is not t1_seeds
+    # nothing to choose from yet: the run is trained as asked
+    assert seed_run_wanted("paper/psgld_T0.01-s1", {})
+    assert chosen_temperature({}) is None and chosen_temperature(cold) == 0.1
 
 
 def _batches(num_batches, rows, steps, masked=()):
