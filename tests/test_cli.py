@@ -451,13 +451,15 @@ def test_doc_lstm_starts_from_word2vec_embeddings(tmp_path, capsys):
     assert "holds 10-dimensional vectors, but --set embedding_dim=32" in line
 
 
-def test_lda_lstm_topics_and_coherence(tmp_path):
+def test_lda_lstm_topics_coherence_and_generation(tmp_path):
     out = tmp_path / "lda"
     code, text = _run_cli(["train", "lda_lstm", *TINY, "--batch-size", "512", "--out", out])
-    assert code == 0 and "topic  9:" in text and "generated sentences" not in text
+    assert code == 0 and "topic  9:" in text and "generated sentences" in text
     code, text = _run_cli(["evaluate", out])
     report = json.loads((out / "evaluation.json").read_text())
-    assert code == 0 and "npmi" in report and "bleu" not in report
+    assert code == 0 and "npmi" in report and report["bleu"]["generation"]["conditioning"] == "prior"
+    code, text = _run_cli(["generate", out, "--topic", "3", "--num", "2", "--seed", "0"])
+    assert code == 0 and len(text.strip().splitlines()) >= 2
     results = json.loads((out / "results.json").read_text())
     assert report["perplexity"]["perplexity"] == pytest.approx(results["test"]["perplexity"],
                                                                rel=1e-6)

@@ -202,6 +202,43 @@ def test_learns_on_real_text_and_beats_unigram_leak_free(lee, tmp_path):
         min(history.history["val_ppl"]), rel=1e-3)
 
 
+def test_generation_is_the_forward_pass_given_theta_from_a_context_a_topic_or_the_prior(lee):
+    """Greedy tokens from a context are the arg-max of the forward pass with that context
+    (theta from the same E-step); a topic k is theta = e_k; with neither, theta is a seeded
+    draw from LDA's Dirichlet(alpha)."""
+    _, valid, _, lm, topic, lda = lee
+    model = _small(lm, topic, lda=lda, num_layers=2)
+    bow = _dense(lda_bow_corpus(valid, topic)[:1], len(topic))[0]
+    ids = np.asarray(model.generate(2, max_len=10, context_bow=bow))
+    assert (ids[0] == ids[1]).all()
+    end = list(ids[0]).index(2) + 1 if 2 in ids[0] else len(ids[0])
+    tokens = np.concatenate([[1], ids[0, :end - 1]])[None].astype(np.int32)
+    log_probs = np.array(model({"tokens": tokens, "context_bow": bow[None]}), np.float64)[0]
+    log_probs[:, :2] = -np.inf                       # <pad> and <bos> are never emitted
+    np.testing.assert_array_equal(log_probs.argmax(-1), ids[0, :end])
+
+    theta = np.asarray(model.generation_conditioning(3, context_bow=bow))
+    np.testing.assert_allclose(theta, np.repeat(_gensim_theta(lda, [_sparse(bow)]), 3, 0),
+                               atol=2e-3)
+    np.testing.assert_array_equal(model.generation_conditioning(2, topic=5),
+                                  np.eye(NUM_TOPICS, dtype=np.float32)[[5, 5]])
+    # The prior: seeded Dirichlet(alpha) draws, whose mean is alpha / sum(alpha).
+    prior = np.asarray(model.generation_conditioning(4000, seed=1))
+    assert np.allclose(prior.sum(axis=1), 1.0, atol=1e-5) and (prior >= 0).all()
+    np.testing.assert_array_equal(prior, model.generation_conditioning(4000, seed=1))
+    assert not np.array_equal(prior, model.generation_conditioning(4000, seed=2))
+    np.testing.assert_allclose(prior.mean(axis=0), lda.alpha / lda.alpha.sum(), atol=0.02)
+    # A topic changes what is generated.
+    by_topic = [np.asarray(model.generate(1, max_len=10, topic=k))[0] for k in range(NUM_TOPICS)]
+    assert len({tuple(row) for row in by_topic}) > 1
+    with pytest.raises(ValueError, match=r"topic must be in \[0, num_topics=8\)"):
+        model.generate(1, topic=NUM_TOPICS)
+    with pytest.raises(ValueError, match="at most one of topic and context_bow"):
+        model.generate(1, topic=0, context_bow=bow)
+    with pytest.raises(ValueError, match="context_bow must have shape"):
+        model.generate(1, context_bow=np.ones(len(topic) + 1, np.float32))
+
+
 def test_keras_round_trip_keeps_lda_weights_and_outputs(lee, tmp_path):
     _, valid, _, lm, topic, lda = lee
     model = _small(lm, topic, lda=lda, dropout=0.2, lda_iterations=30, gamma_threshold=1e-4)

@@ -207,7 +207,7 @@ def _base_generators(models):
     names = [name for name in FAMILIES if name in settings.GENERATING_MODELS
              and type(models[name]).generation_step is not TopicLanguageModel.generation_step]
     assert {"topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn", "doc_topicrnn", "lstm",
-            "doc_lstm"} <= set(names)
+            "doc_lstm", "lda_lstm"} <= set(names)
     return names
 
 

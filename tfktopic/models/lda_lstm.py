@@ -51,6 +51,7 @@ from keras import ops
 
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.models import lda_lstm_presets
+from tfktopic.models.decoding import simplex_topics, stacked_cell_step
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 
 __all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus", "PRESETS"]
@@ -270,6 +271,8 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
     E-step (`LDATopicInference`) from the batch's ``context_bow``. Training,
     metrics (``loss``, ``nll``, ``ppl``), dropout and saving are those of
     `LSTMLanguageModel` (sentence level: every window starts from a zero state).
+    `generate` draws sentences with theta from a topic, a context or LDA's prior
+    Dirichlet(alpha) (`generation_conditioning`).
 
     Args:
         vocab_size: LM vocabulary size.
@@ -294,6 +297,7 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
     >>> model.compile(optimizer="adam")                                # doctest: +SKIP
     >>> model.fit(sentence_dataset(train_examples), epochs=5)          # doctest: +SKIP
     >>> model.topics(10, vocabulary=topic_vocab)[0]                    # doctest: +SKIP
+    >>> model.generate(3, max_len=20, topic=4, method="top_k", seed=0)  # doctest: +SKIP
     """
 
     def __init__(self, vocab_size, topic_vocab_size, num_topics=50, embedding_dim=300,
@@ -318,9 +322,6 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
             dtype="float32")  # the E-step's digamma iterations stay float32 under any policy
 
     has_topics = True
-    #: Its softmax takes the LDA proportions of a context, which the plain LSTM's
-    #: generation (inherited) would leave out: no generation here.
-    generates = False
     presets = lda_lstm_presets.PRESETS
 
     def topic_proportions(self, bow):
@@ -346,6 +347,37 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
         if not self.softmax.built:  # built here, as the full call does
             self.softmax.build(features.shape)
         return features
+
+    def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None):
+        """LDA topic proportions theta of each sentence for `generate` (from ``<bos>``
+        and a zero state, as the model reads every window).
+
+        Args:
+            num_sentences: N.
+            topic: None (theta ~ Dirichlet(alpha), LDA's prior, drawn with `seed`), an
+                int k (theta = e_k: only topic k), or nonnegative weights [K] / [N, K]
+                of a mixture of topics (normalised to sum to 1).
+            context_bow: instead of `topic`, a context bag of words [V_c] or [N, V_c];
+                theta is its E-step estimate (`topic_proportions`), as in training.
+            seed: seed of the prior draw.
+
+        Returns:
+            float32 [N, K] tensor (rows on the simplex).
+        """
+        def prior(n):
+            alpha = np.asarray(ops.convert_to_numpy(self.topic_inference.alpha), np.float64)
+            return np.random.default_rng(seed).dirichlet(alpha, size=n)
+
+        return tf.constant(simplex_topics(num_sentences, self.num_topics,
+                                          self.topic_vocab_size, self.topic_proportions,
+                                          prior, topic, context_bow))
+
+    def generation_step(self, token, state, conditioning):
+        """log p(next token | previous tokens, theta) [N, V]: the softmax of the top
+        cell's output and theta, as in `call`; and the new state."""
+        x, new_state = stacked_cell_step(self.generation_cells(), self.embedding(token), state)
+        features = ops.concatenate([x, ops.cast(conditioning, x.dtype)], axis=-1)
+        return ops.log_softmax(ops.cast(self.softmax(features), "float32"), axis=-1), new_state
 
     def topic_word_matrix(self):
         """beta [K, V_c]: each LDA topic's expected word distribution lambda / sum(lambda)

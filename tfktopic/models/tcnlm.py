@@ -92,7 +92,7 @@ from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, chec
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
 from tfktopic.models import tcnlm_presets
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.decoding import GENERATION_METHODS
+from tfktopic.models.decoding import GENERATION_METHODS, simplex_topics
 from tfktopic.models.schedules import (after_warmup, annealing_weight, check_steps,
                                        optimizer_step)
 
@@ -426,38 +426,6 @@ class TCNLM(TopicLanguageModel):
         """beta [K, topic_vocab_size] (`beta`); `topics()` ranks its rows."""
         return self.beta()
 
-    def _generation_topics(self, num_sentences, topic, context_bow, seed):
-        if topic is not None and context_bow is not None:
-            raise ValueError("give at most one of topic and context_bow")
-        K = self.num_topics
-        if context_bow is not None:
-            bow = np.asarray(context_bow, np.float32)
-            bow = bow[None] if bow.ndim == 1 else bow
-            if bow.ndim != 2 or bow.shape[1] != self.topic_vocab_size or \
-                    bow.shape[0] not in (1, num_sentences):
-                raise ValueError(f"context_bow must have shape [topic_vocab_size="
-                                 f"{self.topic_vocab_size}] or [num_sentences, topic_vocab_size], "
-                                 f"got {bow.shape}")
-            t = np.asarray(self.topic_proportions(bow))
-        elif topic is None:
-            # Unconditional: theta from the prior N(0, I), t = softmax(W theta + b).
-            t = np.asarray(self.topic_model.prior_topic_proportions(
-                num_sentences, seed=keras.random.SeedGenerator(seed)))
-        elif isinstance(topic, numbers.Integral) and not isinstance(topic, bool):
-            if not 0 <= topic < K:
-                raise ValueError(f"topic must be in [0, num_topics={K}), got {topic}")
-            t = np.eye(K, dtype=np.float32)[[int(topic)]]
-        else:
-            t = np.asarray(topic, np.float32)
-            t = t[None] if t.ndim == 1 else t
-            if t.ndim != 2 or t.shape[1] != K or t.shape[0] not in (1, num_sentences):
-                raise ValueError(f"topic must be an int, or weights of shape [num_topics={K}] "
-                                 f"or [num_sentences, num_topics], got shape {t.shape}")
-            if not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(t.sum(axis=1) <= 0):
-                raise ValueError("topic weights must be finite, nonnegative and not all zero")
-            t = t / t.sum(axis=1, keepdims=True)
-        return np.broadcast_to(t, (num_sentences, K)).astype(np.float32)
-
     def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None):
         """Topic proportions t of each sentence for `generate`.
 
@@ -474,8 +442,13 @@ class TCNLM(TopicLanguageModel):
         Returns:
             float [N, K] tensor (rows on the simplex).
         """
-        return tf.constant(self._generation_topics(num_sentences, topic, context_bow, seed),
-                           self.compute_dtype)
+        def prior(n):  # theta ~ N(0, I), t = softmax(W theta + b)
+            return self.topic_model.prior_topic_proportions(
+                n, seed=keras.random.SeedGenerator(seed))
+
+        t = simplex_topics(num_sentences, self.num_topics, self.topic_vocab_size,
+                           self.topic_proportions, prior, topic, context_bow)
+        return tf.constant(t, self.compute_dtype)
 
     def initial_generation_state(self, num_sentences):
         shape = (num_sentences, self.hidden_dim) if self.mixture == "factorized" else \
