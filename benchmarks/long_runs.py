@@ -1,16 +1,22 @@
 """Start, or resume, the long training jobs of the open issues with one command.
 
-    python -m benchmarks.long_runs start [--jobs apnews,ablation] [--dry-run]
+    python -m benchmarks.long_runs start [--jobs apnews+ptb,ablation+ptb] [--dry-run]
     python -m benchmarks.long_runs status
 
 Jobs (each resumes from its directory under ``runs/``, each one process with one
-TensorFlow thread, so two jobs fill 2 cores):
+TensorFlow thread, so two lanes fill 2 cores):
 
 * ``apnews`` -- the comparison study on APNEWS (`benchmarks.study` ``run``, 1 worker);
 * ``ptb`` -- the study's PTB pair (``run --corpus ptb``, 1 worker);
 * ``ablation`` -- the SG-MCMC Table 7 ablation (`benchmarks.sgmcmc_ablation`, its
   default order), from a code snapshot of HEAD, each finished record copied to
   ``benchmarks/results/ablation/`` as it lands.
+
+A **lane** (``--jobs a+b``) runs its jobs one after the other in one detached process
+(`run_lane`), so that a core freed by a finished job goes to the next one within the session;
+a job already run by another lane (its lock ``runs/jobs/<job>.lock`` held) is skipped, so
+two lanes may end in the same job. The default lanes are ``apnews+ptb`` and
+``ablation+ptb``: the PTB pair starts on whichever core frees first.
 
 A job whose process is alive (its pid in ``runs/jobs/<job>.pid``) is left alone. On a new
 machine ``runs/`` is empty and only the committed records remain: the study's scheduler
@@ -20,6 +26,7 @@ trained again. A run that was cut off on another machine starts again from epoch
 """
 
 import argparse
+import fcntl
 import os
 import pathlib
 import subprocess
@@ -83,55 +90,102 @@ def running(job, repo=REPO):
     return pid
 
 
-def start(jobs, repo=REPO, dry_run=False):
-    """Start each job that is not running, detached (its own session), logging to its
-    log file; returns {job: pid or the reason it was not started}."""
+def run_lane(jobs, repo=REPO, log=print):
+    """Run `jobs` one after the other in this process (one core's lane).
+
+    Each job runs under its exclusive lock (``runs/jobs/<job>.lock``, released when its
+    process ends, however it ends), with this process's pid in its pid file; a job whose
+    lock another lane holds is skipped. Returns {job: exit status or "skipped"}.
+    """
+    repo, done = pathlib.Path(repo), {}
+    for job in jobs:
+        lock_path = _pid_file(job, repo).with_suffix(".lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log(f"{job}: run by another lane, skipped")
+                done[job] = "skipped"
+                continue
+            _pid_file(job, repo).write_text(str(os.getpid()))
+            argv, cwd, env, log_file = job_command(job, repo)
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            log(f"{job}: started ({' '.join(argv)})")
+            with open(log_file, "a") as handle:
+                done[job] = subprocess.call(argv, cwd=cwd, env={**os.environ, **env},
+                                            stdout=handle, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL)
+            _pid_file(job, repo).unlink(missing_ok=True)
+            log(f"{job}: exited with status {done[job]}")
+    return done
+
+
+def start(lanes, repo=REPO, dry_run=False):
+    """Start each lane (a list of jobs, or one job's name) whose first job is not running,
+    detached (its own session), logging to ``runs/jobs/<lane>.log``; returns
+    {lane name: pid or the reason it was not started}."""
     started = {}
     repo = pathlib.Path(repo)
+    lanes = [[lane] if isinstance(lane, str) else list(lane) for lane in lanes]
     restored = restore_ablation_records(repo / "benchmarks" / "results" / "ablation",
                                         repo / "runs" / "ablation") \
-        if "ablation" in jobs and not dry_run else []
+        if any("ablation" in lane for lane in lanes) and not dry_run else []
     if restored:
         print(f"restored committed ablation records: {', '.join(restored)}")
-    for job in jobs:
-        pid = running(job, repo)
-        if pid is not None:
-            started[job] = f"already running (pid {pid})"
+    for lane in lanes:
+        name = "+".join(lane)
+        # Running if its first job is (a later one may be another lane's: the lane skips
+        # it when it gets there).
+        live = {job: pid for job in lane[:1] for pid in [running(job, repo)] if pid}
+        if live:
+            started[name] = "already running (" + ", ".join(
+                f"{job}: pid {pid}" for job, pid in live.items()) + ")"
             continue
-        argv, cwd, env, log = job_command(job, repo, snapshot=not dry_run)
+        argv = [sys.executable, "-m", "benchmarks.long_runs", "lane", *lane]
         if dry_run:
-            started[job] = f"would run in {cwd}: {' '.join(argv)}"
+            started[name] = "would run, one after the other: " + "; ".join(
+                f"in {cwd}: {' '.join(job_argv)}" for job_argv, cwd, _, _ in
+                (job_command(job, repo, snapshot=False) for job in lane))
             continue
+        log = repo / "runs" / "jobs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a") as handle:
-            process = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **env},
-                                       stdout=handle, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
-        _pid_file(job, repo).parent.mkdir(parents=True, exist_ok=True)
-        _pid_file(job, repo).write_text(str(process.pid))
-        started[job] = process.pid
+            process = subprocess.Popen(argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True,
+                                       env={**os.environ, "TFKTOPIC_LONG_RUNS_REPO": str(repo)})
+        _pid_file(lane[0], repo).write_text(str(process.pid))
+        started[name] = process.pid
     return started
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["start", "status"])
-    parser.add_argument("--jobs", default="apnews,ablation",
-                        help=f"comma-separated subset of {', '.join(JOBS)} (default: "
-                        "apnews,ablation, one per core)")
+    parser.add_argument("action", choices=["start", "status", "lane"])
+    parser.add_argument("lane_jobs", nargs="*", help="lane: the jobs to run in turn "
+                        "(internal: what `start` runs detached)")
+    parser.add_argument("--jobs", default="apnews+ptb,ablation+ptb",
+                        help=f"comma-separated lanes, each one job of {', '.join(JOBS)} or "
+                        "several joined by + (run in turn on one core); default: "
+                        "apnews+ptb,ablation+ptb, one lane per core")
     parser.add_argument("--dry-run", action="store_true", help="print, start nothing")
     args = parser.parse_args(argv)
-    jobs = [job for job in args.jobs.split(",") if job]
-    unknown = [job for job in jobs if job not in JOBS]
+    lanes = [args.lane_jobs] if args.action == "lane" else \
+        [lane.split("+") for lane in args.jobs.split(",") if lane]
+    unknown = [job for lane in lanes for job in lane if job not in JOBS]
     if unknown:
         parser.error(f"--jobs: unknown {unknown}; choose from {', '.join(JOBS)}")
+    repo = pathlib.Path(os.environ.get("TFKTOPIC_LONG_RUNS_REPO", REPO))
+    if args.action == "lane":
+        run_lane(args.lane_jobs, repo, log=lambda m: print(m, flush=True))
+        return 0
     if args.action == "status":
         for job in JOBS:
-            pid = running(job)
+            pid = running(job, repo)
             print(f"{job}: " + (f"running (pid {pid})" if pid else "not running"))
         return 0
-    for job, state in start(jobs, dry_run=args.dry_run).items():
-        print(f"{job}: {state if isinstance(state, str) else f'started (pid {state})'}")
+    for lane, state in start(lanes, repo, dry_run=args.dry_run).items():
+        print(f"{lane}: {state if isinstance(state, str) else f'started (pid {state})'}")
     return 0
 
 
