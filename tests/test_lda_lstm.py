@@ -65,6 +65,13 @@ def _small(lm, topic, lda=None, **kwargs):
                                 hidden_dim=24, lda=lda, **kwargs)
 
 
+def test_a_document_s_bag_counts_every_topic_word_from_id_0_and_nothing_else(lee):
+    _, _, _, _, topic, _ = lee
+    first, other = topic.words[0], topic.words[7]
+    documents = [[[first, "the", other], [first, "zzz-not-a-word"]], [["the", "of"]]]
+    assert lda_bow_corpus(documents, topic) == [[(0, 2), (7, 1)], []]
+
+
 def test_tf_estep_equals_gensim_inference_on_real_documents(lee):
     train, valid, test, lm, topic, lda = lee
     # Whole held-out documents and the leak-free contexts the pipeline produces.

@@ -44,6 +44,8 @@ ones), so it is deterministic and agrees with gensim to the convergence
 tolerance (tested against `LdaModel.inference` on real documents).
 """
 
+import collections
+
 import numpy as np
 import keras
 import tensorflow as tf
@@ -76,10 +78,9 @@ def lda_bow_corpus(documents, topic_vocab):
     """
     corpus = []
     for document in documents:
-        ids = [topic_vocab.word_to_id(w) for sentence in document for w in sentence]
-        ids = np.asarray([i for i in ids if i >= 0], np.int64)
-        counts = np.bincount(ids, minlength=0) if ids.size else np.zeros(0, np.int64)
-        corpus.append([(int(i), int(c)) for i, c in enumerate(counts) if c])
+        ids = (topic_vocab.word_to_id(w) for sentence in document for w in sentence)
+        counts = collections.Counter(i for i in ids if i >= 0)    # -1: not a topic word
+        corpus.append(sorted(counts.items()))
     return corpus
 
 
