@@ -9,8 +9,10 @@ test perplexity (leak-free protocol, the run's own 80/10/10 document split) and 
 perplexity on a fixed **check slice** (the first N documents of the corpus file,
 which `tests/test_pretrained.py` recomputes) go into ``pretrained/index.json``. The
 shipped directory keeps only what inference needs: ``model.keras`` saved again
-without the optimizer state, the vocabularies, ``run.json`` and ``results.json``
-(the ``backup/`` checkpoints are deleted).
+without the optimizer state and with its signed tensors stored as float16
+(`store_float16`; the index records the test perplexity with the stored weights next to
+the float32 run's), the vocabularies, ``run.json`` and ``results.json`` (the ``backup/``
+checkpoints are deleted).
 """
 
 import argparse
@@ -156,6 +158,77 @@ def adopt(run, directory, args):
             shutil.copy2(run / name, directory / name)
 
 
+def _copy_halved(source, target, counts):
+    """Copy the HDF5 group `source` into `target`, signed float32 datasets as float16."""
+    import h5py
+    import numpy as np
+
+    target.attrs.update(source.attrs)
+    for key, item in source.items():
+        if isinstance(item, h5py.Group):
+            _copy_halved(item, target.create_group(key), counts)
+            continue
+        data = item[()]
+        if isinstance(data, np.ndarray) and data.dtype == np.float32 and data.size and \
+                (data < 0).any() and np.isfinite(data).all() and \
+                np.abs(data).max() <= np.finfo(np.float16).max:
+            data = data.astype(np.float16)
+            counts["float16"] += data.size
+        elif isinstance(data, np.ndarray) and data.dtype == np.float32:
+            counts["float32"] += data.size
+        target.create_dataset(key, data=data)
+        target[key].attrs.update(item.attrs)
+
+
+def store_float16(path):
+    """Store the signed float32 tensors of a ``.keras`` file as float16, in place.
+
+    The neural weights (embeddings, LSTM kernels, softmax, encoders) are signed and take
+    the rounding of float16 (relative 2^-11, absolute 2^-25 near zero) without a
+    measurable change of perplexity (`main` records both); nonnegative tensors
+    (probabilities, Dirichlet / gamma parameters such as LDA's lambda or rGBN's Phi) stay
+    float32, since rounding their small entries would move their logarithms. Keras loads
+    the file as it is: each variable keeps its own dtype and casts what it is assigned.
+
+    Args:
+        path: a ``.keras`` file (a zip holding ``model.weights.h5``).
+
+    Returns:
+        dict: elements stored as ``float16`` and kept as ``float32``.
+    """
+    import io
+    import zipfile
+
+    import h5py
+
+    path = pathlib.Path(path)
+    with zipfile.ZipFile(path) as archive:
+        members = [(info, archive.read(info.filename)) for info in archive.infolist()]
+    counts = {"float16": 0, "float32": 0}
+    rewritten = []
+    for info, data in members:
+        if info.filename == "model.weights.h5":
+            halved = io.BytesIO()
+            with h5py.File(io.BytesIO(data), "r") as source, h5py.File(halved, "w") as target:
+                _copy_halved(source, target, counts)
+            data = halved.getvalue()
+        rewritten.append((info, data))
+    temporary = path.with_suffix(".tmp")
+    with zipfile.ZipFile(temporary, "w") as archive:
+        for info, data in rewritten:
+            archive.writestr(info, data)
+    temporary.replace(path)
+    return counts
+
+
+def stored_test_perplexity(directory):
+    """Perplexity of the run on its own test split (as ``tfktopic evaluate`` scores it)."""
+    from tfktopic.runs import evaluate_run, load_run
+
+    report = evaluate_run(load_run(directory), num_generated=0, log=None)
+    return report["perplexity"]["perplexity"]
+
+
 def check_perplexity(directory, check):
     """Perplexity of the run on its check slice (what tests/test_pretrained.py recomputes)."""
     from tfktopic.runs import evaluate_run, load_run
@@ -178,6 +251,10 @@ def main(argv=None):
                         "(one of FROM_STUDY, e.g. "
                         "runs/study/apnews/doc_topicrnn/lr4e-3_do0.5-s0) instead of training "
                         "it again")
+    parser.add_argument("--float32", action="store_true",
+                        help="keep every weight float32 (default: signed tensors are stored "
+                        "as float16, `store_float16`, and the test perplexity is measured "
+                        "again with the stored weights)")
     args = parser.parse_args(argv)
     if args.from_run and "," in args.models:
         parser.error("--from-run: name the one model it is (--models NAME)")
@@ -200,6 +277,12 @@ def main(argv=None):
                 sys.exit(f"[pretrained] {name}: training failed with status {status}")
         strip(directory)
         results = json.loads((directory / "results.json").read_text())
+        stored = {}
+        if not args.float32:
+            weights = store_float16(directory / "model.keras")
+            stored = {"weights": weights,
+                      "test_perplexity_float32": results["test"]["perplexity"],
+                      "test_perplexity": stored_test_perplexity(directory)}
         check = {**spec["check"], "protocol": "preceding",
                  "perplexity": check_perplexity(directory, spec["check"])["perplexity"]}
         index[name] = {
@@ -207,6 +290,7 @@ def main(argv=None):
             "model": spec["args"][1],
             "command": command_line(name),
             "test_perplexity": results["test"]["perplexity"],
+            **stored,
             "test_protocol": results["test"].get("protocol", "preceding"),
             "unigram_perplexity": results.get("unigram_ppl"),
             "check": check,

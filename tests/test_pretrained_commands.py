@@ -113,3 +113,44 @@ def test_a_study_run_is_adopted_only_when_its_command_trained_it(tmp_path, monke
     with pytest.raises(SystemExit, match="not a finished run"):
         make_pretrained.adopt(_finished_run(tmp_path / "cut", status="training"),
                               tmp_path / "y", args)
+
+
+def test_float16_storage_halves_the_signed_weights_and_keeps_the_nonnegative_ones(tmp_path):
+    """`store_float16`: signed tensors (neural weights) are stored as float16, nonnegative
+    ones (probabilities, Dirichlet parameters: their logarithms matter) stay float32; the
+    file loads as it is, into float32 variables, with outputs within float16 rounding."""
+    import io
+    import zipfile
+
+    import h5py
+    import keras
+    import numpy as np
+
+    from scripts import make_pretrained
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((40,)), keras.layers.Dense(300),
+                              keras.layers.Dense(7)])
+    positive = np.abs(np.asarray(model.layers[1].kernel)) + 1e-12        # tiny entries too
+    model.layers[1].kernel.assign(positive)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    before = path.stat().st_size
+    counts = make_pretrained.store_float16(path)
+    assert counts == {"float16": 40 * 300, "float32": 300 + 300 * 7 + 7}  # zero biases too
+    assert path.stat().st_size < 0.75 * before
+
+    with zipfile.ZipFile(path) as archive:
+        weights = h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r")
+        dtypes = {}
+        weights.visititems(lambda name, item: dtypes.__setitem__(name, item.dtype)
+                           if isinstance(item, h5py.Dataset) else None)
+    assert sorted(str(d) for d in dtypes.values()) == ["float16"] + ["float32"] * 3
+
+    loaded = keras.saving.load_model(path)
+    assert all(w.dtype == "float32" for w in loaded.weights)
+    np.testing.assert_array_equal(np.asarray(loaded.layers[1].kernel), positive)
+    x = np.random.default_rng(0).normal(size=(5, 40)).astype(np.float32)
+    np.testing.assert_allclose(loaded(x), model(x), rtol=2e-3, atol=2e-3)
+    assert not np.array_equal(np.asarray(loaded.layers[0].kernel),
+                              np.asarray(model.layers[0].kernel))
