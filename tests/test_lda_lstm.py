@@ -139,6 +139,9 @@ def test_shapes_topics_and_context_dependence(lee):
 
     ids = model.topics(top_n=5)
     assert ids.shape == (NUM_TOPICS, 5) and ids.dtype.kind == "i"
+    # beta: each topic's expected word distribution, gensim's get_topics (rows sum to 1)
+    np.testing.assert_allclose(model.topic_word_matrix(), lda.get_topics(), rtol=1e-5,
+                               atol=1e-9)
     expected = np.argsort(-lda.get_topics(), axis=1, kind="stable")[:, :5]
     np.testing.assert_array_equal(ids, expected)
     words = model.topics(top_n=5, vocabulary=topic)
@@ -291,6 +294,9 @@ def test_bad_arguments(lee):
         LDATopicInference(2, 3, iterations=0)
     with pytest.raises(ValueError, match="passes must be >= 1"):
         fit_lda(train, topic, num_topics=2, passes=0)
+    # the boundaries are allowed: one topic, one pass, one E-step iteration
+    assert fit_lda(train[:20], topic, num_topics=1, passes=1).num_topics == 1
+    assert LDATopicInference(1, 1, iterations=1)(np.ones((2, 1), np.float32)).shape == (2, 1)
     model = _small(lm, topic, lda=lda)
     tokens = np.ones((2, 5), np.int32)
     model({"tokens": tokens, "context_bow": np.zeros((2, len(topic)), np.float32)})

@@ -312,6 +312,21 @@ EXPLAINED = {
     ("tfktopic/bayes/sgmcmc.py", "line 144:19: constant 16 -> 17"):
         "`_LangevinOptimizer`'s own `noise_bits` default is never used: SGLD and PSGLD pass "
         "theirs (16; any other value than 16 or 23 raises)",
+    **{("tfktopic/models/lda_lstm.py", f"line {site}"):
+       "a default of `fit_lda`'s signature: the package's callers (the registry, "
+       "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
+       for site in ("87:44: constant 50 -> 51", "87:55: constant 10 -> 11",
+                    "87:64: constant 0 -> 1")},
+    ("tfktopic/models/lda_lstm.py", "line 88:37: constant 2000 -> 2001"):
+        "`fit_lda`'s default chunksize: every corpus the tests fit has fewer than 2,000 "
+        "documents, so both values make one chunk per pass (the same online updates)",
+    ("tfktopic/models/lda_lstm.py", "line 135:59: constant 1 -> 2"):
+        "`reshape(-2)`: numpy takes any negative size as the one unknown dimension, as -1",
+    **{("tfktopic/models/lda_lstm.py", f"line 196:77: {change}"):
+       "alpha's placeholder (before `set_lda` or loading): with the placeholder topics all "
+       "equal, the E-step gives uniform theta for any constant alpha, and the prior's mean "
+       "alpha / sum(alpha) is uniform too"
+       for change in ("Div -> Mult", "constant 1.0 -> 2.0")},
     ("tfktopic/evaluation/bleu.py", "line 205:38: constant 1 -> 2"):
         "BleuScorer precomputes one order more than `max_order` (never read): speed only",
     ("tfktopic/evaluation/bleu.py", "line 339:38: constant 1 -> 2"):
