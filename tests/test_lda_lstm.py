@@ -297,6 +297,9 @@ def test_bad_arguments(lee):
     # the boundaries are allowed: one topic, one pass, one E-step iteration
     assert fit_lda(train[:20], topic, num_topics=1, passes=1).num_topics == 1
     assert LDATopicInference(1, 1, iterations=1)(np.ones((2, 1), np.float32)).shape == (2, 1)
+    one = LDALSTMLanguageModel(10, 1, num_topics=1, embedding_dim=4, hidden_dim=4)
+    assert one({"tokens": np.ones((2, 3), np.int32),
+                "context_bow": np.ones((2, 1), np.float32)}).shape == (2, 3, 10)
     model = _small(lm, topic, lda=lda)
     tokens = np.ones((2, 5), np.int32)
     model({"tokens": tokens, "context_bow": np.zeros((2, len(topic)), np.float32)})

@@ -317,6 +317,8 @@ EXPLAINED = {
        "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
        for site in ("87:44: constant 50 -> 51", "87:55: constant 10 -> 11",
                     "87:64: constant 0 -> 1")},
+    ("tfktopic/models/lda_lstm.py", "line 340:26: constant 0 -> 1"):
+        _SHARED_DROPOUT_RATE,
     ("tfktopic/models/lda_lstm.py", "line 88:37: constant 2000 -> 2001"):
         "`fit_lda`'s default chunksize: every corpus the tests fit has fewer than 2,000 "
         "documents, so both values make one chunk per pass (the same online updates)",
