@@ -223,9 +223,17 @@ def test_generation_is_the_forward_pass_given_theta_from_a_context_a_topic_or_th
     assert (ids[0] == ids[1]).all()
     end = list(ids[0]).index(2) + 1 if 2 in ids[0] else len(ids[0])
     tokens = np.concatenate([[1], ids[0, :end - 1]])[None].astype(np.int32)
-    log_probs = np.array(model({"tokens": tokens, "context_bow": bow[None]}), np.float64)[0]
+    logits = model({"tokens": tokens, "context_bow": bow[None]})
+    log_probs = np.array(logits, np.float64)[0]
     log_probs[:, :2] = -np.inf                       # <pad> and <bos> are never emitted
     np.testing.assert_array_equal(log_probs.argmax(-1), ids[0, :end])
+    # each step's distribution is the forward pass's at that position, normalised
+    forward = np.asarray(keras.ops.log_softmax(logits, axis=-1))[0]
+    conditioning = model.generation_conditioning(1, context_bow=bow)
+    state = model.initial_generation_state(1)
+    for t in range(tokens.shape[1]):
+        step, state = model.generation_step(tokens[:, t], state, conditioning)
+        np.testing.assert_allclose(np.asarray(step)[0], forward[t], atol=1e-5)
 
     theta = np.asarray(model.generation_conditioning(3, context_bow=bow))
     np.testing.assert_allclose(theta, np.repeat(_gensim_theta(lda, [_sparse(bow)]), 3, 0),
@@ -268,6 +276,16 @@ def test_keras_round_trip_keeps_lda_weights_and_outputs(lee, tmp_path):
     batch = next(iter(dataset))
     np.testing.assert_allclose(np.asarray(loaded(batch)), np.asarray(model(batch)), atol=1e-5)
     np.testing.assert_array_equal(loaded.topics(10), model.topics(10))
+
+
+def test_defaults_are_50_topics_300_dim_embeddings_600_units_and_50_e_step_iterations():
+    model = LDALSTMLanguageModel(100, 20)
+    assert (model.num_topics, model.embedding_dim, model.hidden_dim, model.num_layers,
+            model.lda_iterations) == (50, 300, 600, 1, 50)
+    inference = model.topic_inference
+    assert (inference.num_topics, inference.iterations) == (50, 50)
+    assert inference.compute_output_shape((4, 20)) == (4, 50)
+    assert inference.compute_output_shape((2, 3, 20)) == (2, 3, 50)
 
 
 def test_bad_arguments(lee):

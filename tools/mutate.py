@@ -317,6 +317,11 @@ EXPLAINED = {
        "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
        for site in ("87:44: constant 50 -> 51", "87:55: constant 10 -> 11",
                     "87:64: constant 0 -> 1")},
+    ("tfktopic/models/lda_lstm.py", "line 251:20: Add -> Sub"):
+        "the E-step's own counter only repeats the bound that `tf.while_loop`'s "
+        "`maximum_iterations=self.iterations` also enforces",
+    ("tfktopic/models/lda_lstm.py", "line 344:16: Add -> Sub"):
+        "theta is broadcast over the window by adding zeros; subtracting them is the same",
     ("tfktopic/models/lda_lstm.py", "line 340:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
     ("tfktopic/models/lda_lstm.py", "line 88:37: constant 2000 -> 2001"):
