@@ -317,6 +317,8 @@ EXPLAINED = {
        "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
        for site in ("87:44: constant 50 -> 51", "87:55: constant 10 -> 11",
                     "87:64: constant 0 -> 1")},
+    ("tfktopic/models/decoding.py", "line 43:70: constant 1 -> 2"):
+        "two draws per row of which `[:, 0]` keeps the first: a draw of the same law",
     ("tfktopic/models/lda_lstm.py", "line 251:20: Add -> Sub"):
         "the E-step's own counter only repeats the bound that `tf.while_loop`'s "
         "`maximum_iterations=self.iterations` also enforces",
@@ -370,8 +372,8 @@ CORE = {
                                     "tests/test_topicrnn_topic_fixes.py",
                                     "tests/test_initialization.py"],
     "tfktopic/models/lda_lstm.py": ["tests/test_lda_lstm.py", "tests/test_initialization.py"],
-    "tfktopic/models/decoding.py": ["tests/test_models_harness.py", "tests/test_tcnlm.py",
-                                    "tests/test_lda_lstm.py"],
+    "tfktopic/models/decoding.py": ["tests/test_decoding.py", "tests/test_models_harness.py",
+                                    "tests/test_tcnlm.py", "tests/test_lda_lstm.py"],
     "tfktopic/models/base.py": ["tests/test_models_harness.py", "tests/test_presets.py"],
     "tfktopic/models/rgbn/model.py": ["tests/test_rgbn_rnn.py", "tests/test_rgbn_topic_fixes.py",
                                       "tests/test_initialization.py"],
