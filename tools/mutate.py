@@ -317,8 +317,9 @@ EXPLAINED = {
        "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
        for site in ("87:44: constant 50 -> 51", "87:55: constant 10 -> 11",
                     "87:64: constant 0 -> 1")},
-    ("tfktopic/models/decoding.py", "line 43:70: constant 1 -> 2"):
-        "two draws per row of which `[:, 0]` keeps the first: a draw of the same law",
+    **{("tfktopic/models/decoding.py", f"line {site}: constant 1 -> 2"):
+       "two draws per row of which `[:, 0]` keeps the first: a draw of the same law"
+       for site in ("43:70", "46:65")},
     ("tfktopic/models/lda_lstm.py", "line 251:20: Add -> Sub"):
         "the E-step's own counter only repeats the bound that `tf.while_loop`'s "
         "`maximum_iterations=self.iterations` also enforces",
