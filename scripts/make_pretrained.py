@@ -277,20 +277,19 @@ def main(argv=None):
                 sys.exit(f"[pretrained] {name}: training failed with status {status}")
         strip(directory)
         results = json.loads((directory / "results.json").read_text())
-        stored = {}
-        if not args.float32:
-            weights = store_float16(directory / "model.keras")
-            stored = {"weights": weights,
-                      "test_perplexity_float32": results["test"]["perplexity"],
-                      "test_perplexity": stored_test_perplexity(directory)}
+        test_perplexity, halved = results["test"]["perplexity"], {}
+        if not args.float32:       # the shipped weights are scored again
+            halved = {"weights": store_float16(directory / "model.keras"),
+                      "test_perplexity_float32": test_perplexity}
+            test_perplexity = stored_test_perplexity(directory)
         check = {**spec["check"], "protocol": "preceding",
                  "perplexity": check_perplexity(directory, spec["check"])["perplexity"]}
         index[name] = {
             "description": spec["description"],
             "model": spec["args"][1],
             "command": command_line(name),
-            "test_perplexity": results["test"]["perplexity"],
-            **stored,
+            "test_perplexity": test_perplexity,
+            **halved,
             "test_protocol": results["test"].get("protocol", "preceding"),
             "unigram_perplexity": results.get("unigram_ppl"),
             "check": check,
