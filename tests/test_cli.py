@@ -307,6 +307,36 @@ def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, 
     assert scores[0]["perplexity"] == scores[1]["perplexity"] and "bleu" not in scores[0]
 
 
+def test_evaluate_without_the_topic_context_changes_only_windows_that_have_one(tcnlm_run,
+                                                                              tmp_path):
+    """``--protocol none`` scores every window with an empty context (what the topics are
+    worth to the model): a document's first sentence has no preceding text, so one-sentence
+    documents score exactly as leak-free. (That the other windows' contexts are emptied is
+    `test_contexts.py`'s; this one-epoch model barely reads its context.)"""
+    from tfktopic.data import Corpus
+    from tfktopic.runs import load_run, run_splits
+    from tfktopic.runs.data import score_perplexity
+
+    out, _, _ = tcnlm_run
+    run = load_run(out)
+    test = run_splits(run.config)["test"]
+    firsts = Corpus([[document[0]] for document in test.documents])
+
+    def ppl(part, protocol):
+        result, _ = score_perplexity(run.name, run.model, part, run.lm_vocab, run.topic_vocab,
+                                     run.config["data"], protocol)
+        return result.perplexity
+
+    assert ppl(firsts, "none") == pytest.approx(ppl(firsts, "preceding"), rel=1e-6)
+    target = tmp_path / "none.json"
+    code, text = _run_cli(["evaluate", out, "--protocol", "none", "--num-generated", "0",
+                           "--json", target])
+    assert code == 0 and "no topic context" in text
+    report = json.loads(target.read_text())
+    assert report["protocol"] == "none"
+    assert report["perplexity"]["perplexity"] == pytest.approx(ppl(test, "none"), rel=1e-6)
+
+
 def _brute_force_npmi(topics, documents, window=20):
     """Mean NPMI of each topic's word pairs (Lau et al. 2014; topic_interpretability):
     a document of L tokens has the L + ws - 1 windows tokens[max(0, t - ws):t], counts

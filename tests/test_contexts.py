@@ -65,6 +65,23 @@ def test_all_other_context_is_every_other_window():
         assert context == [w for w in everything if w not in own]
 
 
+def test_the_none_protocol_empties_every_context_and_keeps_the_windows():
+    docs = _unique_token_corpus(3)
+    lm = Vocabulary.build(docs, min_count=1)
+    topic = TopicVocabulary.build(docs, lm, stopwords="none", max_freq_fraction=0.0)
+    empty = sentence_examples(docs, lm, topic, protocol="none")
+    other = sentence_examples(docs, lm, topic, protocol="all_other")
+    assert len(empty) == len(other) and (empty.context_splits == 0).all()
+    assert np.array_equal(empty.tokens, other.tokens)
+    assert np.array_equal(empty.targets, other.targets)
+    assert sum(len(other.context(i)) for i in range(len(other))) > 0
+    sequences = document_sequences(docs, lm, topic, sentences_per_chunk=4, protocol="none")
+    M, J, _ = sequences.tokens.shape
+    assert all(len(sequences.context(m, j)) == 0 for m in range(M) for j in range(J))
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        sentence_examples(docs, lm, topic, protocol="future")
+
+
 def test_preceding_contexts_on_real_apnews(apnews_path, mallet_stopwords_path):
     corpus = read_tdlm(apnews_path).subset(range(150))
     lm = Vocabulary.build(corpus, min_count=2)

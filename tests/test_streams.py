@@ -153,6 +153,12 @@ def test_topic_contexts_preceding_all_other_and_whole_document(lee):
             np.testing.assert_array_equal(batches["whole_document"][i]["context_bow"][b],
                                           doc_bows[d])
             seen[d] = before + own
+    # none: the same windows with every context empty (the ablation of the topic context)
+    empty = list(stream_batches(streams, 4, 20, context="none"))
+    assert len(empty) == len(batches["preceding"])
+    for plain, ablated in zip(batches["preceding"], empty):
+        np.testing.assert_array_equal(plain["targets"], ablated["targets"])
+        assert ablated["context_bow"].sum() == 0
     # context_len keeps the first topic words of the document
     capped = next(stream_batches(streams, 1, 10 ** 6, context="whole_document", context_len=5))
     assert capped["context_bow"].sum() == min(5, len(streams.topic_ids[capped["document"][0]]))

@@ -1,7 +1,7 @@
 """The ``tfktopic`` command: a thin argparse layer over `tfktopic.runs`.
 
     tfktopic train tcnlm --corpus lee --out runs/lee-tcnlm
-    tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other]
+    tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other|none]
     tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg] [--picture OUT.png]
     tfktopic generate runs/lee-tcnlm [--topic K [--layer L] | --document FILE] [--paragraph N]
     tfktopic export runs/lee-tcnlm --saved-model exported/lee-tcnlm
@@ -300,10 +300,11 @@ def _parser():
                                "split")
     evaluate.add_argument("--format", choices=_FORMATS, default=None,
                           help="format of --corpus (inferred, else the run's)")
-    evaluate.add_argument("--protocol", choices=["preceding", "all-other", "all_other"],
+    evaluate.add_argument("--protocol", choices=["preceding", "all-other", "all_other", "none"],
                           default="preceding",
-                          help="topic context: preceding sentences only (leak-free, default) or "
-                               "all other sentences (the papers'; lets future text in)")
+                          help="topic context: preceding sentences only (leak-free, default), "
+                               "all other sentences (the papers'; lets future text in) or none "
+                               "(every context empty: what the topics are worth to the model)")
     evaluate.add_argument("--max-documents", type=_positive, default=None,
                           help="with --corpus: only its first N documents")
     evaluate.add_argument("--num-generated", type=int, default=100,

@@ -16,6 +16,9 @@ the pipeline), under a named **protocol**:
 * ``"all_other"`` -- the training context and the papers' evaluation protocol:
   the topic words of every other window of the document (TDLM removes only the
   current window). At evaluation it lets future text in; reports must say so.
+* ``"none"`` -- an empty context for every window: the model scored without its
+  topic information (an ablation; the difference from ``"preceding"`` is what the
+  topic context is worth to it).
 
 The context keeps `context_len` topic words (300 in TDLM / TCNLM / rGBN-RNN):
 the first ones in document order (``truncate="first"``, as TDLM) or the most
@@ -37,7 +40,7 @@ __all__ = [
     "stream_arrays",
 ]
 
-PROTOCOLS = ("preceding", "all_other")
+PROTOCOLS = ("preceding", "all_other", "none")
 
 
 def _check_protocol(protocol, truncate):
@@ -93,6 +96,8 @@ def _window_contexts(sentence_of, owned, protocol, context_len, truncate):
     for w in range(len(owned)):
         if protocol == "all_other":
             context = np.concatenate([flat[:starts[w]], flat[ends[w]:]])
+        elif protocol == "none":
+            context = flat[:0]
         else:
             first_of_sentence = np.searchsorted(sentence_of, sentence_of[w], side="left")
             context = flat[:starts[first_of_sentence]]
@@ -190,8 +195,9 @@ def sentence_examples(corpus, lm_vocab, topic_vocab=None, max_len=30, context_le
         topic_vocab: the `TopicVocabulary`, or `None` for no context.
         max_len: predicted tokens per window (30).
         context_len: topic words kept per context (300).
-        protocol: "preceding" (leak-free, the default) or "all_other" (training;
-            at evaluation the papers' protocol, which lets future text in).
+        protocol: "preceding" (leak-free, the default), "all_other" (training;
+            at evaluation the papers' protocol, which lets future text in) or
+            "none" (every context empty: an ablation).
         truncate: keep the "first" (TDLM) or the "last" `context_len` words.
 
     Returns:

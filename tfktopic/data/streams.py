@@ -51,7 +51,8 @@ Topic contexts (the streamed TopicRNN): for the window whose targets are
 * ``"all_other"`` -- every target of the document except the window's own
   (the project's training context);
 * ``"whole_document"`` -- every target of the document (Zheng et al.'s
-  training context ``all_bows``, which contains the predicted words).
+  training context ``all_bows``, which contains the predicted words);
+* ``"none"`` -- no topic word (an ablation: the model without its topic context).
 
 Example:
 >>> from tfktopic.data import load_corpus, Vocabulary
@@ -82,7 +83,7 @@ __all__ = [
     "stream_examples",
 ]
 
-CONTEXTS = ("preceding", "all_other", "whole_document")
+CONTEXTS = ("preceding", "all_other", "whole_document", "none")
 
 
 @dataclasses.dataclass
@@ -145,6 +146,8 @@ class DocumentStreams:
             chosen = np.concatenate([ids[:counts[start]], ids[counts[start + length]:]])
         elif context == "whole_document":
             chosen = ids
+        elif context == "none":
+            chosen = ids[:0]
         else:
             raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
         return chosen if context_len is None else chosen[:int(context_len)]

@@ -236,8 +236,8 @@ def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="pre
         corpus: a `Corpus` (part).
         lm_vocab, topic_vocab: the run's vocabularies.
         data: data settings (``max_len``, ``context_len``, ``sentences_per_chunk``).
-        protocol: "preceding" (leak-free) or "all_other" (training; the papers'
-            evaluation protocol).
+        protocol: "preceding" (leak-free), "all_other" (training; the papers'
+            evaluation protocol) or "none" (empty contexts: an ablation).
         whole_documents: chunked models: one chunk per document (J = the
             longest document's window count), so the document-level LSTM
             carries its state over whole documents.
@@ -535,6 +535,8 @@ def perplexity_message(model_name, result):
                "carried across each whole test document")
     elif result.protocol == "preceding":
         how = "leak-free: topic context from preceding sentences only"
+    elif result.protocol == "none":
+        how = "no topic context: every sentence scored with an empty context (an ablation)"
     else:
         how = ("all_other: the papers' protocol, context = all other sentences; lets future "
                "text in")
@@ -542,10 +544,12 @@ def perplexity_message(model_name, result):
 
 
 def normalize_protocol(protocol):
-    """"preceding" or "all_other" (accepts "all-other"); ValueError naming ``--protocol``."""
+    """"preceding", "all_other" (accepts "all-other") or "none"; ValueError naming
+    ``--protocol``."""
     protocol = str(protocol).replace("-", "_")
-    if protocol not in ("preceding", "all_other"):
-        raise ValueError(f"--protocol must be 'preceding' or 'all-other', got {protocol!r}")
+    if protocol not in ("preceding", "all_other", "none"):
+        raise ValueError(f"--protocol must be 'preceding', 'all-other' or 'none', got "
+                         f"{protocol!r}")
     return protocol
 
 
@@ -560,7 +564,8 @@ def score_perplexity(model_name, model, part, lm_vocab, topic_vocab, data, proto
         model_name, model: the model (one of `MODELS`) and its Keras model.
         part: the `Corpus` part to score.
         lm_vocab, topic_vocab, data: the run's vocabularies and data settings.
-        protocol: "preceding" (leak-free) or "all_other" (the papers').
+        protocol: "preceding" (leak-free), "all_other" (the papers') or "none" (no
+            topic context: an ablation).
         batch_size: evaluation batch size (does not change the value; the
             streamed models use at most their ``max_streams``).
         whole_documents: the chunked document LSTM: one chunk per document

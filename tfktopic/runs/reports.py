@@ -231,8 +231,9 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
         corpus: "lee" or a path scored whole; `None` scores the run's own test
             split (recomputed from ``run.json``: same corpus, seed, documents).
         format: the corpus format (inferred, else the run's).
-        protocol: "preceding" (leak-free) or "all_other" / "all-other" (the
-            papers' protocol, which lets future text into the context).
+        protocol: "preceding" (leak-free), "all_other" / "all-other" (the
+            papers' protocol, which lets future text into the context) or "none"
+            (every context empty: what the model scores without its topics).
         max_documents: with `corpus`, score only its first N documents.
         num_generated: generating models: sentences generated for BLEU.
         seed: generation seed (and the LDA baseline's).
