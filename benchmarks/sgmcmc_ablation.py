@@ -332,10 +332,10 @@ def train_one(run, out, data, vocab_size, sizes, schedule, successive, log=print
               "temperature": optimizer.temperature,
               "optimizer": optimizer.get_config(), "schedule": schedule,
               "minibatches": "successive" if successive else "random",
-              "epochs_run": len(history.epoch), "steps_per_epoch": steps_per_epoch,
               # every session's epochs (`history` has this session's only); an epoch
               # trained by code older than the log is {}
-              "epochs": epochs.rows, "best_epoch": best,
+              "epochs_run": len(epochs.rows), "epochs_this_session": len(history.epoch),
+              "steps_per_epoch": steps_per_epoch, "epochs": epochs.rows, "best_epoch": best,
               "train_seconds_this_session": seconds,
               "history": {k: [float(x) for x in v] for k, v in history.history.items()}}
     single = test = None
