@@ -33,6 +33,17 @@ Usage::
     python -m benchmarks.study run [--corpus apnews|ptb] [--arms lstm doc_lstm ...] [--workers 2]
     python -m benchmarks.study status [--corpus ptb]
     python -m benchmarks.study report [--corpus ptb]  # -> results/study/<corpus>_summary.{json,md}
+    python -m benchmarks.study protocols [--corpus ptb] [--arms tcnlm ...]
+
+Other protocols: every headline number is leak-free (a sentence's topic context is its
+document's preceding sentences), while TDLM, TCNLM and rGBN-RNN scored with every other
+sentence of the document as context, later ones included. ``protocols`` scores each
+finished run of a model that takes a topic context that way too, and with every context
+empty (what the topic context is worth to the model), with its kept model on the same test
+targets (`run` does it as each such run lands), and adds the per-document NLLs to its record
+(`EXTRA_PROTOCOLS`): the report can say how much of a paper's margin its protocol gives,
+and how much each model gets from its topics. Models without a topic context score the
+same under every protocol.
 
 Runs go to ``runs/study/`` (``--out``); a cut-off run resumes exactly when
 ``run`` is called again. Each worker is one process with one TensorFlow
@@ -199,6 +210,106 @@ def command(corpus, arm, config, seed, out, data_root=None):
     return cmd
 
 
+#: The record key of a run's test scores under the papers' protocol (topic context = every
+#: other sentence of the document) and with every context empty (no topic information);
+#: each {"perplexity", "protocol", "nll": per-document sums in the order of
+#: ``test_documents``, whose target tokens they score}.
+PAPERS_PROTOCOL = "test_all_other"
+NO_CONTEXT = "test_no_context"
+#: record key -> its `tfktopic.runs.score_perplexity` protocol
+EXTRA_PROTOCOLS = {PAPERS_PROTOCOL: "all_other", NO_CONTEXT: "none"}
+
+
+def run_dir(out_root, corpus, arm, config, seed):
+    """The ``--out`` directory of one run."""
+    return pathlib.Path(out_root) / corpus / arm / f"{config}-s{seed}"
+
+
+def score_protocols(corpus, arm, config, seed, out_root):
+    """Score a finished run's kept model on its test split under the `EXTRA_PROTOCOLS` and
+    add the scores to its record (atomic, each once).
+
+    The run directory's model is first scored leak-free again: it must reproduce the
+    record's test perplexity (the directory holds the model the record describes).
+
+    Args:
+        corpus, arm, config, seed: the run's key (its record must exist).
+        out_root: the study's run directories (``--out``).
+
+    Returns:
+        dict record key -> test perplexity, or `None` for a model without a topic
+        context (the same under every protocol) or a diverged run.
+
+    Raises:
+        FileNotFoundError: the run directory is not here (the run was made elsewhere).
+        ValueError: the directory's model does not reproduce the record, or a protocol
+            scored other target tokens.
+    """
+    from tfktopic.atomic import write_text
+    from tfktopic.runs import TOPIC_MODELS, load_run
+    from tfktopic.runs.data import score_perplexity
+    from tfktopic.runs.reports import run_splits
+
+    path = record_path(corpus, arm, config, seed)
+    record = json.loads(path.read_text())
+    if record.get("diverged") or record["model"] not in TOPIC_MODELS:
+        return None
+    missing = [key for key in EXTRA_PROTOCOLS if key not in record]
+    if not missing:
+        return {key: record[key]["perplexity"] for key in EXTRA_PROTOCOLS}
+    out = run_dir(out_root, corpus, arm, config, seed)
+    if not (out / "model.keras").exists():
+        raise FileNotFoundError(f"{out}: no model.keras (run {run_name(arm, config, seed)} "
+                                "was not trained here)")
+    run = load_run(out)
+    test = run_splits(run.config)["test"]
+    batch = int(run.config.get("training", {}).get("batch_size", 64))
+
+    def score(protocol):
+        result, _ = score_perplexity(run.name, run.model, test, run.lm_vocab, run.topic_vocab,
+                                     run.config["data"], protocol, batch)
+        return result
+
+    again, recorded = score("preceding").perplexity, record["test"]["perplexity"]
+    if abs(again / recorded - 1.0) > 1e-4:
+        raise ValueError(f"{out}: its model scores {again:.4f} leak-free, the record "
+                         f"{recorded:.4f}")
+    for key in missing:
+        result = score(EXTRA_PROTOCOLS[key])
+        if [int(t) for t in result.document_tokens] != record["test_documents"]["tokens"]:
+            raise ValueError(f"{out}: protocol {EXTRA_PROTOCOLS[key]} scored other target "
+                             "tokens")
+        record[key] = {"perplexity": result.perplexity, "protocol": result.protocol,
+                       "nll": [round(float(v), 6) for v in result.document_nll]}
+    write_text(path, json.dumps(portable(record), indent=1) + "\n")
+    return {key: record[key]["perplexity"] for key in EXTRA_PROTOCOLS}
+
+
+def score_other_protocols(corpus, arms, out_root):
+    """`score_protocols` for every finished run of `arms` that lacks a score (a run whose
+    directory is not here is reported and skipped); returns how many were scored."""
+    scored = 0
+    for arm in arms:
+        for config in full_grid(corpus):
+            for seed in SEEDS:
+                if not _finished(corpus, arm, config, seed):
+                    continue
+                name = run_name(arm, config, seed)
+                record = json.loads(record_path(corpus, arm, config, seed).read_text())
+                if all(key in record for key in EXTRA_PROTOCOLS):
+                    continue
+                try:
+                    ppl = score_protocols(corpus, arm, config, seed, out_root)
+                except FileNotFoundError as error:
+                    _log(f"skipped {name}: {error}")
+                    continue
+                if ppl is not None:
+                    scored += 1
+                    _log(f"{name}: test {ppl[PAPERS_PROTOCOL]:.2f} under the papers' "
+                         f"protocol, {ppl[NO_CONTEXT]:.2f} without a topic context")
+    return scored
+
+
 def collect_diverged(corpus, arm, config, seed, out, cmd):
     """The record of a run that stopped at a non-finite loss (never chosen)."""
     from tfktopic.atomic import write_text
@@ -307,7 +418,7 @@ def pending(corpus, arms):
 
 
 def _start(corpus, arm, config, seed, out_root):
-    out = pathlib.Path(out_root) / corpus / arm / f"{config}-s{seed}"
+    out = run_dir(out_root, corpus, arm, config, seed)
     out.mkdir(parents=True, exist_ok=True)
     cmd = command(corpus, arm, config, seed, out)
     # The run imports a frozen copy of HEAD's code (`code_snapshot`), not the working tree
@@ -322,6 +433,19 @@ def _start(corpus, arm, config, seed, out_root):
     log.flush()
     process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=code)
     return process, out, cmd, log
+
+
+def _score_other_protocols(corpus, arm, out_root):
+    """`score_other_protocols` for an arm, in a process of one TensorFlow thread (the scheduler
+    itself stays free of TensorFlow); a failure is logged, not fatal."""
+    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "benchmarks.study", "protocols", "--corpus", corpus,
+           "--arms", arm, "--out", str(out_root)]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        _log(f"other protocols of {arm} failed (exit {done.returncode}): "
+             f"{(done.stderr.strip().splitlines() or [''])[-1]}")
 
 
 def run(corpus, arms, workers, out_root):
@@ -341,6 +465,7 @@ def run(corpus, arms, workers, out_root):
             if code == 0 and (out / "results.json").exists():
                 path = collect(corpus, arm, config, seed, out, cmd)
                 _log(f"finished {run_name(*key)}: {path.relative_to(REPO)}")
+                _score_other_protocols(corpus, arm, out_root)
             elif status == "diverged":
                 path = collect_diverged(corpus, arm, config, seed, out, cmd)
                 _log(f"diverged {run_name(*key)}: {path.relative_to(REPO)}")
@@ -380,8 +505,7 @@ def status(corpus, arms, out_root=None):
                                 f"{record['training']['stopped_by']} at "
                                 f"{record['training']['epochs']})")
                 elif out_root is not None:
-                    run_json = (pathlib.Path(out_root) / corpus / arm / f"{config}-s{seed}"
-                                / "run.json")
+                    run_json = run_dir(out_root, corpus, arm, config, seed) / "run.json"
                     if run_json.exists():
                         progress = json.loads(run_json.read_text()).get("progress", {})
                         best_val = progress.get("best_val_ppl")
@@ -397,7 +521,7 @@ def status(corpus, arms, out_root=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["run", "status", "report"])
+    parser.add_argument("action", choices=["run", "status", "report", "protocols"])
     parser.add_argument("--corpus", default="apnews", choices=sorted(CORPORA))
     parser.add_argument("--arms", nargs="+", default=None,
                         help="arms to run (default: every arm of the corpus's study)")
@@ -413,6 +537,9 @@ def main(argv=None):
         return run(args.corpus, args.arms, args.workers, args.out)
     if args.action == "status":
         return status(args.corpus, args.arms, args.out)
+    if args.action == "protocols":
+        score_other_protocols(args.corpus, args.arms, args.out)
+        return 0
     from benchmarks.study_report import report
 
     return report(args.corpus)

@@ -20,6 +20,12 @@ configuration, every one stopped by early stopping (converged). Then, with
 ratio = PPL(claimed better) / PPL(other) and its 95 % interval:
 "held" if the interval lies below 1, "not held" if it lies above 1,
 "inconclusive" if it contains 1. Otherwise the row says what is missing.
+
+Each claim is also compared under the papers' protocol (topic context = every other
+sentence of the document; `benchmarks.study.PAPERS_PROTOCOL`), with the same rule, once
+every seed of a topic arm has been scored that way: how much of a paper's margin its
+protocol accounts for. The arm table also shows each topic model with every context empty
+(`benchmarks.study.NO_CONTEXT`): what its topics are worth to it.
 """
 
 import json
@@ -28,9 +34,10 @@ import re
 
 import numpy as np
 
-from benchmarks.study import (RESULTS, SEEDS, arms_of, chosen_config, grid, record_path,
-                              sensitivity_configs)
+from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, arms_of,
+                              chosen_config, grid, record_path, sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
+from tfktopic.runs.settings import TOPIC_MODELS
 
 #: The README whose marked section `report` rewrites (`paste`).
 README = RESULTS.parents[2] / "README.md"
@@ -126,27 +133,47 @@ def arm_summary(corpus, arm):
             hours=round(sum(r["training"]["seconds"] for r in seeds) / 3600, 2),
             model=seeds[0]["model"], model_config=seeds[0]["model_config"],
             settings=grid(corpus)[best])
+        for key, name in ((PAPERS_PROTOCOL, "papers_protocol"), (NO_CONTEXT, "no_context")):
+            if seeds[0]["model"] in TOPIC_MODELS and all(key in r for r in seeds):
+                values = [r[key]["perplexity"] for r in seeds]
+                summary.update({f"{name}_ppl": values, name: seed_summary(values)})
     summary["grid"] = len(grid(corpus))
     summary["complete"] = (len(seeds) == len(SEEDS)
                            and all(s == "early_stopping" for s in summary.get("stopped_by", [])))
     return summary, seeds
 
 
-def compare(a_seeds, b_seeds):
+def document_nll(record, protocol="leak_free"):
+    """A run's per-document test NLLs under a protocol: "leak_free" (the record's
+    ``test_documents``) or "papers" (`PAPERS_PROTOCOL`; a model without a topic context
+    scores the same under both); `None` if the run was not scored that way."""
+    if protocol == "leak_free" or record["model"] not in TOPIC_MODELS:
+        return record["test_documents"]["nll"]
+    if protocol != "papers":
+        raise ValueError(f"protocol must be 'leak_free' or 'papers', got {protocol!r}")
+    scored = record.get(PAPERS_PROTOCOL)
+    return None if scored is None else scored["nll"]
+
+
+def compare(a_seeds, b_seeds, protocol="leak_free"):
     """PPL(A) / PPL(B) with its bootstrap interval over seeds and paired test documents.
 
     Args:
         a_seeds, b_seeds: run records of the two arms (one per seed), each with
             ``test_documents`` = {"nll": [...], "tokens": [...]}.
+        protocol: "leak_free" or "papers" (`document_nll`).
 
     Returns:
-        A `PerplexityComparison` (2,000 resamples, seed 0).
+        A `PerplexityComparison` (2,000 resamples, seed 0), or `None` when a record
+        was not scored under `protocol`.
 
     Raises:
         ValueError: the records did not score the same target tokens.
     """
-    nll_a = np.array([r["test_documents"]["nll"] for r in a_seeds])
-    nll_b = np.array([r["test_documents"]["nll"] for r in b_seeds])
+    nll = [[document_nll(r, protocol) for r in seeds] for seeds in (a_seeds, b_seeds)]
+    if any(v is None for side in nll for v in side):
+        return None
+    nll_a, nll_b = np.array(nll[0]), np.array(nll[1])
     tokens = np.array(a_seeds[0]["test_documents"]["tokens"])
     for r in list(a_seeds) + list(b_seeds):
         if r["test_documents"]["tokens"] != a_seeds[0]["test_documents"]["tokens"]:
@@ -178,11 +205,23 @@ def claim_row(claim, paper, better, other, figure, arms):
             result = compare(a_seeds, b_seeds)
             row["provisional"] = {"ratio": result.ratio, "interval": [result.low, result.high],
                                   "seeds": [len(a_seeds), len(b_seeds)]}
+            papers = compare(a_seeds, b_seeds, "papers")
+            if papers is not None:
+                row["papers_protocol"] = {"ratio": papers.ratio,
+                                          "interval": [papers.low, papers.high],
+                                          "seeds": [len(a_seeds), len(b_seeds)],
+                                          "verdict": "pending"}
         return row
     result = compare(a_seeds, b_seeds)
     row.update(ratio=result.ratio, interval=[result.low, result.high],
                verdict=_verdict((result.low, result.high)),
                ppl=[a["test"]["mean"], b["test"]["mean"]])
+    papers = compare(a_seeds, b_seeds, "papers")
+    if papers is not None:
+        row["papers_protocol"] = {"ratio": papers.ratio, "interval": [papers.low, papers.high],
+                                  "verdict": _verdict((papers.low, papers.high)),
+                                  "ppl": [float(np.mean(papers.ppl_a)),
+                                          float(np.mean(papers.ppl_b))]}
     return row
 
 
@@ -236,23 +275,54 @@ def _ci(row):
     return "--"
 
 
+def _papers_ci(row):
+    """The papers' protocol's cell of a claim: ratio [CI] and its verdict."""
+    p = row.get("papers_protocol")
+    if p is None:
+        return "--"
+    cell = f"{p['ratio']:.3f} [{p['interval'][0]:.3f}, {p['interval'][1]:.3f}]"
+    if p["verdict"] == "pending":
+        return f"provisional {cell} ({p['seeds'][0]} vs {p['seeds'][1]} seeds)"
+    return f"{cell}, {p['verdict']}"
+
+
+def _spread(summary, count):
+    """mean +- sd over seeds, or the one seed's value (no spread)."""
+    if count > 1:
+        return f"{summary['mean']:.2f} +- {summary['sd']:.2f}"
+    return f"{summary['mean']:.2f} (one seed)"
+
+
 def markdown(summary):
     lines = [f"### {summary['corpus']}: test perplexity (leak-free), mean +- sd over seeds",
-             "", "| arm | chosen (lr, dropout) | seeds | test PPL | best epoch | stopped by | "
-                 "tuning done | CPU hours |", "|---|---|---|---|---|---|---|---|"]
+             "", "The same models on the same targets under two other topic contexts: the "
+                 "papers' protocol (every other sentence of the document, so later text leaks "
+                 "in, as TDLM, TCNLM and rGBN-RNN scored) and none (every context empty: "
+                 "the test perplexity minus this is what the topics are worth to the model). "
+                 "Models without a topic context score the same under every protocol.",
+             "", "| arm | chosen (lr, dropout) | seeds | test PPL | papers' protocol | "
+                 "no topic context | best epoch | stopped by | tuning done | CPU hours |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in summary["arms"].items():
+        papers = empty = "--"
         if s["seeds"]:
             # One seed has no spread: its value, not "+- 0.00".
-            test = (f"{s['test']['mean']:.2f} +- {s['test']['sd']:.2f}" if s["seeds"] > 1
-                    else f"{s['test']['mean']:.2f} (one seed)")
+            test = _spread(s["test"], s["seeds"])
+            if s["model"] not in TOPIC_MODELS:
+                papers = empty = "same"
+            if "papers_protocol" in s:
+                papers = _spread(s["papers_protocol"], s["seeds"])
+            if "no_context" in s:
+                empty = _spread(s["no_context"], s["seeds"])
             epochs = ", ".join(str(e) for e in s["best_epoch"])
             stopped = ", ".join(sorted(set(s["stopped_by"])))
             chosen = f"{s['settings']['learning_rate']}, {s['settings']['dropout']}"
             hours = s["hours"]
         else:
             test = epochs = stopped = chosen = hours = "--"
-        lines.append(f"| {name} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {epochs} | "
-                     f"{stopped} | {s['tuning_done']}/{s['grid']} | {hours} |")
+        lines.append(f"| {name} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {papers} | "
+                     f"{empty} | {epochs} | {stopped} | {s['tuning_done']}/{s['grid']} | "
+                     f"{hours} |")
     budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
               if "sensitivity" in s}
     if budget:
@@ -273,12 +343,13 @@ def markdown(summary):
                              f"{b['test_gain']:.2f} | | | | |")
     lines += ["", "### Verdicts: ratio = PPL(claimed better) / PPL(other), 95 % paired "
                   "document bootstrap interval", "",
-              "| claim | paper's figure | ours: ratio [95 % CI] | verdict |",
-              "|---|---|---|---|"]
+              "| claim | paper's figure | ours: ratio [95 % CI] | verdict | "
+              "under the papers' protocol |",
+              "|---|---|---|---|---|"]
     for row in summary["claims"]:
         verdict = row["verdict"]
         if verdict == "pending":
             verdict = "pending: " + "; ".join(row["missing"])
         lines.append(f"| {row['claim']} ({row['better']} vs {row['other']}) | "
-                     f"{row['paper_figure']} | {_ci(row)} | {verdict} |")
+                     f"{row['paper_figure']} | {_ci(row)} | {verdict} | {_papers_ci(row)} |")
     return "\n".join(lines) + "\n"

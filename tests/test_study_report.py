@@ -19,7 +19,10 @@ def results(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs=60):
+def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs=60,
+           papers=None, empty=None):
+    """A synthetic record; `papers` / `empty`: its NLL per token under the papers' protocol
+    / with every context empty."""
     tokens = np.random.default_rng(0).integers(50, 400, docs)   # one test split
     noise = np.random.default_rng([seed, len(arm), len(config)]).normal(0.0, 0.02, docs)
     nll = tokens * (nll_per_token + noise)
@@ -28,6 +31,11 @@ def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs
                            "stopped_by": stopped, "seconds": 100.0},
               "model": arm, "model_config": {},
               "test_documents": {"nll": nll.tolist(), "tokens": tokens.tolist()}}
+    for key, value in ((study.PAPERS_PROTOCOL, papers), (study.NO_CONTEXT, empty)):
+        if value is not None:
+            other = tokens * (value + noise)
+            record[key] = {"perplexity": float(np.exp(other.sum() / tokens.sum())),
+                           "nll": other.tolist()}
     path = study.record_path("apnews", arm, config, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record))
@@ -49,12 +57,13 @@ def test_seeds_wait_for_the_whole_tuning_grid(results):
     assert all(seed == 0 for _, _, seed in todo) and len(todo) == len(study.grid("apnews")) - 1
 
 
-def _complete(arm, nll_per_token, stopped="early_stopping"):
+def _complete(arm, nll_per_token, stopped="early_stopping", papers=None, empty=None):
     for config in study.grid("apnews"):
-        _write(arm, config, 0, 100.0, nll_per_token)
+        _write(arm, config, 0, 100.0, nll_per_token, papers=papers, empty=empty)
     best = study.chosen_config("apnews", arm)
     for seed in study.SEEDS[1:]:
-        _write(arm, best, seed, 100.0, nll_per_token, stopped=stopped)
+        _write(arm, best, seed, 100.0, nll_per_token, stopped=stopped, papers=papers,
+               empty=empty)
 
 
 def test_verdicts_follow_the_bootstrap_interval(results):
@@ -187,3 +196,56 @@ def test_the_report_is_pasted_between_its_readme_markers_only(tmp_path):
                                   "<!-- /study:ptb -->\nkept\n")
     assert not study_report.paste("x\n", "apnews", readme)      # no markers: nothing written
     assert "x" not in readme.read_text()
+
+
+def test_each_claim_is_also_decided_under_the_papers_protocol(results):
+    """The papers' protocol compares the topic arm's leaky scores with the baseline's own
+    (a model without a topic context scores the same under both): a tie leak-free can be a
+    win with the future text in the context, and is reported as such, beside the verdict."""
+    _complete("lstm", 4.00)
+    _complete("tcnlm", 4.00, papers=3.90, empty=4.20)
+    _complete("topicrnn", 4.10, papers=4.10)
+    study_report.report("apnews")
+    summary = json.loads((results / "apnews_summary.json").read_text())
+    rows = {(r["better"], r["other"]): r for r in summary["claims"]}
+    tcnlm = rows[("tcnlm", "lstm")]
+    assert tcnlm["verdict"] == "inconclusive"
+    assert tcnlm["papers_protocol"]["verdict"] == "held"
+    assert tcnlm["papers_protocol"]["ratio"] == pytest.approx(np.exp(-0.1), rel=0.01)
+    # both sides leaky: TCNLM's 3.90 against TopicRNN's 4.10
+    assert rows[("tcnlm", "topicrnn")]["papers_protocol"]["ratio"] == pytest.approx(
+        np.exp(-0.2), rel=0.01)
+    assert summary["arms"]["tcnlm"]["papers_protocol"]["mean"] == pytest.approx(
+        np.exp(3.90), rel=0.01)
+    assert summary["arms"]["tcnlm"]["no_context"]["mean"] == pytest.approx(np.exp(4.20),
+                                                                           rel=0.01)
+    assert "papers_protocol" not in summary["arms"]["lstm"]
+    assert "no_context" not in summary["arms"]["topicrnn"]      # not scored that way
+    table = (results / "apnews_summary.md").read_text()
+    line = next(l for l in table.splitlines() if l.startswith("| TCNLM beats LSTM "))
+    assert line.rstrip().endswith(", held |") and "| inconclusive |" in line
+    cells = {}   # the first table's row of each arm (the perplexity table)
+    for line in table.splitlines():
+        if line.startswith("| "):
+            cells.setdefault(line.split("|")[1].strip(),
+                             [c.strip() for c in line.split("|")[2:]])
+    assert cells["lstm"][3:5] == ["same", "same"]
+    assert cells["tcnlm"][3].startswith(
+        f"{summary['arms']['tcnlm']['papers_protocol']['mean']:.2f} +- ")
+    assert cells["tcnlm"][4].startswith(f"{summary['arms']['tcnlm']['no_context']['mean']:.2f}")
+    assert cells["topicrnn"][4] == "--"
+
+
+def test_a_topic_arm_not_scored_under_the_papers_protocol_leaves_that_column_empty(results):
+    _complete("lstm", 4.00)
+    _complete("tcnlm", 3.90, papers=3.80)
+    best = study.chosen_config("apnews", "tcnlm")
+    _write("tcnlm", best, 2, 100.0, 3.90)          # one seed not scored that way
+    study_report.report("apnews")
+    summary = json.loads((results / "apnews_summary.json").read_text())
+    row = next(r for r in summary["claims"] if (r["better"], r["other"]) == ("tcnlm", "lstm"))
+    assert row["verdict"] == "held" and "papers_protocol" not in row
+    assert "papers_protocol" not in summary["arms"]["tcnlm"]
+    line = next(l for l in (results / "apnews_summary.md").read_text().splitlines()
+                if l.startswith("| TCNLM beats LSTM "))
+    assert line.rstrip().endswith("| held | -- |")
