@@ -42,6 +42,14 @@ class MissingData(RuntimeError):
     """A benchmark's corpus is absent; the runner reports and skips it."""
 
 
+def spread(summary, count):
+    """"mean +- sd" over `count` seeds (`tfktopic.evaluation.comparison.seed_summary`), or the
+    one seed's value: one seed has no spread to show."""
+    if count > 1:
+        return f"{summary['mean']:.2f} +- {summary['sd']:.2f}"
+    return f"{summary['mean']:.2f} (one seed)"
+
+
 def code_snapshot(directory, repo=REPO_ROOT):
     """A frozen copy of the committed code for a long run: HEAD's ``tfktopic/`` and
     ``benchmarks/`` extracted (``git archive``) to ``directory/<commit>``, once per commit.

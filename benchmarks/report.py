@@ -15,7 +15,7 @@ import argparse
 import json
 import pathlib
 
-from benchmarks.common import MODES, REPO_ROOT
+from benchmarks.common import MODES, REPO_ROOT, spread
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 
@@ -222,11 +222,11 @@ def ablation_sections(root=RESULTS):
                   "| A | seeds | test PPL | B | seeds | test PPL | A / B [95 % CI] | verdict |",
                   "|---|---|---|---|---|---|---|---|"]
         for entry in seeded.values():
-            spread = lambda s: f"{s['mean']:.2f} +- {s['sd']:.2f}"
             seeds = lambda values: ", ".join(str(v) for v in values)
             lines.append(f"| {entry['a']} | {seeds(entry['seeds_a'])} | "
-                         f"{spread(entry['ppl_a_summary'])} | {entry['b']} | "
-                         f"{seeds(entry['seeds_b'])} | {spread(entry['ppl_b_summary'])} | "
+                         f"{spread(entry['ppl_a_summary'], len(entry['seeds_a']))} | "
+                         f"{entry['b']} | {seeds(entry['seeds_b'])} | "
+                         f"{spread(entry['ppl_b_summary'], len(entry['seeds_b']))} | "
                          f"{entry['ratio']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}] | "
                          f"{entry['verdict']} |")
     return [ABLATION_HEADER, "\n".join(lines) + "\n"]

@@ -34,6 +34,7 @@ import re
 
 import numpy as np
 
+from benchmarks.common import spread
 from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, arms_of,
                               chosen_config, grid, record_path, sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
@@ -286,13 +287,6 @@ def _papers_ci(row):
     return f"{cell}, {p['verdict']}"
 
 
-def _spread(summary, count):
-    """mean +- sd over seeds, or the one seed's value (no spread)."""
-    if count > 1:
-        return f"{summary['mean']:.2f} +- {summary['sd']:.2f}"
-    return f"{summary['mean']:.2f} (one seed)"
-
-
 def markdown(summary):
     lines = [f"### {summary['corpus']}: test perplexity (leak-free), mean +- sd over seeds",
              "", "The same models on the same targets under two other topic contexts: the "
@@ -307,13 +301,13 @@ def markdown(summary):
         papers = empty = "--"
         if s["seeds"]:
             # One seed has no spread: its value, not "+- 0.00".
-            test = _spread(s["test"], s["seeds"])
+            test = spread(s["test"], s["seeds"])
             if s["model"] not in TOPIC_MODELS:
                 papers = empty = "same"
             if "papers_protocol" in s:
-                papers = _spread(s["papers_protocol"], s["seeds"])
+                papers = spread(s["papers_protocol"], s["seeds"])
             if "no_context" in s:
-                empty = _spread(s["no_context"], s["seeds"])
+                empty = spread(s["no_context"], s["seeds"])
             epochs = ", ".join(str(e) for e in s["best_epoch"])
             stopped = ", ".join(sorted(set(s["stopped_by"])))
             chosen = f"{s['settings']['learning_rate']}, {s['settings']['dropout']}"

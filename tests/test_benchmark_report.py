@@ -2,6 +2,9 @@
 lists and record files with their context (``{"records": [...], ...}``) alike."""
 
 import json
+import re
+
+import numpy as np
 
 from benchmarks import report
 
@@ -82,3 +85,20 @@ def test_the_ablation_section_shows_the_seeded_comparison_once_runs_are_scored(t
     assert "| pSGLD averaged, T = 0.01 | 0, 1 |" in table
     assert "| RMSprop single | 1, 2 |" in table
     assert "A better |" in table and "M2: RMSprop iterates averaged" in table
+
+
+def test_a_side_of_one_seed_shows_its_value_not_a_zero_spread(tmp_path):
+    directory = tmp_path / "ablation"
+    directory.mkdir()
+    tokens = [400] * 40
+    write = lambda name, record: (directory / name).write_text(json.dumps(
+        {"test_block_tokens": tokens, **record}))
+    write("paper_psgld_T0.01.json", {"averaged_valid_ppl": 118.0, "averaged_test_ppl": 113.5,
+                                     "averaged_test_block_nll": [400 * 4.7] * 40})
+    for seed, nats in ((1, 4.9), (2, 4.92)):
+        write(f"paper_rmsprop-s{seed}.json", {"single_test_block_nll": [400 * nats] * 40,
+                                              "averaged_test_block_nll": [400 * 4.75] * 40})
+    _, table = report.ablation_sections(tmp_path)
+    row = next(line for line in table.splitlines() if "| RMSprop single | 1, 2 |" in line)
+    assert f"| 0 | {np.exp(4.7):.2f} (one seed) |" in row and "+- 0.00" not in row
+    assert re.search(r"\| 1, 2 \| \d+\.\d\d \+- \d+\.\d\d \|", row), row
