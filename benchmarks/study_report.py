@@ -35,7 +35,7 @@ import re
 import numpy as np
 
 from benchmarks.common import spread
-from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, arms_of,
+from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, VARIANTS, arms_of,
                               chosen_config, grid, record_path, sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 from tfktopic.runs.settings import TOPIC_MODELS
@@ -139,6 +139,8 @@ def arm_summary(corpus, arm):
                 values = [r[key]["perplexity"] for r in seeds]
                 summary.update({f"{name}_ppl": values, name: seed_summary(values)})
     summary["grid"] = len(grid(corpus))
+    if arm in VARIANTS:   # one run of its base arm's choice, not tuned
+        summary["variant_of"] = VARIANTS[arm]
     summary["complete"] = (len(seeds) == len(SEEDS)
                            and all(s == "early_stopping" for s in summary.get("stopped_by", [])))
     return summary, seeds
@@ -314,9 +316,10 @@ def markdown(summary):
             hours = s["hours"]
         else:
             test = epochs = stopped = chosen = hours = "--"
+        tuning = (f"variant of {s['variant_of']}" if "variant_of" in s
+                  else f"{s['tuning_done']}/{s['grid']}")
         lines.append(f"| {name} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {papers} | "
-                     f"{empty} | {epochs} | {stopped} | {s['tuning_done']}/{s['grid']} | "
-                     f"{hours} |")
+                     f"{empty} | {epochs} | {stopped} | {tuning} | {hours} |")
     budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
               if "sensitivity" in s}
     if budget:

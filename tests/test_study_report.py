@@ -249,3 +249,29 @@ def test_a_topic_arm_not_scored_under_the_papers_protocol_leaves_that_column_emp
     line = next(l for l in (results / "apnews_summary.md").read_text().splitlines()
                 if l.startswith("| TCNLM beats LSTM "))
     assert line.rstrip().endswith("| held | -- |")
+
+
+def test_a_variant_runs_once_its_base_arm_is_complete_at_the_base_arms_choice(results):
+    """tcnlm_coherent (`study.VARIANTS`): one run, seed 0, of tcnlm's chosen configuration,
+    queued only when tcnlm has all its seeds, before the next arm; shown as a variant."""
+    assert "tcnlm_coherent" in study.arms_of("apnews")
+    configs = list(study.grid("apnews"))
+    arms = ["tcnlm", "tcnlm_coherent", "lda_lstm"]
+    for i, config in enumerate(configs):
+        _write("tcnlm", config, 0, val=100.0 - i, nll_per_token=4.0)
+    assert all(arm != "tcnlm_coherent" for arm, _, _ in study.pending("apnews", arms))
+    for seed in study.SEEDS[1:]:
+        _write("tcnlm", configs[-1], seed, 90.0, 4.0)
+    todo = study.pending("apnews", arms)
+    assert todo[0] == ("tcnlm_coherent", configs[-1], 0)
+    assert [key for key in todo if key[0] == "tcnlm_coherent"] == [todo[0]]
+    _write("tcnlm_coherent", configs[-1], 0, 95.0, 3.95)
+    assert all(arm != "tcnlm_coherent" for arm, _, _ in study.pending("apnews", arms))
+    study_report.report("apnews")
+    summary = json.loads((results / "apnews_summary.json").read_text())
+    variant = summary["arms"]["tcnlm_coherent"]
+    assert variant["variant_of"] == "tcnlm" and variant["seeds"] == 1
+    assert variant["chosen"] == configs[-1] and not variant["complete"]
+    row = next(line for line in (results / "apnews_summary.md").read_text().splitlines()
+               if line.startswith("| tcnlm_coherent |"))
+    assert "| variant of tcnlm |" in row and "(one seed)" in row
