@@ -294,7 +294,8 @@ def markdown(summary):
              "", "The same models on the same targets under two other topic contexts: the "
                  "papers' protocol (every other sentence of the document, so later text leaks "
                  "in, as TDLM, TCNLM and rGBN-RNN scored) and none (every context empty: "
-                 "the test perplexity minus this is what the topics are worth to the model). "
+                 "how far this lies above the test perplexity is what the topics are worth to the "
+                 "model). "
                  "Models without a topic context score the same under every protocol.",
              "", "| arm | chosen (lr, dropout) | seeds | test PPL | papers' protocol | "
                  "no topic context | best epoch | stopped by | tuning done | CPU hours |",
