@@ -275,3 +275,43 @@ def test_a_variant_runs_once_its_base_arm_is_complete_at_the_base_arms_choice(re
     row = next(line for line in (results / "apnews_summary.md").read_text().splitlines()
                if line.startswith("| tcnlm_coherent |"))
     assert "| variant of tcnlm |" in row and "(one seed)" in row
+
+
+def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(results, tmp_path,
+                                                                          monkeypatch):
+    """`study.run`: a run that finishes is collected, then `protocols` is run for its arm
+    (one TensorFlow thread, the same ``--out``); a failure of that is logged, not fatal."""
+    class Finished:
+        pid = 1
+
+        def poll(self):
+            return 0
+
+    def fake_start(corpus, arm, config, seed, out_root):
+        out = study.run_dir(out_root, corpus, arm, config, seed)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("results.json", "run.json"):
+            (out / name).write_text("{}")
+        return Finished(), out, ["python", "-m", "tfktopic"], open(out / "train.log", "a")
+
+    calls, logged = [], []
+    monkeypatch.setattr(study, "_start", fake_start)
+    monkeypatch.setattr(study, "collect", lambda corpus, arm, config, seed, out, cmd: (
+        _write(arm, config, seed, 100.0, 4.0) or study.record_path(corpus, arm, config, seed)))
+    monkeypatch.setattr(study, "REPO", tmp_path)   # record paths print relative to it
+    monkeypatch.setattr(study, "_log", logged.append)
+    monkeypatch.setattr(study.time, "sleep", lambda seconds: None)   # its polling interval
+
+    def fake_run(cmd, **kwargs):
+        calls.append((cmd, kwargs))
+        return study.subprocess.CompletedProcess(cmd, 1, "", "boom\nValueError: no model")
+
+    monkeypatch.setattr(study.subprocess, "run", fake_run)
+    assert study.run("apnews", ["tcnlm"], 1, tmp_path / "runs") == 0
+    assert len(calls) == len(study.SEEDS) + len(study.grid("apnews")) - 1   # every run
+    cmd, kwargs = calls[0]
+    assert cmd[1:] == ["-m", "benchmarks.study", "protocols", "--corpus", "apnews", "--arms",
+                       "tcnlm", "--out", str(tmp_path / "runs")]
+    assert kwargs["env"]["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert any("other protocols of tcnlm failed (exit 1): ValueError: no model" in line
+               for line in logged)
