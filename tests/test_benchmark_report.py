@@ -69,36 +69,34 @@ def test_the_ablation_table_shows_finished_runs_and_dashes_for_the_rest(tmp_path
     assert "Over seeds" not in table          # no run has per-block scores yet
 
 
-def test_the_ablation_section_shows_the_seeded_comparison_once_runs_are_scored(tmp_path):
-    directory = tmp_path / "ablation"
+def _scored_ablation(root, psgld_seeds=(0,)):
+    """Ablation records with per-block test scores (40 blocks of 400 tokens): pSGLD at
+    T = 0.01 (4.70 nats per token, seed k adds 0.02 k) and RMSprop seeds 1-2."""
+    directory = root / "ablation"
     directory.mkdir()
     tokens = [400] * 40
     write = lambda name, record: (directory / name).write_text(json.dumps(
         {"test_block_tokens": tokens, **record}))
     write("paper_psgld_T0.01.json", {"averaged_valid_ppl": 118.0, "averaged_test_ppl": 113.5,
                                      "averaged_test_block_nll": [400 * 4.7] * 40})
-    write("paper_psgld_T0.01-s1.json", {"averaged_test_block_nll": [400 * 4.72] * 40})
+    for seed in psgld_seeds[1:]:
+        write(f"paper_psgld_T0.01-s{seed}.json",
+              {"averaged_test_block_nll": [400 * (4.7 + 0.02 * seed)] * 40})
     for seed, nats in ((1, 4.9), (2, 4.92)):
         write(f"paper_rmsprop-s{seed}.json", {"single_test_block_nll": [400 * nats] * 40,
                                               "averaged_test_block_nll": [400 * 4.75] * 40})
-    _, table = report.ablation_sections(tmp_path)
+    return report.ablation_sections(root)[1]
+
+
+def test_the_ablation_section_shows_the_seeded_comparison_once_runs_are_scored(tmp_path):
+    table = _scored_ablation(tmp_path, psgld_seeds=(0, 1))
     assert "| pSGLD averaged, T = 0.01 | 0, 1 |" in table
     assert "| RMSprop single | 1, 2 |" in table
     assert "A better |" in table and "M2: RMSprop iterates averaged" in table
 
 
 def test_a_side_of_one_seed_shows_its_value_not_a_zero_spread(tmp_path):
-    directory = tmp_path / "ablation"
-    directory.mkdir()
-    tokens = [400] * 40
-    write = lambda name, record: (directory / name).write_text(json.dumps(
-        {"test_block_tokens": tokens, **record}))
-    write("paper_psgld_T0.01.json", {"averaged_valid_ppl": 118.0, "averaged_test_ppl": 113.5,
-                                     "averaged_test_block_nll": [400 * 4.7] * 40})
-    for seed, nats in ((1, 4.9), (2, 4.92)):
-        write(f"paper_rmsprop-s{seed}.json", {"single_test_block_nll": [400 * nats] * 40,
-                                              "averaged_test_block_nll": [400 * 4.75] * 40})
-    _, table = report.ablation_sections(tmp_path)
+    table = _scored_ablation(tmp_path)
     row = next(line for line in table.splitlines() if "| RMSprop single | 1, 2 |" in line)
     assert f"| 0 | {np.exp(4.7):.2f} (one seed) |" in row and "+- 0.00" not in row
     assert re.search(r"\| 1, 2 \| \d+\.\d\d \+- \d+\.\d\d \|", row), row
