@@ -34,19 +34,6 @@ DATA = "../shared/data"  # relative to the repository root, as the commands are 
 #: shipped model's configuration even after the presets change
 #: (`tests/test_pretrained_commands.py` checks it against the shipped ``model.keras``).
 MODELS = {
-    "tcnlm-apnews": {
-        "description": "TCNLM (factorised mixture of topic experts), 20 topics, LSTM 128, "
-                       "on APNEWS",
-        "args": ["train", "tcnlm", "--corpus", f"{DATA}/apnews/apnews.txt", "--format", "tdlm",
-                 "--preset", "small", "--stopwords", f"{DATA}/stopwords/mallet_en.txt",
-                 "--set", "min_count=10", "--set", "max_freq_fraction=0.005",
-                 "--set", "min_doc_freq=5", "--set", "num_topics=20",
-                 "--set", "embedding_dim=64", "--set", "hidden_dim=128",
-                 "--set", "factor_dim=128", "--set", "ntm_units=[64,64]",
-                 "--set", "dropout=0.4", "--set", "decoder_init=random",
-                 "--learning-rate", "0.003", "--epochs", "3"],
-        "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
-    },
     "rgbn-apnews": {
         "description": "rGBN-RNN, 2 layers (LSTM 64-48, topics 20-10), on APNEWS",
         "args": ["train", "rgbn_rnn", "--corpus", f"{DATA}/apnews/apnews.txt", "--format",
@@ -72,6 +59,10 @@ MODELS = {
 #: perplexity; the command is the study's own, so `--from-run` adopts the study's run
 #: directory instead of training it again.
 FROM_STUDY = {
+    "tcnlm-apnews": ("tcnlm", "lr4e-3_do0.5", 1,
+                     "TCNLM (factorised mixture of 50 topic experts, LSTM 256; the study's "
+                     "medium preset, lr 4e-3, dropout 0.5, seed 1) on APNEWS, trained to "
+                     "convergence"),
     "doc-topicrnn-apnews": ("doc_topicrnn", "lr4e-3_do0.5", 0,
                             "TopicRNN on the streamed document LSTM (LSTM 256, 50 topics; the "
                             "study's medium preset with Zheng et al.'s recipe, lr 4e-3, dropout "

@@ -145,7 +145,7 @@ def test_legacy_layouts_hold_the_same_settings():
 
 def test_from_preset_accepts_pretrained_model_names():
     model = TCNLM.from_preset("pretrained:tcnlm-apnews")
-    assert isinstance(model, TCNLM) and model.num_topics == 20
+    assert isinstance(model, TCNLM) and model.num_topics == 50
     same = TCNLM.from_preset("tcnlm-apnews")
     assert same.get_config()["hidden_dim"] == model.get_config()["hidden_dim"]
     with pytest.raises(ValueError, match="is a TCNLM, not a LSTMLanguageModel"):
