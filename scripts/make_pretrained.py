@@ -212,6 +212,26 @@ def store_float16(path):
     return counts
 
 
+def add_usage(directory):
+    """Store the topic usage of a shipped topic model in its ``results.json``
+    (`tfktopic.runs.usage.topic_usage` over its own training split; the corpus must be
+    under ../shared/data); returns it, or None for a model whose topic proportions are not
+    on the simplex."""
+    from tfktopic.runs import load_run
+    from tfktopic.runs.files import write_json
+    from tfktopic.runs.reports import run_splits
+    from tfktopic.runs.settings import SIMPLEX_TOPIC_MODELS
+    from tfktopic.runs.usage import topic_usage
+
+    run = load_run(directory)
+    if run.name not in SIMPLEX_TOPIC_MODELS:
+        return None
+    usage = topic_usage(run, run_splits(run.config)["train"])
+    path = pathlib.Path(directory) / "results.json"
+    write_json(path, {**json.loads(path.read_text()), "topic_usage": usage})
+    return usage
+
+
 def stored_test_perplexity(directory):
     """Perplexity of the run on its own test split (as ``tfktopic evaluate`` scores it)."""
     from tfktopic.runs import evaluate_run, load_run
@@ -246,6 +266,9 @@ def main(argv=None):
                         help="keep every weight float32 (default: signed tensors are stored "
                         "as float16, `store_float16`, and the test perplexity is measured "
                         "again with the stored weights)")
+    parser.add_argument("--usage-only", action="store_true",
+                        help="only store the topic usage of the shipped models in their "
+                        "results.json (`add_usage`), without training or touching the index")
     args = parser.parse_args(argv)
     if args.from_run and "," in args.models:
         parser.error("--from-run: name the one model it is (--models NAME)")
@@ -257,6 +280,14 @@ def main(argv=None):
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     for name in [n.strip() for n in args.models.split(",") if n.strip()]:
         spec = MODELS[name]
+        if args.usage_only:
+            from tfktopic.runs.usage import unused
+
+            usage = add_usage(out / name)
+            print(f"[pretrained] {name}: "
+                  + ("no usage (topic proportions not on the simplex)" if usage is None else
+                     f"{len(unused(usage))} of {len(usage)} topics unused"))
+            continue
         directory = out / name
         print(f"[pretrained] {command_line(name)}", flush=True)
         if args.from_run:
@@ -267,6 +298,7 @@ def main(argv=None):
             if status:
                 sys.exit(f"[pretrained] {name}: training failed with status {status}")
         strip(directory)
+        add_usage(directory)
         results = json.loads((directory / "results.json").read_text())
         test_perplexity, halved = results["test"]["perplexity"], {}
         if not args.float32:       # the shipped weights are scored again

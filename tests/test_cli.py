@@ -180,7 +180,7 @@ def test_help_for_every_command(capsys):
 def test_train_writes_the_run_directory_and_resumes(tcnlm_run, capsys):
     out, argv, text = tcnlm_run
     assert "test perplexity (leak-free" in text and "unigram model on the same tokens" in text
-    assert "topic  0:" in text and "generated sentences" in text
+    assert "topic  0 [" in text and "generated sentences" in text   # [its usage]
     for name in ("model.keras", "lm_vocab.json", "topic_vocab.json", "run.json", "results.json"):
         assert (out / name).is_file(), name
     assert (out / "backup").is_dir()
@@ -365,8 +365,9 @@ def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):
     out, _, _ = tcnlm_run
     results = json.loads((out / "results.json").read_text())
     code, text = _run_cli(["topics", out, "--json", tmp_path / "topics.json"])
-    assert code == 0 and "topic  9:" in text
-    assert json.loads((tmp_path / "topics.json").read_text())["topics"] == results["topics"]
+    assert code == 0 and f"topic  9 [{results['topic_usage'][9]:.3f}" in text
+    written = json.loads((tmp_path / "topics.json").read_text())
+    assert written["topics"] == results["topics"] and written["usage"] == results["topic_usage"]
     generate = ["generate", out, "--topic", "1", "--num", "2", "--seed", "3"]
     code, first = _run_cli(generate)
     assert code == 0 and len(_printed_lines(first)) == 2
@@ -484,7 +485,7 @@ def test_doc_lstm_starts_from_word2vec_embeddings(tmp_path, capsys):
 def test_lda_lstm_topics_coherence_and_generation(tmp_path):
     out = tmp_path / "lda"
     code, text = _run_cli(["train", "lda_lstm", *TINY, "--batch-size", "512", "--out", out])
-    assert code == 0 and "topic  9:" in text and "generated sentences" in text
+    assert code == 0 and "topic  9 [" in text and "generated sentences" in text
     code, text = _run_cli(["evaluate", out])
     report = json.loads((out / "evaluation.json").read_text())
     assert code == 0 and "npmi" in report and report["bleu"]["generation"]["conditioning"] == "prior"

@@ -167,7 +167,8 @@ def _generate(args):
     texts = generate_text(run, num=args.num, max_len=args.max_len, topic=args.topic,
                           layer=args.layer, document=args.document, paragraph=args.paragraph,
                           method=args.method, temperature=args.temperature, top_k=args.top_k,
-                          seed=args.seed, allow_unk=args.unk)
+                          seed=args.seed, allow_unk=args.unk,
+                          log=lambda line: print(line, file=sys.stderr))
     print(("\n\n" if args.paragraph else "\n").join(texts))
     return 0
 

@@ -45,7 +45,8 @@ replicas (`tfktopic.distribute.global_logs`), so they equal the
 single-device values.
 
 **Traits** (class attributes, read by the run code, export and the CLI):
-`has_topics` (``topics()`` and ``topic_proportions()``), `chunked` (trained
+`has_topics` (``topics()`` and ``topic_proportions()``), `simplex_topics`
+(``topic_proportions()`` are mixing weights on the simplex), `chunked` (trained
 on document chunks ``[B, J, T]``), `streamed` (windows of parallel document
 streams, state carried), `hierarchical` (layers of topics, Phi and
 Pi), `generates` (``generate()``).
@@ -100,6 +101,10 @@ class TopicLanguageModel(keras.Model):
 
     #: ``topics()`` / ``topic_proportions()`` are defined.
     has_topics = False
+    #: ``topic_proportions()`` lie on the simplex (how much of a document each topic
+    #: explains), so their mean over a corpus is each topic's usage
+    #: (`tfktopic.runs.usage`); TopicRNN's theta is an unconstrained Gaussian vector.
+    simplex_topics = False
     #: Inputs are document chunks ``[B, J, T]`` (the state is carried across the J windows).
     chunked = False
     #: Inputs are windows of parallel document streams with a ``reset`` flag and a

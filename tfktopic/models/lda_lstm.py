@@ -323,6 +323,7 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
             dtype="float32")  # the E-step's digamma iterations stay float32 under any policy
 
     has_topics = True
+    simplex_topics = True
     presets = lda_lstm_presets.PRESETS
 
     def topic_proportions(self, bow):

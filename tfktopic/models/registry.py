@@ -59,6 +59,10 @@ class ModelEntry:
         return self._trait("has_topics")
 
     @property
+    def simplex_topics(self):
+        return self._trait("simplex_topics")
+
+    @property
     def chunked(self):
         return self._trait("chunked")
 

@@ -176,6 +176,7 @@ class TCNLM(TopicLanguageModel):
     """
 
     has_topics = True
+    simplex_topics = True
     saved_in_weights = ("decoder_init",)  # the LDA start is in the decoder's saved weights
     generates = True
     reported_terms = ("kl", "tm_nll", "diversity")

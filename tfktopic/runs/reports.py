@@ -13,6 +13,7 @@ from tfktopic.runs.data import (NPMI_REFERENCE, given_split, make_examples, norm
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.checks import OOV_WARNING_RATE, oov_rate
 from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
+from tfktopic.runs.usage import stored_usage, unused, unused_topic_note
 
 # ---------------------------------------------------------------------- topics / evaluate
 def _require(run, models, what):
@@ -101,15 +102,25 @@ def quality_report(run, train, seed=0, log=print, lda=True):
     return report
 
 
-def print_topics(run, top_n, log):
-    """Print the top words of a run's topics (per layer); returns the first layer's."""
+def print_topics(run, top_n, log, usage=None):
+    """Print the top words of a run's topics (per layer); returns the first layer's.
+
+    With `usage` (`tfktopic.runs.usage.topic_usage`, the first layer's), each first-layer
+    topic shows its mean proportion, and "unused" by `tfktopic.runs.usage.unused`.
+    """
     topics = run_topics(run, top_n)
     layers = topics if run.name in HIERARCHICAL_MODELS else [topics]
     for l, layer in enumerate(layers):
         title = (f"layer {l + 1} topics" if run.name in HIERARCHICAL_MODELS else "topics")
-        say(log, f"\n{title} (top {top_n} words):")
+        shown = usage is not None and l == 0
+        idle = set(unused(usage)) if shown else set()
+        say(log, f"\n{title} (top {top_n} words"
+                 + ("; [mean proportion over the training documents]" if shown else "") + "):")
         for k, words in enumerate(layer):
-            say(log, f"  topic {k:>2}: {' '.join(words)}")
+            share = ""
+            if shown:
+                share = f" [{usage[k]:.3f}{' unused' if k in idle else ''}]"
+            say(log, f"  topic {k:>2}{share}: {' '.join(words)}")
     return layers[0]
 
 
@@ -143,7 +154,8 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
         if path and pathlib.Path(path).suffix.lower() not in suffixes:
             raise ValueError(f"{flag} {path}: the file must end in {' or '.join(suffixes)}")
     _require(run, TOPIC_MODELS, "topics")
-    print_topics(run, top_n, log)
+    usage = stored_usage(run)
+    print_topics(run, top_n, log, usage)
     if run.name in HIERARCHICAL_MODELS:
         from tfktopic.models.rgbn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
 
@@ -164,7 +176,8 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
             pictures.save_hierarchy(payload, picture_path)
             say(log, f"wrote {picture_path}")
     else:
-        payload = {"model": run.name, "top_n": int(top_n), "topics": run_topics(run, top_n)}
+        payload = {"model": run.name, "top_n": int(top_n), "topics": run_topics(run, top_n),
+                   "usage": usage}
         if picture_path:
             pictures.save_topic_grid(_topic_weights(run, top_n), picture_path,
                                      title=f"{run.name}: top words per topic")
@@ -339,7 +352,7 @@ def document_bow(run, path):
 
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
                   paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0,
-                  allow_unk=None):
+                  allow_unk=None, log=None):
     """Generate sentences with a run's model (`GENERATING_MODELS`).
 
     Args:
@@ -356,6 +369,8 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         seed: sampling seed.
         allow_unk: whether ``<unk>`` may be generated (`None`: the model's habit --
             TCNLM never, as Wang et al.'s samples; the others may).
+        log: where a note goes when `topic` is unused by the model
+            (`tfktopic.runs.usage.unused_topic_note`); None: no note.
 
     Returns:
         A list of strings (sentences; with `paragraph`, paragraphs with one
@@ -409,6 +424,9 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         size = model.topic_sizes[level - 1] if hierarchical else model.num_topics
         if not 0 <= int(topic) < size:
             raise ValueError(f"--topic {topic}: layer {level} has {size} topics (0-{size - 1})")
+        note = unused_topic_note(run, topic, level)
+        if note:
+            say(log, note)
     bow = None if document is None else document_bow(run, document)
     decode = run.tokenizer.decode_batch
     if paragraph is not None:

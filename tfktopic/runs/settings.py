@@ -10,6 +10,8 @@ MODELS = registry.names()
 GENERATING_MODELS = tuple(n for n in MODELS if registry.get(n).generates)
 #: Models with `topics(...)`.
 TOPIC_MODELS = tuple(n for n in MODELS if registry.get(n).has_topics)
+#: Topic models whose topic proportions lie on the simplex (`tfktopic.runs.usage`).
+SIMPLEX_TOPIC_MODELS = tuple(n for n in MODELS if registry.get(n).simplex_topics)
 #: Models with a topic hierarchy (layers, Phi and Pi).
 HIERARCHICAL_MODELS = tuple(n for n in MODELS if registry.get(n).hierarchical)
 #: Models trained on document chunks [B, J, T] instead of sentence windows.

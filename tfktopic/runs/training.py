@@ -17,9 +17,10 @@ from tfktopic.runs.lock import locked
 from tfktopic.runs.precision import check_precision, precision_policy
 from tfktopic.runs.reports import generate_text, print_topics, quality_report
 from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
-                                    OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT, STREAMED_MODELS,
-                                    TOPIC_MODELS, apply_overrides, preset_settings,
+                                    OPTIMIZERS, RUN_FORMAT_VERSION, SIMPLEX_TOPIC_MODELS, SPLIT,
+                                    STREAMED_MODELS, TOPIC_MODELS, apply_overrides, preset_settings,
                                     parse_override)
+from tfktopic.runs.usage import topic_usage
 
 # ----------------------------------------------------------------------------- training
 def _check_stopwords(data, preset):
@@ -528,8 +529,10 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                             "seconds": round(sum(h.get("seconds", 0.0)
                                                  for h in config["progress"]["history"]), 1)}}
     run = Run(model, lm_vocab, topic_vocab, config, out)
+    if model_name in SIMPLEX_TOPIC_MODELS:
+        summary["topic_usage"] = topic_usage(run, parts["train"])
     if model_name in TOPIC_MODELS:
-        summary["topics"] = print_topics(run, 10, log)
+        summary["topics"] = print_topics(run, 10, log, summary.get("topic_usage"))
         if topic_report:
             summary["topic_quality"] = quality_report(run, parts["train"], seed=int(seed),
                                                       log=log)

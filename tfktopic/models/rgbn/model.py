@@ -116,6 +116,7 @@ class RGBNRNN(TopicLanguageModel):
     """
 
     has_topics = True
+    simplex_topics = True
     saved_in_weights = ("decoder_init",)  # the LDA start of Phi^1 is in the saved Phi
     chunked = True
     hierarchical = True
