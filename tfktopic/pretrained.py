@@ -18,7 +18,8 @@ PosixPath('.../pretrained/tcnlm-apnews')
 >>> run = load_run("pretrained:tcnlm-apnews")                       # doctest: +SKIP
 >>> run.model.topics(top_n=5, vocabulary=run.topic_vocab)[:2]       # doctest: +SKIP
 
-On the command line: ``tfktopic generate pretrained:tcnlm-apnews --topic 3``.
+On the command line: ``tfktopic generate pretrained:tcnlm-apnews --topic 42`` (one of the
+topics it uses: ``tfktopic topics pretrained:tcnlm-apnews`` marks the unused ones).
 """
 
 import importlib.resources
