@@ -9,7 +9,7 @@ from conftest import shared_file
 from tfktopic import cli
 from tfktopic.runs import load_run
 from tfktopic.runs.reports import run_splits
-from tfktopic.runs.usage import UNUSED_SHARE, stored_usage, topic_usage, unused
+from tfktopic.runs.usage import UNUSED_SHARE, collapse_note, stored_usage, topic_usage, unused
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +94,14 @@ def test_topics_shows_each_topics_usage_and_marks_the_unused(tcnlm, capsys):
     # A model without usage (TopicRNN's theta is not on the simplex) prints no brackets.
     assert cli.main(["topics", "pretrained:doc-topicrnn-apnews", "--top-n", "3"]) == 0
     assert "[" not in capsys.readouterr().out
+
+
+def test_training_notes_a_collapse_of_most_topics_and_suggests_the_lda_start(tcnlm):
+    usage = stored_usage(tcnlm)            # 40 of 50 unused, a random topic start
+    note = collapse_note(usage, tcnlm.model.decoder_init)
+    assert note.startswith(f"note: {len(unused(usage))} of 50 topics are unused")
+    assert "--set decoder_init=lda" in note
+    assert "decoder_init=lda" not in collapse_note(usage, "lda")
+    assert collapse_note([0.2] * 5) is None
+    half = [0.5 / 3] * 3 + [0.0] * 3       # exactly half unused: no note
+    assert collapse_note(half) is None and collapse_note(half[1:], "random") is not None

@@ -20,7 +20,7 @@ from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_
                                     OPTIMIZERS, RUN_FORMAT_VERSION, SIMPLEX_TOPIC_MODELS, SPLIT,
                                     STREAMED_MODELS, TOPIC_MODELS, apply_overrides, preset_settings,
                                     parse_override)
-from tfktopic.runs.usage import topic_usage
+from tfktopic.runs.usage import collapse_note, topic_usage
 
 # ----------------------------------------------------------------------------- training
 def _check_stopwords(data, preset):
@@ -531,6 +531,9 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     run = Run(model, lm_vocab, topic_vocab, config, out)
     if model_name in SIMPLEX_TOPIC_MODELS:
         summary["topic_usage"] = topic_usage(run, parts["train"])
+        note = collapse_note(summary["topic_usage"], getattr(model, "decoder_init", None))
+        if note:
+            say(log, note)
     if model_name in TOPIC_MODELS:
         summary["topics"] = print_topics(run, 10, log, summary.get("topic_usage"))
         if topic_report:
