@@ -4,11 +4,11 @@ A topic model can leave topics unused: the pretrained ``tcnlm-apnews`` (a random
 initialised topic decoder, TCNLM's `decoder_init="random"`) gives 40 of its 50 topics a
 mean proportion below 0.005 over its training documents, and conditioning generation on
 one of them (``tfktopic generate --topic 5``) gives word salad, since its expert was never
-trained; its eight most used topics give fluent, topical text. `tfktopic train` stores the usage of
-every model whose topic proportions are mixing weights (`SIMPLEX_TOPIC_MODELS`: LDA+LSTM,
-TCNLM, rGBN-RNN, GBN-RNN; TopicRNN's theta is an unconstrained vector) in ``results.json``
-(over its training documents), `tfktopic topics` prints it, and `tfktopic generate --topic
-K` says when K is unused.
+trained; its eight most used topics give fluent, topical text. `tfktopic train` stores
+the usage of every model whose topic proportions are mixing weights
+(`SIMPLEX_TOPIC_MODELS`: LDA+LSTM, TCNLM, rGBN-RNN, GBN-RNN; TopicRNN's theta is an
+unconstrained vector) in ``results.json`` (over its training documents), `tfktopic topics`
+prints it, and `tfktopic generate --topic K` says when K is unused.
 
     >>> from tfktopic.runs import load_run
     >>> from tfktopic.runs.usage import stored_usage
@@ -113,8 +113,8 @@ def collapse_note(usage, decoder_init=None):
     if 2 * len(idle) <= len(usage):
         return None
     note = (f"note: {len(idle)} of {len(usage)} topics are unused by the training documents "
-            f"(mean proportion below {UNUSED_SHARE} / {len(usage)}): they write no coherent "
-            f"text")
+            f"(mean proportion below {UNUSED_SHARE} / {len(usage)}): text conditioned on one "
+            f"of them is incoherent")
     if decoder_init == "random":
         note += ("; an LDA start of the topics (--set decoder_init=lda, the coherent preset) "
                  "keeps them in use (TCNLM on APNEWS: 40 -> 5 of 50 unused)")
