@@ -34,16 +34,6 @@ DATA = "../shared/data"  # relative to the repository root, as the commands are 
 #: shipped model's configuration even after the presets change
 #: (`tests/test_pretrained_commands.py` checks it against the shipped ``model.keras``).
 MODELS = {
-    "rgbn-apnews": {
-        "description": "rGBN-RNN, 2 layers (LSTM 64-48, topics 20-10), on APNEWS",
-        "args": ["train", "rgbn_rnn", "--corpus", f"{DATA}/apnews/apnews.txt", "--format",
-                 "tdlm", "--preset", "small", "--stopwords", f"{DATA}/stopwords/mallet_en.txt",
-                 "--set", "min_count=10", "--set", "min_doc_freq=5", "--set", "num_layers=2",
-                 "--set", "hidden_sizes=[64,48]", "--set", "topic_sizes=[20,10]",
-                 "--set", "embedding_dim=48", "--set", "dropout=0.2",
-                 "--learning-rate", "0.003", "--epochs", "2"],
-        "check": {"corpus": "apnews/apnews.txt", "format": "tdlm", "max_documents": 30},
-    },
     "psgld-lstm-ptb": {
         "description": "LSTM LM (64 units) trained by pSGLD on the PTB training file; the "
                        "final sample",
@@ -67,7 +57,15 @@ FROM_STUDY = {
                             "TopicRNN on the streamed document LSTM (LSTM 256, 50 topics; the "
                             "study's medium preset with Zheng et al.'s recipe, lr 4e-3, dropout "
                             "0.5, seed 0) on APNEWS, trained to convergence"),
+    "gbn-rnn-apnews": ("gbn_rnn_1", "lr4e-3_do0.5", 1,
+                       "GBN-RNN, 1 layer (LSTM 256 with 100 topic gates, Weibull encoder over "
+                       "the preceding sentences; the study's medium preset, lr 4e-3, dropout "
+                       "0.5, seed 1) on APNEWS, trained to convergence"),
 }
+
+#: A shipped name -> the model that replaced it: shipping the new one removes the old one
+#: from the index and the folder (`tfktopic.pretrained.REPLACED` names it in errors).
+from tfktopic.pretrained import REPLACED  # noqa: E402
 
 
 def study_args(arm, config, seed):
@@ -320,6 +318,11 @@ def main(argv=None):
             "tfktopic_version": __version__,
             "trained": datetime.date.today().isoformat(),
         }
+        for retired in [old for old, new in REPLACED.items() if new == name]:
+            index.pop(retired, None)
+            if (out / retired).is_dir():
+                shutil.rmtree(out / retired)
+                print(f"[pretrained] removed {retired} (replaced by {name})", flush=True)
         index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
         print(f"[pretrained] {name}: test perplexity {index[name]['test_perplexity']:.2f}, "
               f"check slice {check['perplexity']:.2f}, {index[name]['size_mb']} MB", flush=True)

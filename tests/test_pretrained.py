@@ -12,7 +12,8 @@ GENERATING = {"tcnlm", "topicrnn", "doc_topicrnn", "rgbn_rnn", "gbn_rnn"}
 def test_index_lists_every_family_small_and_honest():
     index = pretrained.available()
     families = {entry["model"] for entry in index.values()}
-    assert families >= {"tcnlm", "rgbn_rnn", "lstm"} and families & {"topicrnn", "doc_topicrnn"}
+    assert families >= {"tcnlm", "lstm"} and families & {"topicrnn", "doc_topicrnn"}
+    assert families & {"rgbn_rnn", "gbn_rnn"}       # one model class (`recurrent` or not)
     total_mb = 0.0
     for name, entry in index.items():
         files = list(pretrained.resolve(name).iterdir())
@@ -54,6 +55,16 @@ def test_unknown_pretrained_name_is_one_clear_error(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pretrained:no-such-model: no such pretrained model" in err[0]
     assert "tcnlm-apnews" in err[0]
+
+
+def test_a_replaced_name_says_what_replaced_it(capsys):
+    retired = [old for old, new in pretrained.REPLACED.items() if new in MODELS]
+    assert retired
+    for name in retired:
+        assert cli.main(["generate", f"pretrained:{name}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert f"pretrained:{name}: replaced by pretrained:{pretrained.REPLACED[name]}" in err[0]
 
 
 def test_no_unk_keeps_unknown_words_out_of_generated_text(capsys):

@@ -11,7 +11,7 @@ perplexity on a slice of the corpus.
 Example:
 >>> from tfktopic import pretrained
 >>> sorted(pretrained.available())                                  # doctest: +SKIP
-['doc-topicrnn-apnews', 'psgld-lstm-ptb', 'rgbn-apnews', 'tcnlm-apnews']
+['doc-topicrnn-apnews', 'gbn-rnn-apnews', 'psgld-lstm-ptb', 'tcnlm-apnews']
 >>> pretrained.resolve("tcnlm-apnews")                              # doctest: +SKIP
 PosixPath('.../pretrained/tcnlm-apnews')
 >>> from tfktopic.runs import load_run
@@ -28,7 +28,15 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["available", "directory", "info", "resolve"]
+__all__ = ["REPLACED", "available", "directory", "info", "resolve"]
+
+#: Names shipped by earlier versions -> the model that replaced each (an error names it).
+REPLACED = {
+    # the sentence-level TopicRNN with Keras' initialisation (test 71.26)
+    "topicrnn-apnews": "doc-topicrnn-apnews",
+    # a 2-layer `small` rGBN-RNN trained for 2 epochs (test 116.71)
+    "rgbn-apnews": "gbn-rnn-apnews",
+}
 
 _SOURCE_TREE = pathlib.Path(__file__).resolve().parent.parent / "pretrained"
 
@@ -63,6 +71,9 @@ def available():
 def info(name):
     """The index entry of one pretrained model (see `available`)."""
     models = available()
+    if name not in models and REPLACED.get(name) in models:
+        raise TfktopicError(f"pretrained:{name}: replaced by pretrained:{REPLACED[name]} "
+                            "(a model trained to convergence; README, Pretrained models)")
     if name not in models:
         choices = ", ".join(sorted(models)) or "none are installed"
         raise TfktopicError(f"pretrained:{name}: no such pretrained model (available: "
