@@ -45,7 +45,9 @@ empty (what the topic context is worth to the model), with its kept model on the
 targets (`run` does it as each such run lands), and adds the per-document NLLs to its record
 (`EXTRA_PROTOCOLS`): the report can say how much of a paper's margin its protocol gives,
 and how much each model gets from its topics. Models without a topic context score the
-same under every protocol.
+same under every protocol. ``protocols`` also adds each run's parameter counts
+(`count_parameters`: trained by gradient, and sampled -- LDA+LSTM's LDA, rGBN-RNN's Phi and
+Pi) to records collected before ``tfktopic train`` stored them.
 
 Runs go to ``runs/study/`` (``--out``); a cut-off run resumes exactly when
 ``run`` is called again. Each worker is one process with one TensorFlow
@@ -297,9 +299,75 @@ def score_protocols(corpus, arm, config, seed, out_root):
     return {key: record[key]["perplexity"] for key in EXTRA_PROTOCOLS}
 
 
+def count_parameters(corpus, arm, config, seed, out_root):
+    """Add a finished run's parameter counts (`tfktopic.runs.parameter_counts`) to its record
+    (atomic, once), from the model kept in its run directory.
+
+    Records collected from a run trained before `tfktopic train` stored them lack them.
+
+    Returns:
+        dict: the counts, or `None` for a diverged run.
+
+    Raises:
+        FileNotFoundError: the run directory is not here.
+        ValueError: the directory's model is not the record's (other constructor settings).
+    """
+    from tfktopic.atomic import write_text
+    from tfktopic.runs import load_run, parameter_counts
+
+    path = record_path(corpus, arm, config, seed)
+    record = json.loads(path.read_text())
+    if record.get("diverged"):
+        return None
+    if "parameters" in record:
+        return record["parameters"]
+    out = run_dir(out_root, corpus, arm, config, seed)
+    if (out / "model.keras").exists():
+        run = load_run(out)
+        if json.loads(json.dumps(run.config["model_config"])) != record["model_config"]:
+            raise ValueError(f"{out}: its model settings are not the record's")
+        record["parameters"] = parameter_counts(run.model)
+    else:
+        twin = _same_sized(corpus, record)
+        if twin is None:
+            raise FileNotFoundError(f"{out}: no model.keras (run {run_name(arm, config, seed)} "
+                                    "was not trained here), and no record of a model of the "
+                                    "same sizes has counts")
+        twin_path, twin = twin
+        record["parameters"] = {**twin["parameters"],   # its run's name: arm/config-sN
+                                "counted_on": f"{twin_path.parent.name}/{twin_path.stem}"}
+    write_text(path, json.dumps(portable(record), indent=1) + "\n")
+    return record["parameters"]
+
+
+#: Model settings that change no weight's shape (how weights start, what is dropped).
+SHAPELESS_SETTINGS = ("initialization", "dropout")
+
+
+def _same_sized(corpus, record):
+    """A record of `corpus` with parameter counts measured on its own model whose model has
+    the shapes of `record`'s: the same model, vocabulary sizes and model settings but for
+    `SHAPELESS_SETTINGS`; (its path, the record), or `None` if there is none."""
+    def shape_of(r):
+        config = {k: v for k, v in r["model_config"].items() if k not in SHAPELESS_SETTINGS}
+        sizes = {name: v.get("size") for name, v in (r.get("vocabularies") or {}).items()}
+        return r["model"], json.dumps(config, sort_keys=True), json.dumps(sizes, sort_keys=True)
+
+    wanted = shape_of(record)
+    for path in sorted((RESULTS / corpus).glob("*/*.json")):
+        other = json.loads(path.read_text())
+        if other.get("diverged") or "parameters" not in other or \
+                "counted_on" in other["parameters"]:
+            continue
+        if shape_of(other) == wanted:
+            return path, other
+    return None
+
+
 def score_other_protocols(corpus, arms, out_root):
-    """`score_protocols` for every finished run of `arms` that lacks a score (a run whose
-    directory is not here is reported and skipped); returns how many were scored."""
+    """`score_protocols` for every finished run of `arms` that lacks a score, and
+    `count_parameters` for every one that lacks its counts (a run whose directory is not
+    here is reported and skipped); returns how many were scored."""
     scored = 0
     for arm in arms:
         for config in full_grid(corpus):
@@ -308,6 +376,16 @@ def score_other_protocols(corpus, arms, out_root):
                     continue
                 name = run_name(arm, config, seed)
                 record = json.loads(record_path(corpus, arm, config, seed).read_text())
+                if "parameters" not in record and not record.get("diverged"):
+                    try:
+                        counts = count_parameters(corpus, arm, config, seed, out_root)
+                        _log(f"{name}: {counts['gradient']:,} parameters trained by gradient, "
+                             f"{counts['sampled']:,} sampled")
+                    except FileNotFoundError as error:
+                        _log(f"no parameter counts for {name}: {error}")
+                        counts = None
+                    if counts and "counted_on" in counts:
+                        _log(f"{name}: counted on the same-sized {counts['counted_on']}")
                 if all(key in record for key in EXTRA_PROTOCOLS):
                     continue
                 try:
@@ -367,7 +445,7 @@ def collect(corpus, arm, config, seed, out, cmd, path=None):
         "code_commits": code_commits(out),
         "test_documents": {"nll": documents["nll"], "tokens": documents["tokens"]},
     }
-    for key in ("topics", "generated", "topic_quality"):
+    for key in ("topics", "generated", "topic_quality", "parameters"):
         if key in results:
             record[key] = results[key]
     path = pathlib.Path(path) if path is not None else record_path(corpus, arm, config, seed)

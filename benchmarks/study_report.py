@@ -134,6 +134,9 @@ def arm_summary(corpus, arm):
             hours=round(sum(r["training"]["seconds"] for r in seeds) / 3600, 2),
             model=seeds[0]["model"], model_config=seeds[0]["model_config"],
             settings=grid(corpus)[best])
+        counted = [r["parameters"] for r in seeds if "parameters" in r]
+        if counted:     # the seeds of a configuration share the model's sizes
+            summary["parameters"] = counted[0]
         for key, name in ((PAPERS_PROTOCOL, "papers_protocol"), (NO_CONTEXT, "no_context")):
             if seeds[0]["model"] in TOPIC_MODELS and all(key in r for r in seeds):
                 values = [r[key]["perplexity"] for r in seeds]
@@ -289,6 +292,14 @@ def _papers_ci(row):
     return f"{cell}, {p['verdict']}"
 
 
+def parameters_cell(counts):
+    """``2.16`` or ``2.85 + 0.38`` (millions trained by gradient + sampled); ``--`` unknown."""
+    if not counts:
+        return "--"
+    cell = f"{counts['gradient'] / 1e6:.2f}"
+    return cell + (f" + {counts['sampled'] / 1e6:.2f}" if counts["sampled"] else "")
+
+
 def markdown(summary):
     lines = [f"### {summary['corpus']}: test perplexity (leak-free), mean +- sd over seeds",
              "", "The same models on the same targets under two other topic contexts: the "
@@ -297,9 +308,12 @@ def markdown(summary):
                  "how far this lies above the test perplexity is what the topics are worth to the "
                  "model). "
                  "Models without a topic context score the same under every protocol.",
-             "", "| arm | chosen (lr, dropout) | seeds | test PPL | papers' protocol | "
-                 "no topic context | best epoch | stopped by | tuning done | CPU hours |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "", "Parameters: millions trained by gradient (+ sampled: LDA+LSTM's LDA topics, "
+                 "GBN-RNN / rGBN-RNN's Phi and Pi).",
+             "", "| arm | parameters (M) | chosen (lr, dropout) | seeds | test PPL | papers' "
+                 "protocol | no topic context | best epoch | stopped by | tuning done | "
+                 "CPU hours |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in summary["arms"].items():
         papers = empty = "--"
         if s["seeds"]:
@@ -319,7 +333,7 @@ def markdown(summary):
             test = epochs = stopped = chosen = hours = "--"
         tuning = (f"variant of {s['variant_of']}" if "variant_of" in s
                   else f"{s['tuning_done']}/{s['grid']}")
-        lines.append(f"| {name} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {papers} | "
+        lines.append(f"| {name} | {parameters_cell(s.get('parameters'))} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {papers} | "
                      f"{empty} | {epochs} | {stopped} | {tuning} | {hours} |")
     budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
               if "sensitivity" in s}

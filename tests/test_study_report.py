@@ -229,11 +229,12 @@ def test_each_claim_is_also_decided_under_the_papers_protocol(results):
         if line.startswith("| "):
             cells.setdefault(line.split("|")[1].strip(),
                              [c.strip() for c in line.split("|")[2:]])
-    assert cells["lstm"][3:5] == ["same", "same"]
-    assert cells["tcnlm"][3].startswith(
+    # columns after the arm: parameters, chosen, seeds, test, papers' protocol, no context
+    assert cells["lstm"][4:6] == ["same", "same"]
+    assert cells["tcnlm"][4].startswith(
         f"{summary['arms']['tcnlm']['papers_protocol']['mean']:.2f} +- ")
-    assert cells["tcnlm"][4].startswith(f"{summary['arms']['tcnlm']['no_context']['mean']:.2f}")
-    assert cells["topicrnn"][4] == "--"
+    assert cells["tcnlm"][5].startswith(f"{summary['arms']['tcnlm']['no_context']['mean']:.2f}")
+    assert cells["topicrnn"][5] == "--"
 
 
 def test_a_topic_arm_not_scored_under_the_papers_protocol_leaves_that_column_empty(results):
@@ -315,3 +316,39 @@ def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(result
     assert kwargs["env"]["TF_NUM_INTRAOP_THREADS"] == "1"
     assert any("other protocols of tcnlm failed (exit 1): ValueError: no model" in line
                for line in logged)
+
+
+def test_parameter_counts_come_from_the_run_or_a_same_sized_record_and_fill_a_column(
+        results, tmp_path):
+    def write(arm, config, seed, model_config, parameters=None):
+        _write(arm, config, seed, 100.0, 4.0)
+        path = study.record_path("apnews", arm, config, seed)
+        record = json.loads(path.read_text())
+        record.update(model="lstm", model_config=model_config,
+                      vocabularies={"lm_vocab.json": {"size": 500}})
+        if parameters:
+            record["parameters"] = parameters
+        path.write_text(json.dumps(record))
+
+    counts = {"gradient": 2_161_775, "sampled": 0, "total": 2_161_775, "state": 0}
+    recipe = {"hidden_dim": 256, "dropout": 0.5, "initialization": "torch"}
+    for config in study.grid("apnews"):
+        write("lstm", config, 0, recipe, counts)
+        # Keras' initialisation and another dropout change no weight's shape ...
+        write("lstm_keras", config, 0, {**recipe, "initialization": "keras", "dropout": 0.3})
+    # ... a wider LSTM does
+    write("lstm_3", next(iter(study.grid("apnews"))), 0, {**recipe, "hidden_dim": 512})
+    config = next(iter(study.grid("apnews")))
+    out_root = tmp_path / "runs"   # no run directory is here
+    assert study.count_parameters("apnews", "lstm_keras", config, 0, out_root) == {
+        **counts, "counted_on": study.run_name("lstm", next(iter(study.grid("apnews"))), 0)}
+    with pytest.raises(FileNotFoundError, match="no record of a model of the same sizes"):
+        study.count_parameters("apnews", "lstm_3", config, 0, out_root)
+    study_report.report("apnews")
+    rows = {}   # the first table's row of each arm (the perplexity table)
+    for line in (results / "apnews_summary.md").read_text().splitlines():
+        if line.startswith("| "):
+            rows.setdefault(line.split("|")[1].strip(), line.split("|")[2].strip())
+    assert rows["lstm"] == "2.16" and rows["lstm_keras"] == "2.16"
+    assert study_report.parameters_cell({"gradient": 2_849_351, "sampled": 383_200}) == \
+        "2.85 + 0.38"

@@ -268,14 +268,14 @@ EXPLAINED = {
         "message names, not what is computed (the warning itself is tested)",
     ("tfktopic/models/topicrnn.py", "line 332:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
-    ("tfktopic/models/base.py", "line 157:47: Mult -> Div"):
+    ("tfktopic/models/base.py", "line 171:47: Mult -> Div"):
         "on one replica `replica_share` is 1, where * and / agree; killed (checked by hand) "
         "by test_distribute.py::test_mirrored_training_matches_single_device (2 logical CPUs "
         "in a subprocess, ~2 min), kept out of base.py's tests for its cost",
-    ("tfktopic/models/base.py", "line 303:47: constant 0 -> 1"):
+    ("tfktopic/models/base.py", "line 317:47: constant 0 -> 1"):
         "the generated ids' TensorArray is dynamic: an initial size of 1 instead of 0 is "
         "the same array after the first write (max_len >= 1 steps always write)",
-    **_fresh_seed_sites("tfktopic/models/base.py", 275, (None, 56, 61, 66)),
+    **_fresh_seed_sites("tfktopic/models/base.py", 289, (None, 56, 61, 66)),
     **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 298, (41, 44, 47, 52)),
     **_fresh_seed_sites("tfktopic/bayes/sgmcmc.py", 168, (41, 44, 47, 52)),
     ("tfktopic/evaluation/comparison.py", "line 138:20: constant 1 -> 2"):
@@ -323,9 +323,9 @@ EXPLAINED = {
     ("tfktopic/models/lda_lstm.py", "line 251:20: Add -> Sub"):
         "the E-step's own counter only repeats the bound that `tf.while_loop`'s "
         "`maximum_iterations=self.iterations` also enforces",
-    ("tfktopic/models/lda_lstm.py", "line 345:16: Add -> Sub"):
+    ("tfktopic/models/lda_lstm.py", "line 349:16: Add -> Sub"):
         "theta is broadcast over the window by adding zeros; subtracting them is the same",
-    ("tfktopic/models/lda_lstm.py", "line 341:26: constant 0 -> 1"):
+    ("tfktopic/models/lda_lstm.py", "line 345:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
     ("tfktopic/models/lda_lstm.py", "line 88:37: constant 2000 -> 2001"):
         "`fit_lda`'s default chunksize: every corpus the tests fit has fewer than 2,000 "

@@ -120,6 +120,20 @@ class TopicLanguageModel(keras.Model):
     #: (`tfktopic.presets` schema), read by `from_preset`.
     presets = {}
 
+    def sampled_parameters(self):
+        """The model's parameters that are not trained by gradient (none here).
+
+        Models whose topics are fitted another way return those weights: LDA+LSTM's
+        gensim LDA (topic-word matrix and alpha), rGBN-RNN's Phi and Pi (TLASGR-MCMC).
+        The other non-trainable weights (carried LSTM states, preconditioners, step
+        counters) are state, not parameters; `tfktopic.runs.parameter_counts` counts
+        both kinds apart.
+
+        Returns:
+            list of `keras.Variable`.
+        """
+        return []
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.loss_tracker = keras.metrics.Mean(name="loss")

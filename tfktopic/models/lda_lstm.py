@@ -326,6 +326,10 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
     simplex_topics = True
     presets = lda_lstm_presets.PRESETS
 
+    def sampled_parameters(self):
+        """The LDA's topic-word matrix and alpha (fitted by gensim, not by gradient)."""
+        return [self.topic_inference.topic_word, self.topic_inference.alpha]
+
     def topic_proportions(self, bow):
         """theta [B, K] of a batch of context bags of words (the LDA E-step)."""
         return self.topic_inference(self._check_bow_width(bow, self.topic_vocab_size))

@@ -75,7 +75,7 @@ from tfktopic.runs.data import (NPMI_REFERENCE, RunData, build_vocabularies, mak
                                 split_corpus)
 from tfktopic.runs.directory import Run, load_model, load_run, read_run_config, resolve_run_dir
 from tfktopic.runs.reports import (document_bow, evaluate_run, export_run, generate_text,
-                                   run_splits, run_topics, topics_report)
+                                   parameter_counts, run_splits, run_topics, topics_report)
 from tfktopic.runs.precision import PRECISIONS, precision_policy
 from tfktopic.runs.settings import (CHUNKED_MODELS, DATA_DEFAULTS, GENERATING_MODELS,
                                     GENERATION, HIERARCHICAL_MODELS, MODELS, OPTIMIZERS,
@@ -105,6 +105,7 @@ __all__ = [
     "make_dataset",
     "build_model",
     "build_optimizer",
+    "parameter_counts",
     "fit_model",
     "npmi_reference",
     "NPMI_REFERENCE",

@@ -15,6 +15,35 @@ from tfktopic.runs.checks import OOV_WARNING_RATE, oov_rate
 from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
 from tfktopic.runs.usage import stored_usage, unused, unused_topic_note
 
+# ---------------------------------------------------------------------- parameters
+def parameter_counts(model):
+    """How many numbers a model learned, by how it learned them.
+
+    Args:
+        model: a built tfktopic model.
+
+    Returns:
+        dict: ``gradient`` (trainable weights), ``sampled`` (parameters fitted another way,
+        `TopicLanguageModel.sampled_parameters`: LDA+LSTM's LDA, rGBN-RNN's Phi / Pi), their
+        sum ``total``, and ``state`` (the other non-trainable weights: carried LSTM states,
+        preconditioners, counters -- not parameters).
+    """
+    size = lambda variables: sum(int(np.prod(v.shape)) for v in variables)
+    sampled = list(getattr(model, "sampled_parameters", lambda: [])())
+    sampled_ids = {id(v) for v in sampled}
+    gradient = size(model.trainable_weights)
+    state = size([v for v in model.non_trainable_weights if id(v) not in sampled_ids])
+    return {"gradient": gradient, "sampled": size(sampled), "total": gradient + size(sampled),
+            "state": state}
+
+
+def parameters_message(counts):
+    """One line for a log: ``2,849,351 parameters trained by gradient (+ 383,200 sampled)``."""
+    sampled = f" (+ {counts['sampled']:,} fitted outside the gradient: topics)" \
+        if counts["sampled"] else ""
+    return f"model: {counts['gradient']:,} parameters trained by gradient{sampled}"
+
+
 # ---------------------------------------------------------------------- topics / evaluate
 def _require(run, models, what):
     if run.name not in models:
@@ -256,6 +285,7 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
 
     Returns:
         dict: ``perplexity`` (`PerplexityResult.as_dict`), ``unigram_ppl``,
+        ``parameters`` (`parameter_counts`),
         topic models ``npmi`` (top-10 words; reference: the run's training
         split, `tfktopic.runs.data.npmi_reference`) and ``diversity`` (top-25
         words), with `lda_baseline` ``lda_baseline``; generating models
@@ -274,8 +304,10 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
     examples = make_examples("lstm", part, run.lm_vocab, run.topic_vocab, data)
     unigram = unigram_perplexity(run.lm_vocab, examples)
     report = {"run": str(run.path), "model": run.name, "corpus": description,
-              "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram}
+              "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram,
+              "parameters": parameter_counts(run.model)}
     say(log, f"run {run.path}: {run.name} (preset {run.config.get('preset')})")
+    say(log, parameters_message(report["parameters"]))
     say(log, f"corpus: {description}")
     report["oov_rate"] = oov_rate(examples, run.lm_vocab.unk_id)
     if report["oov_rate"] > OOV_WARNING_RATE:

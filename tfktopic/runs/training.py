@@ -15,7 +15,8 @@ from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.lock import locked
 from tfktopic.runs.precision import check_precision, precision_policy
-from tfktopic.runs.reports import generate_text, print_topics, quality_report
+from tfktopic.runs.reports import (generate_text, parameter_counts, parameters_message,
+                                   print_topics, quality_report)
 from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
                                     OPTIMIZERS, RUN_FORMAT_VERSION, SIMPLEX_TOPIC_MODELS, SPLIT,
                                     STREAMED_MODELS, TOPIC_MODELS, apply_overrides, preset_settings,
@@ -514,6 +515,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                                          topic_vocab, data))
     say(log, "\n" + perplexity_message(model_name, result))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
+    say(log, parameters_message(parameter_counts(model)))
     say(log, f"training stopped by {stop['stopped_by']} after epoch {stop['epochs']}"
              + (f" (best epoch {stop['best_epoch']})" if stop.get("best_epoch") else ""))
     write_json(out / "test_documents.json", {
@@ -525,6 +527,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     summary = {"model": model_name, "preset": preset, "corpus": config["corpus"],
                "seed": int(seed), "split_seed": split_seed,
                "test": result.as_dict(), "unigram_ppl": unigram,
+               "parameters": parameter_counts(model),
                "training": {**stop, "best_val_ppl": config["progress"].get("best_val_ppl"),
                             "seconds": round(sum(h.get("seconds", 0.0)
                                                  for h in config["progress"]["history"]), 1)}}

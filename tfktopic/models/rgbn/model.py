@@ -423,6 +423,10 @@ class RGBNRNN(TopicLanguageModel):
             raise ValueError(f"layer must be in [0, {self.num_layers}), got {layer}")
         return np.asarray(self.topic_model.phi_products()[int(layer)]).T
 
+    def sampled_parameters(self):
+        """Phi^1..L and (rGBN-RNN) Pi^1..L, sampled by TLASGR-MCMC, not by gradient."""
+        return [*self.topic_model.phi, *self.topic_model.pi]
+
     def topic_proportions(self, bow):
         """theta^1 at its Weibull mean, normalised to sum to one: [..., K_1] for
         bags of words [B, J, V_c] (or [B, V_c])."""
