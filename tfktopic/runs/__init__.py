@@ -11,7 +11,8 @@ use a trained model again, offline:
   ``min_count``, stop list, ``sentences_per_chunk`` ...), the model's
   constructor settings, the training settings, the tfktopic version, and the
   training progress (``status``, epochs done, best validation perplexity);
-* ``results.json`` -- test perplexity, unigram baseline, topics, generated text;
+* ``results.json`` -- test perplexity, unigram baseline, parameter counts, topics,
+  generated text;
 * ``backup/`` -- the complete training state of the two newest finished epochs
   (``state-NNNNN.npz``: weights, MCMC state, optimizer and RNG states) and the
   best weights (``best.npz``), see `tfktopic.runs.checkpoints`: running the same
@@ -45,7 +46,7 @@ the benchmarks all go through it.
 Modules: `settings` (model names, presets, ``--set`` overrides), `data` (data
 preparation and scoring), `directory` (`Run`, `resolve_run_dir`, `load_run`),
 `training` (`build_model`, `fit_model`, `train_run`), `reports` (topics,
-evaluation, generation, export), `usage` (how much of the training documents
+evaluation, generation, export, `parameter_counts`), `usage` (how much of the training documents
 each topic explains) and `files` (JSON files, log lines).
 
 Example:
