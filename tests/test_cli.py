@@ -394,6 +394,29 @@ def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):
     assert all(word in drawn for topic in results["topics"] for word in topic[:3])
 
 
+def test_rgbn_kl_positions_averages_every_real_sentence_once(rgbn_run, tcnlm_run, tmp_path):
+    """benchmarks.rgbn_kl_positions: one mean per chunk position over the split's real
+    sentences (padding left out); a KL is nonnegative; a model without Pi is refused."""
+    from benchmarks import rgbn_kl_positions
+    from tfktopic.runs import load_run
+    from tfktopic.runs.data import make_examples
+    from tfktopic.runs.reports import run_splits
+
+    out, _ = rgbn_run
+    run = load_run(out)
+    table = rgbn_kl_positions.kl_by_position(run, "valid", "preceding")
+    examples = make_examples("lstm", run_splits(run.config)["valid"], run.lm_vocab,
+                             run.topic_vocab, run.config["data"])
+    assert sum(table["sentences"]) == len(examples)    # every sentence window, once
+    assert len(table["kl"]) == run.config["data"]["sentences_per_chunk"]
+    assert all(kl >= 0 for kl in table["kl"]) and table["theta_mass"][0] > 0
+    with pytest.raises(SystemExit):
+        rgbn_kl_positions.main([str(tcnlm_run[0]), "--splits", "valid"])
+    assert rgbn_kl_positions.main([str(out), "--splits", "valid", "--protocols", "all_other",
+                                   "--out", str(tmp_path / "kl.json")]) == 0
+    assert json.loads((tmp_path / "kl.json").read_text())["rows"][0]["split"] == "valid"
+
+
 def test_rgbn_topic_hierarchy_layers_and_paragraphs(rgbn_run, tmp_path, capsys):
     out, text = rgbn_run
     assert "layer 1 topics" in text and "layer 2 topics" in text
