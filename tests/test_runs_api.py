@@ -143,6 +143,29 @@ def test_for_model_gives_the_examples_prepare_data_gives_that_model():
     assert leaky.examples["train"] is windows.examples["train"]
 
 
+@pytest.mark.parametrize("model", ["rgbn_rnn", "tcnlm"])
+def test_train_context_preceding_trains_on_the_contexts_every_model_is_scored_with(model):
+    settings = runs.preset_settings(model, "small")
+    default = runs.prepare_data(settings, "lee", max_documents=40)
+    settings["data"]["train_context"] = "preceding"
+    preceding = runs.prepare_data(settings, "lee", max_documents=40)
+    for protocol, data in (("all_other", default), ("preceding", preceding)):
+        train = runs.make_examples(model, data.parts["train"], data.lm_vocab, data.topic_vocab,
+                                   data.data, protocol=protocol)
+        assert data.examples["train"].protocol == protocol
+        np.testing.assert_array_equal(data.examples["train"].context_values,
+                                      train.context_values)
+    # Leak-free training contexts are the shorter ones: a document's first sentence has none.
+    assert preceding.examples["train"].context_values.size < \
+        default.examples["train"].context_values.size
+    np.testing.assert_array_equal(preceding.examples["test"].context_values,
+                                  default.examples["test"].context_values)
+    settings["data"]["train_context"] = "whole_document"
+    with pytest.raises(ValueError, match=f"train_context: {model} trains with one of "
+                                         "all_other, preceding"):
+        runs.prepare_data(settings, "lee", max_documents=40)
+
+
 def test_npmi_reference_is_the_training_split(lee):
     data = runs.prepare_data(_tiny_tcnlm(), "lee", max_documents=60)
     train_words = {w for doc in data.parts["train"] for s in doc for w in s}

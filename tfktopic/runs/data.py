@@ -218,12 +218,29 @@ class StreamExamples:
         return self.streams.num_targets
 
 
+#: The training contexts of the sentence-window and chunk models (`train_protocol`).
+WINDOW_TRAIN_CONTEXTS = ("all_other", "preceding")
+
+
 def train_protocol(model_name, data):
-    """The training context of a model: "all_other" (the papers'), or for the
-    streamed models the data setting ``train_context`` ("all_other" or Zheng et
-    al.'s "whole_document")."""
-    return str(data.get("train_context", "all_other")) if model_name in STREAMED_MODELS \
-        else "all_other"
+    """The training context of a model, the data setting ``train_context``.
+
+    "all_other" (the default: every other sentence of the document, as the papers
+    trained) or "preceding" (the preceding sentences only, as every model is scored:
+    training then sees the contexts it is evaluated with); the streamed models also
+    take Zheng et al.'s "whole_document" (`tfktopic.data.streams.CONTEXTS`).
+
+    Raises:
+        ValueError: a context the model's examples cannot be built with (named).
+    """
+    context = str(data.get("train_context", "all_other"))
+    if model_name in STREAMED_MODELS or model_name not in TOPIC_MODELS:
+        return context if model_name in STREAMED_MODELS else "all_other"
+    if context not in WINDOW_TRAIN_CONTEXTS:
+        raise ValueError(f"train_context: {model_name} trains with one of "
+                         f"{', '.join(WINDOW_TRAIN_CONTEXTS)} (got {context!r}; "
+                         "\"whole_document\" is for the streamed models)")
+    return context
 
 
 def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="preceding",
