@@ -119,9 +119,9 @@ ARMS = {
     "tcnlm_coherent": ("tcnlm", "coherent", RECIPE),   # a variant of tcnlm (`VARIANTS`)
     "lda_lstm": ("lda_lstm", "medium", RECIPE),
     "gbn_rnn_1": ("gbn_rnn", "medium", {**RECIPE, "num_layers": 1}),
+    "rgbn_rnn_1": ("rgbn_rnn", "medium", {**RECIPE, "num_layers": 1}),
     "gbn_rnn_1_preceding": ("gbn_rnn", "medium", {**RECIPE, "num_layers": 1,
                                                   "train_context": "preceding"}),   # variant
-    "rgbn_rnn_1": ("rgbn_rnn", "medium", {**RECIPE, "num_layers": 1}),
     "rgbn_rnn_1_preceding": ("rgbn_rnn", "medium", {**RECIPE, "num_layers": 1,
                                                     "train_context": "preceding"}),  # variant
     "lstm_3": ("lstm", "medium", {**RECIPE, "num_layers": 3}),
