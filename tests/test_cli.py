@@ -394,6 +394,18 @@ def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):
     assert all(word in drawn for topic in results["topics"] for word in topic[:3])
 
 
+def test_train_and_evaluate_report_the_models_parameter_counts(tcnlm_run):
+    from tfktopic.runs import evaluate_run, load_run, parameter_counts
+
+    out, _, text = tcnlm_run
+    run = load_run(out)
+    counts = parameter_counts(run.model)
+    assert counts["gradient"] == sum(int(np.prod(v.shape)) for v in run.model.trainable_weights)
+    assert json.loads((out / "results.json").read_text())["parameters"] == counts
+    assert f"model: {counts['gradient']:,} parameters trained by gradient" in text
+    assert evaluate_run(run, num_generated=0, log=None)["parameters"] == counts
+
+
 def test_rgbn_kl_positions_averages_every_real_sentence_once(rgbn_run, tcnlm_run, tmp_path):
     """benchmarks.rgbn_kl_positions: one mean per chunk position over the split's real
     sentences (padding left out); a KL is nonnegative; a model without Pi is refused."""

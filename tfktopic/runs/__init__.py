@@ -46,8 +46,8 @@ the benchmarks all go through it.
 Modules: `settings` (model names, presets, ``--set`` overrides), `data` (data
 preparation and scoring), `directory` (`Run`, `resolve_run_dir`, `load_run`),
 `training` (`build_model`, `fit_model`, `train_run`), `reports` (topics,
-evaluation, generation, export, `parameter_counts`), `usage` (how much of the training documents
-each topic explains) and `files` (JSON files, log lines).
+evaluation, generation, export, `parameter_counts`), `usage` (how much of the
+training documents each topic explains) and `files` (JSON files, log lines).
 
 Example:
 

@@ -38,7 +38,8 @@ def parameter_counts(model):
 
 
 def parameters_message(counts):
-    """One line for a log: ``2,849,351 parameters trained by gradient (+ 383,200 sampled)``."""
+    """One line for a log, e.g. ``model: 2,849,351 parameters trained by gradient (+ 383,200
+    fitted outside the gradient: topics)``."""
     sampled = f" (+ {counts['sampled']:,} fitted outside the gradient: topics)" \
         if counts["sampled"] else ""
     return f"model: {counts['gradient']:,} parameters trained by gradient{sampled}"

@@ -515,7 +515,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                                          topic_vocab, data))
     say(log, "\n" + perplexity_message(model_name, result))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
-    say(log, parameters_message(parameter_counts(model)))
+    parameters = parameter_counts(model)
+    say(log, parameters_message(parameters))
     say(log, f"training stopped by {stop['stopped_by']} after epoch {stop['epochs']}"
              + (f" (best epoch {stop['best_epoch']})" if stop.get("best_epoch") else ""))
     write_json(out / "test_documents.json", {
@@ -527,7 +528,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     summary = {"model": model_name, "preset": preset, "corpus": config["corpus"],
                "seed": int(seed), "split_seed": split_seed,
                "test": result.as_dict(), "unigram_ppl": unigram,
-               "parameters": parameter_counts(model),
+               "parameters": parameters,
                "training": {**stop, "best_val_ppl": config["progress"].get("best_val_ppl"),
                             "seconds": round(sum(h.get("seconds", 0.0)
                                                  for h in config["progress"]["history"]), 1)}}
