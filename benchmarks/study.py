@@ -145,8 +145,9 @@ ARMS = {
 #: gbn_rnn_1_preceding / rgbn_rnn_1_preceding: the GBN arms train, as the papers did, with
 #: every other sentence of the document as each sentence's context, and are scored with the
 #: preceding ones. rGBN-RNN's transition prior then fits only the training contexts (its KL
-#: per sentence 15 nats on training documents under the training contexts, 62-545 under the
-#: preceding ones, and 18-459 on validation documents; GBN-RNN's 24-53 throughout:
+#: per sentence 15 nats on training documents under the training contexts, 62-350 on the
+#: same documents under the preceding ones, 18-545 on validation documents under either;
+#: GBN-RNN's 24-53 throughout:
 #: `benchmarks.rgbn_kl_positions`, seed 0 of each at lr 4e-3, dropout 0.5): with the
 #: contexts of training nearly the same from one sentence to the next, Pi has no transitions
 #: to learn. Trained with the preceding contexts (``train_context="preceding"``), does

@@ -333,8 +333,9 @@ def markdown(summary):
             test = epochs = stopped = chosen = hours = "--"
         tuning = (f"variant of {s['variant_of']}" if "variant_of" in s
                   else f"{s['tuning_done']}/{s['grid']}")
-        lines.append(f"| {name} | {parameters_cell(s.get('parameters'))} | {chosen} | {s['seeds']}/{len(SEEDS)} | {test} | {papers} | "
-                     f"{empty} | {epochs} | {stopped} | {tuning} | {hours} |")
+        lines.append(f"| {name} | {parameters_cell(s.get('parameters'))} | {chosen} | "
+                     f"{s['seeds']}/{len(SEEDS)} | {test} | {papers} | {empty} | {epochs} | "
+                     f"{stopped} | {tuning} | {hours} |")
     budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
               if "sensitivity" in s}
     if budget:
