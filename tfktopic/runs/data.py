@@ -234,8 +234,10 @@ def train_protocol(model_name, data):
         ValueError: a context the model's examples cannot be built with (named).
     """
     context = str(data.get("train_context", "all_other"))
-    if model_name in STREAMED_MODELS or model_name not in TOPIC_MODELS:
-        return context if model_name in STREAMED_MODELS else "all_other"
+    if model_name in STREAMED_MODELS:
+        return context
+    if model_name not in TOPIC_MODELS:      # no topic context is built
+        return "all_other"
     if context not in WINDOW_TRAIN_CONTEXTS:
         raise ValueError(f"train_context: {model_name} trains with one of "
                          f"{', '.join(WINDOW_TRAIN_CONTEXTS)} (got {context!r}; "

@@ -31,10 +31,9 @@ def parameter_counts(model):
     size = lambda variables: sum(int(np.prod(v.shape)) for v in variables)
     sampled = list(getattr(model, "sampled_parameters", lambda: [])())
     sampled_ids = {id(v) for v in sampled}
-    gradient = size(model.trainable_weights)
-    state = size([v for v in model.non_trainable_weights if id(v) not in sampled_ids])
-    return {"gradient": gradient, "sampled": size(sampled), "total": gradient + size(sampled),
-            "state": state}
+    counts = {"gradient": size(model.trainable_weights), "sampled": size(sampled)}
+    return {**counts, "total": counts["gradient"] + counts["sampled"],
+            "state": size([v for v in model.non_trainable_weights if id(v) not in sampled_ids])}
 
 
 def parameters_message(counts):
