@@ -80,6 +80,13 @@ SWEEP = (("paper/psgld", 1.0), ("paper/psgld_T0.1", 0.1), ("paper/psgld_T0.01", 
 #: records are committed.
 ORDER = ("paper/rmsprop", "paper/psgld_T0.01", "authors_code/rmsprop", "authors_code/psgld",
          "paper/psgld_T0.1", *SEED_RUNS[:7], "paper/psgld", *SEED_RUNS[7:])
+#: Epoch caps below the schedule's ``max_epochs``: base run -> epochs. A run's state lives
+#: in ``--out`` on the machine, and a new machine (three times so far) ended T = 1 pSGLD
+#: half-way, at 434 s per epoch beside one other lane (40 epochs: 4.8 h, more than a
+#: 3-hour session). Capped at 18 epochs (~2.2 h) it lands within one session; its record
+#: says ``"stopped": "epoch cap"`` and the table compares the sweep at the capped epoch too
+#: (`table`'s ``sweep_at_epoch``), so the T = 1 row is not read as a converged run.
+EPOCH_CAPS = {"paper/psgld": 18}
 #: Test batches per scoring block: a block is one of the batch's parallel streams over this
 #: many consecutive batches (20 x 20 = 400 contiguous tokens at PTB small; ~206 blocks).
 BATCHES_PER_BLOCK = 20
@@ -223,22 +230,25 @@ class EpochLog(keras.callbacks.Callback):
 
         return best_epoch(self._monitored(self.rows), self.monitor)
 
-    def on_epoch_end(self, epoch, logs=None):
+    def stopped_early(self):
+        """Whether the logged epochs meet the early-stopping rule."""
         from tfktopic.runs.stopping import stop_reason
 
+        monitored = self._monitored(self.rows)[self.ignore_first:]
+        return stop_reason(monitored, self.patience, math.inf, self.monitor) is not None
+
+    def on_epoch_end(self, epoch, logs=None):
         rows = [row for row in self.rows if row.get("epoch") != epoch + 1]
         rows.append({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
         rows.sort(key=lambda row: row.get("epoch", 0))
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps([row for row in rows if row], indent=0))
         tmp.replace(self.path)
-        rows = self.rows
         if self.keep_best and self.best_epoch() == epoch + 1:
             tmp = self.best_path.with_name("best.tmp.weights.h5")
             self.model.save_weights(str(tmp))
             tmp.replace(self.best_path)
-        monitored = self._monitored(rows)[self.ignore_first:]
-        if stop_reason(monitored, self.patience, math.inf, self.monitor) is not None:
+        if self.stopped_early():
             self.model.stop_training = True
 
 
@@ -275,7 +285,8 @@ def train_one(run, out, data, vocab_size, sizes, schedule, successive, log=print
         data: `ptb_data` output.
         vocab_size: vocabulary size.
         sizes: the ``model`` settings of an ``sgmcmc_ptb`` preset.
-        schedule: `ABLATION_SCHEDULE`-like dict.
+        schedule: `ABLATION_SCHEDULE`-like dict (its ``max_epochs`` lowered by
+            `EPOCH_CAPS` for the capped runs).
         successive: stateful model over the streams (else random windows).
 
     Returns:
@@ -297,6 +308,7 @@ def train_one(run, out, data, vocab_size, sizes, schedule, successive, log=print
     setting = base.split("/")[0]
     temperature = _temperature(run)
     sampler = temperature != 0.0
+    max_epochs = min(schedule["max_epochs"], EPOCH_CAPS.get(base, math.inf))
     steps_per_epoch = sum(1 for _ in data["train"])
     keras.utils.set_random_seed(seed)
     model = LSTMLanguageModel(vocab_size, sizes["embedding_dim"], sizes["hidden_dim"],
@@ -322,7 +334,7 @@ def train_one(run, out, data, vocab_size, sizes, schedule, successive, log=print
         f"N = {data['num_train_tokens']}")
     start = time.perf_counter()
     history = model.fit(data["train"], validation_data=data["valid"],
-                        epochs=schedule["max_epochs"], callbacks=callbacks, verbose=2)
+                        epochs=max_epochs, callbacks=callbacks, verbose=2)
     seconds = time.perf_counter() - start
     best = epochs.best_epoch()
     if not sampler and best is not None:   # RMSprop single: the best validation epoch
@@ -335,6 +347,10 @@ def train_one(run, out, data, vocab_size, sizes, schedule, successive, log=print
               # every session's epochs (`history` has this session's only); an epoch
               # trained by code older than the log is {}
               "epochs_run": len(epochs.rows), "epochs_this_session": len(history.epoch),
+              "max_epochs": max_epochs,
+              "stopped": ("early stopping" if epochs.stopped_early() else
+                          "epoch cap" if max_epochs < schedule["max_epochs"] else
+                          "max_epochs"),
               "steps_per_epoch": steps_per_epoch, "epochs": epochs.rows, "best_epoch": best,
               "train_seconds_this_session": seconds,
               "history": {k: [float(x) for x in v] for k, v in history.history.items()}}
@@ -387,6 +403,8 @@ def table(records):
         if psgld:
             row["M1_last_sample"] = psgld.get("last_sample_test_ppl")
             row["full_averaged_psgld"] = psgld.get("averaged_test_ppl")
+            if psgld.get("stopped") == "epoch cap":
+                row["psgld_stopped"] = f"epoch cap, {psgld['epochs_run']} epochs"
         if row.get("rmsprop_single") and row.get("full_averaged_psgld"):
             row["full_over_rmsprop"] = row["full_averaged_psgld"] / row["rmsprop_single"]
         rows[setting] = row
@@ -396,6 +414,15 @@ def table(records):
             sweep[str(temperature)] = {"valid": records[run]["averaged_valid_ppl"],
                                        "test": records[run]["averaged_test_ppl"]}
     out = {"table7": rows, "temperature_sweep": sweep}
+    capped = [records[run]["epochs_run"] for run, _ in SWEEP
+              if records.get(run, {}).get("stopped") == "epoch cap"]
+    if capped:   # the sweep where the capped run stopped, from the runs' epoch logs
+        epoch, at = min(capped), {}
+        for run, temperature in SWEEP:
+            logged = (records.get(run) or {}).get("epochs") or []
+            if len(logged) >= epoch and "valid_avg_ppl" in logged[epoch - 1]:
+                at[str(temperature)] = logged[epoch - 1]["valid_avg_ppl"]
+        out["sweep_at_epoch"] = {"epoch": epoch, "valid": at}
     chosen = chosen_temperature(records)
     if chosen is not None:
         out["chosen_on_validation"] = {"temperature": chosen, **sweep[str(chosen)]}

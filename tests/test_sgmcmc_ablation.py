@@ -68,6 +68,49 @@ def test_table_combines_the_runs_and_chooses_t_on_validation():
     assert out["chosen_on_validation"]["over_rmsprop_single"] == pytest.approx(112 / 120)
 
 
+def test_a_capped_run_is_marked_and_the_sweep_compared_where_it_stopped():
+    def logged(values):
+        return [{"epoch": k + 1, "valid_avg_ppl": v} for k, v in enumerate(values)]
+
+    records = {
+        "paper/rmsprop": {"single_test_ppl": 120.0},
+        "paper/psgld": {"averaged_test_ppl": 150.0, "averaged_valid_ppl": 155.0,
+                        "stopped": "epoch cap", "epochs_run": 3,
+                        "epochs": logged([300.0, 200.0, 155.0])},
+        "paper/psgld_T0.1": {"averaged_test_ppl": 112.0, "averaged_valid_ppl": 115.0,
+                             "stopped": "early stopping", "epochs_run": 5,
+                             "epochs": logged([250.0, 150.0, 130.0, 116.0, 115.0])},
+        "paper/psgld_T0.01": {"averaged_test_ppl": 110.0, "averaged_valid_ppl": 116.0},
+    }
+    out = table(records)
+    assert out["table7"]["paper"]["psgld_stopped"] == "epoch cap, 3 epochs"
+    # T = 0.01's record predates the epoch log: left out, not guessed
+    assert out["sweep_at_epoch"] == {"epoch": 3, "valid": {"1.0": 155.0, "0.1": 130.0}}
+    records["paper/psgld"]["stopped"] = "early stopping"
+    assert "sweep_at_epoch" not in table(records)
+    assert "psgld_stopped" not in table(records)["table7"]["paper"]
+
+
+def test_t1_psgld_is_capped_to_land_within_a_session_and_says_so(tmp_path, monkeypatch):
+    import benchmarks.sgmcmc_ablation as ablation
+
+    monkeypatch.setitem(ablation.EPOCH_CAPS, "paper/psgld_T0.01", 2)
+    data = _stream_data(np.random.default_rng(1))
+    schedule = {"max_epochs": 4, "burn_in_epochs": 1, "samples_per_epoch": 2, "patience": 9,
+                "learning_rate": 3e-3}
+    sizes = {"embedding_dim": 8, "hidden_dim": 8, "num_layers": 1}
+    capped = train_one("paper/psgld_T0.01", tmp_path / "a", data, 30, sizes, schedule,
+                       successive=True, log=lambda *_: None)
+    assert (capped["epochs_run"], capped["max_epochs"], capped["stopped"]) == (
+        2, 2, "epoch cap")
+    full = train_one("paper/rmsprop", tmp_path / "b", data, 30, sizes, schedule,
+                     successive=True, log=lambda *_: None)
+    assert (full["epochs_run"], full["stopped"]) == (4, "max_epochs")
+    from tfktopic.bayes.sgmcmc_presets import ABLATION_SCHEDULE
+
+    assert ablation.EPOCH_CAPS["paper/psgld"] < ABLATION_SCHEDULE["max_epochs"]
+
+
 def test_default_order_trains_every_run_once_with_t1_psgld_last():
     assert sorted(ORDER) == sorted(RUNS) and len(set(ORDER)) == len(RUNS)
     assert ORDER[-3:] == ("paper/psgld", "paper/psgld-s1", "paper/psgld-s2")
