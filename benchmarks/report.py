@@ -194,7 +194,9 @@ def ablation_sections(root=RESULTS):
     lines = ["| setting | RMSprop single | M2: RMSprop iterates averaged | M1: pSGLD last sample "
              "| pSGLD averaged (full) | full / RMSprop single |", "|---|---|---|---|---|---|"]
     for setting, row in summary["table7"].items():
-        lines.append(f"| {setting} | {cell(row.get('rmsprop_single'))} | "
+        label = setting + (f" (pSGLD: {row['psgld_stopped']})" if "psgld_stopped" in row
+                           else "")
+        lines.append(f"| {label} | {cell(row.get('rmsprop_single'))} | "
                      f"{cell(row.get('M2_averaged_rmsprop'))} | {cell(row.get('M1_last_sample'))} "
                      f"| {cell(row.get('full_averaged_psgld'))} | "
                      f"{cell(row.get('full_over_rmsprop'), 3)} |")
@@ -206,13 +208,20 @@ def ablation_sections(root=RESULTS):
         record = records.get(run, {})
         test = record.get("averaged_test_ppl")
         ratio = test / rms if test is not None and rms else None
-        lines.append(f"| {temperature:g} | {record.get('num_samples', '--')} | "
+        capped = (f" (epoch cap, {record['epochs_run']} epochs)"
+                  if record.get("stopped") == "epoch cap" else "")
+        lines.append(f"| {temperature:g}{capped} | {record.get('num_samples', '--')} | "
                      f"{cell(record.get('averaged_valid_ppl'))} | {cell(test)} | "
                      f"{cell(ratio, 3)} |")
     chosen = summary.get("chosen_on_validation")
     if chosen:
         lines += ["", f"Chosen on validation: T = {chosen['temperature']:g} "
                       f"({len(summary['temperature_sweep'])} of 3 temperatures finished)."]
+    at = summary.get("sweep_at_epoch")
+    if at:
+        values = ", ".join(f"T = {float(t):g}: {v:.2f}" for t, v in at["valid"].items())
+        lines += ["", f"Validation perplexity of the sample average at epoch {at['epoch']}, "
+                      f"where the capped run stopped (from the runs' epoch logs): {values}."]
     seeded = summary.get("seeded") or {}
     if seeded:
         lines += ["", "Over seeds (DESIGN §5a; the runs with per-block test scores): ratio of "

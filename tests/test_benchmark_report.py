@@ -69,6 +69,26 @@ def test_the_ablation_table_shows_finished_runs_and_dashes_for_the_rest(tmp_path
     assert "Over seeds" not in table          # no run has per-block scores yet
 
 
+def test_the_ablation_table_marks_a_run_stopped_by_its_epoch_cap(tmp_path):
+    (tmp_path / "ablation").mkdir()
+    logged = lambda values: [{"epoch": k + 1, "valid_avg_ppl": v} for k, v in enumerate(values)]
+    (tmp_path / "ablation" / "paper_rmsprop.json").write_text(json.dumps(
+        {"single_test_ppl": 131.1, "averaged_test_ppl": 115.4}))
+    (tmp_path / "ablation" / "paper_psgld.json").write_text(json.dumps(
+        {"averaged_valid_ppl": 150.0, "averaged_test_ppl": 146.0, "num_samples": 3,
+         "last_sample_test_ppl": 190.0, "stopped": "epoch cap", "epochs_run": 2,
+         "epochs": logged([200.0, 150.0])}))
+    (tmp_path / "ablation" / "paper_psgld_T0.1.json").write_text(json.dumps(
+        {"averaged_valid_ppl": 115.0, "averaged_test_ppl": 112.0, "num_samples": 9,
+         "stopped": "early stopping", "epochs_run": 3, "epochs": logged([180.0, 130.0, 115.0])}))
+    table = report.ablation_sections(tmp_path)[1]
+    assert "| paper (pSGLD: epoch cap, 2 epochs) | 131.10 | 115.40 | 190.00 | 146.00 |" in table
+    assert "| 1 (epoch cap, 2 epochs) | 3 | 150.00 | 146.00 | 1.114 |" in table
+    assert "| 0.1 | 9 | 115.00 |" in table
+    assert "at epoch 2, where the capped run stopped (from the runs' epoch logs): " \
+           "T = 1: 150.00, T = 0.1: 130.00." in table
+
+
 def _scored_ablation(root, psgld_seeds=(0,)):
     """Ablation records with per-block test scores (40 blocks of 400 tokens): pSGLD at
     T = 0.01 (4.70 nats per token, seed k adds 0.02 k) and RMSprop seeds 1-2."""
