@@ -278,6 +278,36 @@ def test_a_variant_runs_once_its_base_arm_is_complete_at_the_base_arms_choice(re
     assert "| variant of tcnlm |" in row and "(one seed)" in row
 
 
+def test_a_seeded_variant_gets_the_base_arms_seeds_and_its_claims_a_verdict(results):
+    """`study.SEEDED_VARIANTS`: the leak-free-trained GBN pair runs seeds 0-2 of its base
+    arm's choice (seed 0 first, before the next arm), and rGBN-RNN vs GBN-RNN trained so
+    gets a verdict row; an unseeded variant still runs once."""
+    configs = list(study.grid("apnews"))
+    arms = ["gbn_rnn_1", "rgbn_rnn_1", "gbn_rnn_1_preceding", "rgbn_rnn_1_preceding",
+            "lstm_3"]
+    for arm in ("gbn_rnn_1", "rgbn_rnn_1", "doc_lstm"):
+        for i, config in enumerate(configs):
+            _write(arm, config, 0, val=100.0 - i, nll_per_token=4.0)
+        for seed in study.SEEDS[1:]:
+            _write(arm, configs[-1], seed, 90.0, 4.0)
+    todo = study.pending("apnews", arms)
+    assert todo[:6] == [(arm, configs[-1], seed)
+                        for arm in ("gbn_rnn_1_preceding", "rgbn_rnn_1_preceding")
+                        for seed in study.SEEDS]
+    assert todo[6][0] == "lstm_3"
+    for arm, nll in (("gbn_rnn_1_preceding", 4.0), ("rgbn_rnn_1_preceding", 3.9)):
+        for seed in study.SEEDS:
+            _write(arm, configs[-1], seed, 90.0, nll)
+    assert all(arm not in study.SEEDED_VARIANTS for arm, _, _ in study.pending("apnews", arms))
+    study_report.report("apnews")
+    claims = {row["claim"]: row for row in
+              json.loads((results / "apnews_summary.json").read_text())["claims"]}
+    row = claims["rGBN-RNN beats GBN-RNN (1 layer, both trained on preceding contexts)"]
+    assert (row["better"], row["other"], row["verdict"]) == (
+        "rgbn_rnn_1_preceding", "gbn_rnn_1_preceding", "held")
+    assert claims["rgbn_rnn_1_preceding beats the streamed document LSTM"]["verdict"] == "held"
+
+
 def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(results, tmp_path,
                                                                           monkeypatch):
     """`study.run`: a run that finishes is collected, then `protocols` is run for its arm
