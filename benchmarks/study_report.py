@@ -205,8 +205,10 @@ def claim_row(claim, paper, better, other, figure, arms):
     row = {"claim": claim, "paper": paper, "better": better, "other": other,
            "paper_figure": figure}
     if not (a["complete"] and b["complete"]):
-        missing = [f"{s['arm']}: tuning {s['tuning_done']}/{s['grid']}, seeds "
-                   f"{s['seeds']}/{len(SEEDS)}"
+        missing = [f"{s['arm']}: "
+                   + (f"variant of {s['variant_of']}" if "variant_of" in s
+                      else f"tuning {s['tuning_done']}/{s['grid']}")
+                   + f", seeds {s['seeds']}/{len(SEEDS)}"
                    + ("" if all(x == "early_stopping" for x in s.get("stopped_by", []))
                       else " (not all converged)")
                    for s in (a, b) if not s["complete"]]

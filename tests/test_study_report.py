@@ -291,6 +291,12 @@ def test_a_seeded_variant_gets_the_base_arms_seeds_and_its_claims_a_verdict(resu
         for seed in study.SEEDS[1:]:
             _write(arm, configs[-1], seed, 90.0, 4.0)
     todo = study.pending("apnews", arms)
+    _write("gbn_rnn_1_preceding", configs[-1], 0, 90.0, 4.0)
+    study_report.report("apnews")
+    pending = next(row for row in json.loads((results / "apnews_summary.json").read_text())[
+        "claims"] if row["better"] == "rgbn_rnn_1_preceding" and row["other"] != "doc_lstm")
+    assert pending["missing"] == ["rgbn_rnn_1_preceding: variant of rgbn_rnn_1, seeds 0/3",
+                                  "gbn_rnn_1_preceding: variant of gbn_rnn_1, seeds 1/3"]
     assert todo[:6] == [(arm, configs[-1], seed)
                         for arm in ("gbn_rnn_1_preceding", "rgbn_rnn_1_preceding")
                         for seed in study.SEEDS]
