@@ -90,6 +90,18 @@ def test_the_record_covers_exactly_the_study_arms():
         [100, 80, 50]
 
 
+def test_the_leak_free_trained_arms_and_only_they_train_on_preceding_contexts():
+    """`study.LEAK_FREE_TRAINED`: every other arm has the default, every other sentence
+    of the document as a topic model's training context, as the papers trained."""
+    from benchmarks import study
+
+    recorded = json.loads(FIXTURE.read_text())
+    for key, record in recorded.items():
+        corpus, arm, _ = key.split("/")
+        expected = "preceding" if arm in study.LEAK_FREE_TRAINED else "all_other"
+        assert record["settings"]["data"].get("train_context", "all_other") == expected, key
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     import os
     import tempfile
