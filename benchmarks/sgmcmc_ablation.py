@@ -392,7 +392,10 @@ def copy_record(result, records, run):
 
 
 def table(records):
-    """Table 7 from the finished runs' records (missing runs are left out)."""
+    """Table 7 from the finished runs' records (missing runs are left out), the
+    temperature sweep and the temperature chosen on validation with its seeded
+    comparisons; a run stopped by `EPOCH_CAPS` is marked (``psgld_stopped``) and the sweep
+    is also compared at its last epoch (``sweep_at_epoch``, from the runs' epoch logs)."""
     rows = {}
     for setting in ("paper", "authors_code"):
         rms, psgld = records.get(f"{setting}/rmsprop"), records.get(f"{setting}/psgld")
