@@ -172,7 +172,8 @@ SEEDED_VARIANTS = ("gbn_rnn_1_preceding", "rgbn_rnn_1_preceding")
 #: rgbn_rnn_1_preceding's seed 0 had shown what the papers' training contexts cost rGBN-RNN
 #: (test 71.57 -> 65.55; GBN-RNN 65.88 -> 65.08): trained the papers' way, "rGBN-RNN at 3
 #: layers" would again measure its transition prior's mismatch, not its depth.
-LEAK_FREE_TRAINED = ("gbn_rnn_1_preceding", "rgbn_rnn_1_preceding", "gbn_rnn_3", "rgbn_rnn_3")
+LEAK_FREE_TRAINED = tuple(arm for arm, (_, _, extra) in ARMS.items()
+                          if extra.get("train_context") == "preceding")
 #: PTB, Dieng et al. Table 2 (100 units): TopicRNN vs a plain RNN of the same size, on
 #: Mikolov's own split (ptb.valid.txt / ptb.test.txt next to ptb.train.txt), documents of
 #: 10 sentences, the paper's K = 50 and no dropout in its setup (dropout is in the grid).

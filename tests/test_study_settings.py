@@ -95,6 +95,8 @@ def test_the_leak_free_trained_arms_and_only_they_train_on_preceding_contexts():
     of the document as a topic model's training context, as the papers trained."""
     from benchmarks import study
 
+    assert study.LEAK_FREE_TRAINED == ("gbn_rnn_1_preceding", "rgbn_rnn_1_preceding",
+                                       "gbn_rnn_3", "rgbn_rnn_3")
     recorded = json.loads(FIXTURE.read_text())
     for key, record in recorded.items():
         corpus, arm, _ = key.split("/")
