@@ -57,6 +57,28 @@ def test_seeds_wait_for_the_whole_tuning_grid(results):
     assert all(seed == 0 for _, _, seed in todo) and len(todo) == len(study.grid("apnews")) - 1
 
 
+def test_a_run_a_lower_epoch_limit_stopped_resumes_under_the_corpus_limit(results):
+    """PTB's limit was raised from 40 when it, not early stopping, ended a run: that run is
+    queued again (to resume from its checkpoint) and its arm's choice waits for it."""
+    configs = list(study.grid("ptb"))
+    for config in configs:
+        path = study.record_path("ptb", "rnn_100", config, 0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        capped = config == configs[1]
+        path.write_text(json.dumps({"training": {
+            "best_val_ppl": 140.0 if capped else 150.0, "epochs": 40, "best_epoch": 40 if capped
+            else 30, "max_epochs": 40, "stopped_by": "max_epochs" if capped
+            else "early_stopping"}}))
+    assert study.MAX_EPOCHS["ptb"] > 40
+    assert study.chosen_config("ptb", "rnn_100") is None
+    assert study.pending("ptb", ["rnn_100"]) == [("rnn_100", configs[1], 0)]
+    path = study.record_path("ptb", "rnn_100", configs[1], 0)
+    record = json.loads(path.read_text())
+    record["training"]["max_epochs"] = study.MAX_EPOCHS["ptb"]   # stopped by today's limit
+    path.write_text(json.dumps(record))
+    assert study.chosen_config("ptb", "rnn_100") == configs[1]
+
+
 def _complete(arm, nll_per_token, stopped="early_stopping", papers=None, empty=None):
     for config in study.grid("apnews"):
         _write(arm, config, 0, 100.0, nll_per_token, papers=papers, empty=empty)
@@ -121,7 +143,7 @@ def test_each_run_is_one_tfktopic_train_command(tmp_path):
     assert (args.model, args.seed, args.split_seed, args.patience) == ("rgbn_rnn", 1, 0,
                                                                         study.PATIENCE)
     assert "num_layers=3" in args.set and "dropout=0.5" in args.set
-    assert args.learning_rate == 2e-3 and args.epochs == study.MAX_EPOCHS
+    assert args.learning_rate == 2e-3 and args.epochs == study.MAX_EPOCHS["apnews"]
 
 
 def test_a_run_command_can_name_the_shared_data_as_another_machine_sees_it(tmp_path):
