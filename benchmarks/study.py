@@ -71,7 +71,7 @@ RESULTS = REPO / "benchmarks" / "results" / "study"
 #: ends a run. Every APNEWS run stopped early (at most 34 epochs). PTB's RNN-100 at lr 1e-3
 #: with dropout 0.3 was still improving by 0.3-0.5 validation perplexity per epoch when a
 #: limit of 40 stopped it (best epoch 40: 150.02, 149.58, 149.73, 149.70, 148.99), so PTB
-#: gets 100. A run a lower limit stopped is not finished (`_finished`): the next ``run``
+#: gets 100. A run a lower limit stopped is not finished (`finished`): the next ``run``
 #: resumes it from its last epoch's checkpoint under the new limit.
 MAX_EPOCHS = {"apnews": 40, "ptb": 100}
 PATIENCE = 3
@@ -413,7 +413,7 @@ def score_other_protocols(corpus, arms, out_root):
     for arm in arms:
         for config in full_grid(corpus):
             for seed in SEEDS:
-                if not _finished(corpus, arm, config, seed):
+                if not finished(corpus, arm, config, seed):
                     continue
                 name = run_name(arm, config, seed)
                 record = json.loads(record_path(corpus, arm, config, seed).read_text())
@@ -513,7 +513,7 @@ def code_commits(out):
     return path.read_text().split() if path.exists() else []
 
 
-def _finished(corpus, arm, config, seed):
+def finished(corpus, arm, config, seed):
     """Whether a run's record has landed, and not by an epoch limit lower than its corpus's
     `MAX_EPOCHS` now is (such a run resumes, from its last checkpoint)."""
     path = record_path(corpus, arm, config, seed)
@@ -531,7 +531,7 @@ def chosen_config(corpus, arm):
         return chosen_config(corpus, VARIANTS[arm])
     scores = {}
     for config in grid(corpus):
-        if not _finished(corpus, arm, config, 0):
+        if not finished(corpus, arm, config, 0):
             return None
         record = json.loads(record_path(corpus, arm, config, 0).read_text())
         scores[config] = record["training"].get("best_val_ppl") or float("inf")
@@ -547,22 +547,22 @@ def pending(corpus, arms):
     for arm in arms:
         if arm in VARIANTS:
             best = chosen_config(corpus, arm)
-            base_done = best is not None and all(_finished(corpus, VARIANTS[arm], best, seed)
+            base_done = best is not None and all(finished(corpus, VARIANTS[arm], best, seed)
                                                  for seed in SEEDS)
             seeds = SEEDS if arm in SEEDED_VARIANTS else SEEDS[:1]
             if base_done:
                 todo += [(arm, best, seed) for seed in seeds
-                         if not _finished(corpus, arm, best, seed)]
+                         if not finished(corpus, arm, best, seed)]
             continue
         for config in grid(corpus):
-            if not _finished(corpus, arm, config, 0):
+            if not finished(corpus, arm, config, 0):
                 todo.append((arm, config, 0))
         best = chosen_config(corpus, arm)
         if best is not None:
             todo += [(arm, best, seed) for seed in SEEDS[1:]
-                     if not _finished(corpus, arm, best, seed)]
+                     if not finished(corpus, arm, best, seed)]
     todo += [(arm, config, 0) for arm in arms for config in sensitivity_configs(corpus, arm)
-             if not _finished(corpus, arm, config, 0)]
+             if not finished(corpus, arm, config, 0)]
     return todo
 
 

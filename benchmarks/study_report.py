@@ -36,7 +36,8 @@ import numpy as np
 
 from benchmarks.common import spread
 from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, VARIANTS, arms_of,
-                              chosen_config, grid, record_path, sensitivity_configs)
+                              chosen_config, finished, grid, record_path,
+                              sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 from tfktopic.runs.settings import TOPIC_MODELS
 
@@ -129,7 +130,8 @@ def sensitivity(corpus, arm, tuning):
 def arm_summary(corpus, arm):
     best, tuning, seeds = _records(corpus, arm)
     summary = {"arm": arm, "tuning": {c: _run_summary(r) for c, r in tuning.items()},
-               "tuning_done": len(tuning), "chosen": best, "seeds": len(seeds)}
+               "tuning_done": sum(finished(corpus, arm, c, 0) for c in tuning),
+               "chosen": best, "seeds": len(seeds)}
     budget = sensitivity(corpus, arm, tuning)
     if budget is not None:
         summary["sensitivity"] = budget
@@ -142,13 +144,15 @@ def arm_summary(corpus, arm):
             hours=round(sum(r["training"]["seconds"] for r in seeds) / 3600, 2),
             model=seeds[0]["model"], model_config=seeds[0]["model_config"],
             settings=grid(corpus)[best])
-        counted = [r["parameters"] for r in seeds if "parameters" in r]
-        if counted:     # the seeds of a configuration share the model's sizes
-            summary["parameters"] = counted[0]
         for key, name in ((PAPERS_PROTOCOL, "papers_protocol"), (NO_CONTEXT, "no_context")):
             if seeds[0]["model"] in TOPIC_MODELS and all(key in r for r in seeds):
                 values = [r[key]["perplexity"] for r in seeds]
                 summary.update({f"{name}_ppl": values, name: seed_summary(values)})
+    # every run of an arm has the same sizes (the grid is learning rate x dropout): the
+    # count is known from its first record, before its configuration is chosen
+    counted = [r["parameters"] for r in [*seeds, *tuning.values()] if "parameters" in r]
+    if counted:
+        summary["parameters"] = counted[0]
     summary["grid"] = len(grid(corpus))
     if arm in VARIANTS:   # one run of its base arm's choice, not tuned
         summary["variant_of"] = VARIANTS[arm]
@@ -207,7 +211,10 @@ def _verdict(interval):
 def claim_row(claim, paper, better, other, figure, arms):
     (a, a_seeds), (b, b_seeds) = arms[better], arms[other]
     row = {"claim": claim, "paper": paper, "better": better, "other": other,
-           "paper_figure": figure}
+           "paper_figure": figure,
+           # a ratio reads differently when one side has more weights (e.g. lstm_3 is
+           # 3 x 256, rGBN-RNN 256-128-64): the counts stand next to each verdict
+           "parameters": [a.get("parameters"), b.get("parameters")]}
     if not (a["complete"] and b["complete"]):
         missing = [f"{s['arm']}: "
                    + (f"variant of {s['variant_of']}" if "variant_of" in s
@@ -366,13 +373,15 @@ def markdown(summary):
                              f"{b['test_gain']:.2f} | | | | |")
     lines += ["", "### Verdicts: ratio = PPL(claimed better) / PPL(other), 95 % paired "
                   "document bootstrap interval", "",
-              "| claim | paper's figure | ours: ratio [95 % CI] | verdict | "
+              "| claim | paper's figure | parameters (M) | ours: ratio [95 % CI] | verdict | "
               "under the papers' protocol |",
-              "|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|"]
     for row in summary["claims"]:
         verdict = row["verdict"]
         if verdict == "pending":
             verdict = "pending: " + "; ".join(row["missing"])
+        counts = " vs ".join(parameters_cell(c) for c in row.get("parameters", [None, None]))
         lines.append(f"| {row['claim']} ({row['better']} vs {row['other']}) | "
-                     f"{row['paper_figure']} | {_ci(row)} | {verdict} | {_papers_ci(row)} |")
+                     f"{row['paper_figure']} | {counts} | {_ci(row)} | {verdict} | "
+                     f"{_papers_ci(row)} |")
     return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ def results(tmp_path, monkeypatch):
 
 
 def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs=60,
-           papers=None, empty=None):
+           papers=None, empty=None, parameters=None):
     """A synthetic record; `papers` / `empty`: its NLL per token under the papers' protocol
     / with every context empty."""
     tokens = np.random.default_rng(0).integers(50, 400, docs)   # one test split
@@ -31,6 +31,8 @@ def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs
                            "stopped_by": stopped, "seconds": 100.0},
               "model": arm, "model_config": {},
               "test_documents": {"nll": nll.tolist(), "tokens": tokens.tolist()}}
+    if parameters is not None:
+        record["parameters"] = parameters
     for key, value in ((study.PAPERS_PROTOCOL, papers), (study.NO_CONTEXT, empty)):
         if value is not None:
             other = tokens * (value + noise)
@@ -79,13 +81,32 @@ def test_a_run_a_lower_epoch_limit_stopped_resumes_under_the_corpus_limit(result
     assert study.chosen_config("ptb", "rnn_100") == configs[1]
 
 
-def _complete(arm, nll_per_token, stopped="early_stopping", papers=None, empty=None):
+def _complete(arm, nll_per_token, stopped="early_stopping", papers=None, empty=None,
+              parameters=None):
     for config in study.grid("apnews"):
-        _write(arm, config, 0, 100.0, nll_per_token, papers=papers, empty=empty)
+        _write(arm, config, 0, 100.0, nll_per_token, papers=papers, empty=empty,
+               parameters=parameters)
     best = study.chosen_config("apnews", arm)
     for seed in study.SEEDS[1:]:
         _write(arm, best, seed, 100.0, nll_per_token, stopped=stopped, papers=papers,
-               empty=empty)
+               empty=empty, parameters=parameters)
+
+
+def test_each_verdict_shows_both_arms_parameter_counts(results):
+    """A ratio between models of different sizes (lstm_3's 3 x 256 against rGBN-RNN's
+    256-128-64) is read next to their counts: trained by gradient + sampled, in millions."""
+    _complete("lstm", 4.00, parameters={"gradient": 2_160_000, "sampled": 0})
+    _complete("tcnlm", 3.90, parameters={"gradient": 4_060_000, "sampled": 0})
+    _complete("gbn_rnn_1", 3.95, parameters={"gradient": 2_850_000, "sampled": 380_000})
+    _complete("doc_lstm", 4.00)                               # collected before counts
+    study_report.report("apnews")
+    lines = (results / "apnews_summary.md").read_text().splitlines()
+    header = next(l for l in lines if l.startswith("| claim |"))
+    column = [c.strip() for c in header.split("|")].index("parameters (M)")
+    cell = lambda start: [c.strip() for c in next(
+        l for l in lines if l.startswith(start)).split("|")][column]
+    assert cell("| TCNLM beats LSTM ") == "4.06 vs 2.16"
+    assert cell("| gbn_rnn_1 beats the streamed") == "2.85 + 0.38 vs --"
 
 
 def test_verdicts_follow_the_bootstrap_interval(results):
