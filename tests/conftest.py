@@ -62,6 +62,11 @@ def imdb_path():
 
 
 @pytest.fixture(scope="session")
+def war_and_peace_path():
+    return shared_file("war_and_peace/warpeace_input.txt")
+
+
+@pytest.fixture(scope="session")
 def mallet_stopwords_path():
     return shared_file("stopwords/mallet_en.txt")
 
