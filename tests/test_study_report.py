@@ -59,6 +59,22 @@ def test_seeds_wait_for_the_whole_tuning_grid(results):
     assert all(seed == 0 for _, _, seed in todo) and len(todo) == len(study.grid("apnews")) - 1
 
 
+def test_the_3_layer_lstms_sensitivity_runs_come_before_its_seeds_and_the_next_arm(results):
+    """lstm_3's lr 2e-3 runs decide whether a 3-layer model needs a lower learning rate:
+    they run once its tuning is done, before its seeds and before gbn_rnn_3 starts."""
+    arms = ["lstm", "lstm_3", "gbn_rnn_3"]
+    _complete("lstm", 4.0)
+    assert study.pending("apnews", arms)[0] == ("lstm_3", "lr4e-3_do0.3", 0)
+    for config in study.grid("apnews"):
+        _write("lstm_3", config, 0, 100.0, 4.2)
+    best = study.chosen_config("apnews", "lstm_3")
+    extra = [("lstm_3", c, 0) for c in study.sensitivity_configs("apnews", "lstm_3")]
+    todo = study.pending("apnews", arms)
+    assert extra and todo[:len(extra) + 2] == extra + [("lstm_3", best, 1), ("lstm_3", best, 2)]
+    # the 1-layer baselines' extra runs stay last
+    assert todo[-2:] == [("lstm", c, 0) for c in study.sensitivity_configs("apnews", "lstm")]
+
+
 def test_a_run_a_lower_epoch_limit_stopped_resumes_under_the_corpus_limit(results):
     """PTB's limit was raised from 40 when it, not early stopping, ended a run: that run is
     queued again (to resume from its checkpoint) and its arm's choice waits for it."""
