@@ -71,7 +71,7 @@ RESULTS = REPO / "benchmarks" / "results" / "study"
 #: ends a run. Every APNEWS run stopped early (at most 34 epochs). PTB's RNN-100 at lr 1e-3
 #: with dropout 0.3 was still improving by 0.3-0.5 validation perplexity per epoch when a
 #: limit of 40 stopped it (best epoch 40: 150.02, 149.58, 149.73, 149.70, 148.99), so PTB
-#: gets 100. A run a lower limit stopped is not finished (`finished`): the next ``run``
+#: gets 100. A run a lower limit stopped is not finished (`finished_record`): the next ``run``
 #: resumes it from its last epoch's checkpoint under the new limit.
 MAX_EPOCHS = {"apnews": 40, "ptb": 100}
 PATIENCE = 3
@@ -520,15 +520,24 @@ def code_commits(out):
     return path.read_text().split() if path.exists() else []
 
 
-def finished(corpus, arm, config, seed):
-    """Whether a run's record has landed, and not by an epoch limit lower than its corpus's
-    `MAX_EPOCHS` now is (such a run resumes, from its last checkpoint)."""
+def finished_record(corpus, arm, config, seed):
+    """A run's record, or `None` until it has landed -- or when an epoch limit lower than
+    its corpus's `MAX_EPOCHS` now is stopped it (such a run resumes, from its last
+    checkpoint)."""
     path = record_path(corpus, arm, config, seed)
     if not path.exists():
-        return False
-    training = json.loads(path.read_text()).get("training", {})
-    return not (training.get("stopped_by") == "max_epochs"
-                and int(training.get("max_epochs") or MAX_EPOCHS[corpus]) < MAX_EPOCHS[corpus])
+        return None
+    record = json.loads(path.read_text())
+    training = record.get("training", {})
+    limit = int(training.get("max_epochs") or MAX_EPOCHS[corpus])
+    if training.get("stopped_by") == "max_epochs" and limit < MAX_EPOCHS[corpus]:
+        return None
+    return record
+
+
+def finished(corpus, arm, config, seed):
+    """Whether a run is done (`finished_record`)."""
+    return finished_record(corpus, arm, config, seed) is not None
 
 
 def chosen_config(corpus, arm):
@@ -538,9 +547,9 @@ def chosen_config(corpus, arm):
         return chosen_config(corpus, VARIANTS[arm])
     scores = {}
     for config in grid(corpus):
-        if not finished(corpus, arm, config, 0):
+        record = finished_record(corpus, arm, config, 0)
+        if record is None:
             return None
-        record = json.loads(record_path(corpus, arm, config, 0).read_text())
         scores[config] = record["training"].get("best_val_ppl") or float("inf")
     return min(scores, key=scores.get)
 

@@ -383,7 +383,7 @@ def markdown(summary):
         verdict = row["verdict"]
         if verdict == "pending":
             verdict = "pending: " + "; ".join(row["missing"])
-        counts = " vs ".join(parameters_cell(c) for c in row.get("parameters", [None, None]))
+        counts = " vs ".join(parameters_cell(c) for c in row["parameters"])
         lines.append(f"| {row['claim']} ({row['better']} vs {row['other']}) | "
                      f"{row['paper_figure']} | {counts} | {_ci(row)} | {verdict} | "
                      f"{_papers_ci(row)} |")
