@@ -104,7 +104,13 @@ SENSITIVITY_ARMS = ("doc_lstm", "lstm", "lstm_3", "doc_lstm_keras", "lstm_keras"
 #: Sensitivity arms whose extra runs come right after their tuning, before their seeds and
 #: the next arm: lstm_3's tested 81.49 at its choice (lr 4e-3, dropout 0.5; the 1-layer
 #: LSTM 71.71), and whether lr 2e-3 is what a 3-layer model needs has to be known before
-#: the 3-layer GBN arms, tuned at lr 4e-3 like every arm, start.
+#: the 3-layer GBN arms, tuned at lr 4e-3 like every arm, start. The rule, fixed before
+#: either lr 2e-3 run finished (lr2e-3_do0.3 at epoch 17, validation 81.61; lr2e-3_do0.5
+#: not started): if lstm_3's best validation perplexity at lr 2e-3 is at least 1 % below its
+#: best at lr 4e-3 (80.36, so 79.56 or lower; 1 % is about twice the seed-to-seed sd of the
+#: 1-layer LSTM, 0.35 / 71.71), every 3-layer arm is tuned on the lr 2e-3 pair instead (the
+#: same budget, 2 configurations; lstm_3's lr 4e-3 runs become its sensitivity runs);
+#: otherwise the 3-layer arms keep `TUNING`.
 EARLY_SENSITIVITY = ("lstm_3",)
 #: One topic vocabulary for every topic model: Mallet stop words, the 0.1 % most
 #: frequent words out, words of at least 5 training documents (TCNLM §4's rule).
