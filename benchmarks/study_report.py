@@ -97,7 +97,7 @@ def _records(corpus, arm):
     """The chosen configuration's seed records of an arm (possibly fewer than 3)."""
     best = chosen_config(corpus, arm)
     tuning = {c: json.loads(record_path(corpus, arm, c, 0).read_text())
-              for c in grid(corpus) if record_path(corpus, arm, c, 0).exists()}
+              for c in grid(corpus, arm) if record_path(corpus, arm, c, 0).exists()}
     if best is None:
         return None, tuning, []
     seeds = [json.loads(record_path(corpus, arm, best, s).read_text()) for s in SEEDS
@@ -121,7 +121,7 @@ def sensitivity(corpus, arm, tuning):
         return None
     runs = {c: _run_summary(r) for c, r in {**tuning, **extra}.items()}
     result = {"runs": runs, "done": len(extra), "of": len(sensitivity_configs(corpus, arm))}
-    if len(extra) == result["of"] and len(tuning) == len(grid(corpus)):
+    if len(extra) == result["of"] and len(tuning) == len(grid(corpus, arm)):
         val = {c: r["best_val_ppl"] or float("inf") for c, r in runs.items()}
         best = min(val, key=val.get)
         chosen = chosen_config(corpus, arm)
@@ -146,7 +146,7 @@ def arm_summary(corpus, arm):
             stopped_by=[r["training"]["stopped_by"] for r in seeds],
             hours=round(sum(r["training"]["seconds"] for r in seeds) / 3600, 2),
             model=seeds[0]["model"], model_config=seeds[0]["model_config"],
-            settings=grid(corpus)[best])
+            settings=grid(corpus, arm)[best])
         for key, name in ((PAPERS_PROTOCOL, "papers_protocol"), (NO_CONTEXT, "no_context")):
             if seeds[0]["model"] in TOPIC_MODELS and all(key in r for r in seeds):
                 values = [r[key]["perplexity"] for r in seeds]
@@ -156,7 +156,7 @@ def arm_summary(corpus, arm):
     counted = [r["parameters"] for r in [*seeds, *tuning.values()] if "parameters" in r]
     if counted:
         summary["parameters"] = counted[0]
-    summary["grid"] = len(grid(corpus))
+    summary["grid"] = len(grid(corpus, arm))
     if arm in VARIANTS:   # one run of its base arm's choice, not tuned
         summary["variant_of"] = VARIANTS[arm]
     summary["complete"] = (len(seeds) == len(SEEDS)
