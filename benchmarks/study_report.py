@@ -157,6 +157,7 @@ def arm_summary(corpus, arm):
     if counted:
         summary["parameters"] = counted[0]
     summary["grid"] = len(grid(corpus, arm))
+    summary["tuned_on"] = list(grid(corpus, arm))
     if arm in VARIANTS:   # one run of its base arm's choice, not tuned
         summary["variant_of"] = VARIANTS[arm]
     summary["complete"] = (len(seeds) == len(SEEDS)
@@ -359,8 +360,14 @@ def markdown(summary):
     budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
               if "sensitivity" in s}
     if budget:
+        corpus = summary["corpus"]
+        common = tuple(grid(corpus))
+        own = {arm: tuple(grid(corpus, arm)) for arm in arms_of(corpus)}
+        tuned = f"{len(common)} configurations, {', '.join(common)}" + "".join(
+            f"; {', '.join(arm for arm in own if own[arm] == other)}: {', '.join(other)}"
+            for other in sorted(set(own.values()) - {common}))
         lines += ["", "### Budget sensitivity: the baselines on the whole learning rate x dropout"
-                      " grid (seed 0; the table above tunes every arm on the same 2 configurations)",
+                      f" grid (seed 0; the table above tunes every arm on {tuned})",
                   "", "| arm | configuration | best val PPL | test PPL | epochs | stopped by |",
                   "|---|---|---|---|---|---|"]
         for name, b in budget.items():

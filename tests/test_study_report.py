@@ -100,6 +100,12 @@ def test_the_3_layer_arms_are_tuned_on_the_lower_learning_rate_with_the_same_bud
                                                      for s in study.SEEDS[1:]]
     summary, _ = study_report.arm_summary("apnews", "gbn_rnn_3")
     assert summary["tuning_done"] == summary["grid"] == 2
+    _complete("lstm", 4.0)   # a baseline with budget-sensitivity runs: the table says so
+    study_report.report("apnews")
+    header = next(line for line in (results / "apnews_summary.md").read_text().splitlines()
+                  if line.startswith("### Budget sensitivity"))
+    assert (f"every arm on 2 configurations, {', '.join(study.TUNING)}; lstm_3, "
+            f"gbn_rnn_3, rgbn_rnn_3: {', '.join(study.LOWER_LR)})") in header
 
 
 def test_a_run_a_lower_epoch_limit_stopped_resumes_under_the_corpus_limit(results):
