@@ -105,7 +105,7 @@ SENSITIVITY_ARMS = ("doc_lstm", "lstm", "lstm_3", "doc_lstm_keras", "lstm_keras"
 #: Sensitivity arms whose extra runs come right after their tuning, before their seeds and
 #: the next arm: lstm_3's tested 81.49 at its choice (lr 4e-3, dropout 0.5; the 1-layer
 #: LSTM 71.71), and whether lr 2e-3 is what a 3-layer model needs has to be known before
-#: the 3-layer GBN arms, tuned at lr 4e-3 like every arm, start. The rule, fixed before
+#: the 3-layer GBN arms, then tuned at lr 4e-3 like every arm, start. The rule, fixed before
 #: either lr 2e-3 run finished (lr2e-3_do0.3 at epoch 17, validation 81.61; lr2e-3_do0.5
 #: not started): if lstm_3's best validation perplexity at lr 2e-3 is at least 1 % below its
 #: best at lr 4e-3 (80.36, so 79.56 or lower; 1 % is about twice the seed-to-seed sd of the
@@ -237,9 +237,8 @@ def grid(corpus, arm=None):
     """The tuning configurations of an arm of a corpus's study (name -> settings): the
     configuration of the arm is chosen among these. The corpus's own (`TUNING` on APNEWS)
     for every arm but those of `ARM_TUNING`."""
-    names = ARM_TUNING.get(arm, STUDIES[corpus][5]) if arm in arms_of(corpus) \
-        else STUDIES[corpus][5]
-    return {name: full_grid(corpus)[name] for name in names}
+    names = ARM_TUNING.get(arm) if arm in arms_of(corpus) else None
+    return {name: full_grid(corpus)[name] for name in names or STUDIES[corpus][5]}
 
 
 def sensitivity_configs(corpus, arm):
