@@ -60,8 +60,8 @@ def test_seeds_wait_for_the_whole_tuning_grid(results):
 
 
 def test_the_3_layer_lstms_sensitivity_runs_come_before_its_seeds_and_the_next_arm(results):
-    """lstm_3's lr 2e-3 runs decide whether a 3-layer model needs a lower learning rate:
-    they run once its tuning is done, before its seeds and before gbn_rnn_3 starts."""
+    """lstm_3's runs at the other learning rate decided whether a 3-layer model needs a lower
+    one: they run once its tuning is done, before its seeds and before gbn_rnn_3 starts."""
     arms = ["lstm", "lstm_3", "gbn_rnn_3"]
     _complete("lstm", 4.0)
     assert study.pending("apnews", arms)[0] == ("lstm_3", next(iter(study.grid("apnews",
@@ -77,7 +77,7 @@ def test_the_3_layer_lstms_sensitivity_runs_come_before_its_seeds_and_the_next_a
 
 
 def test_the_3_layer_arms_are_tuned_on_the_lower_learning_rate_with_the_same_budget(results):
-    """lstm_3 gained 2.1 % on validation at lr 2e-3 (`study.ARM_TUNING`): every 3-layer arm,
+    """lstm_3 gained 4.4 % on validation at lr 2e-3 (`study.ARM_TUNING`): every 3-layer arm,
     and only they, chooses among the lr 2e-3 pair, as many configurations as every arm;
     lstm_3's lr 4e-3 runs become its budget-sensitivity runs."""
     three = ("lstm_3", "gbn_rnn_3", "rgbn_rnn_3")
