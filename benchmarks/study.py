@@ -116,10 +116,11 @@ EARLY_SENSITIVITY = ("lstm_3",)
 #: arm -> the configurations of `GRID` it is tuned on instead of `TUNING`. The rule above
 #: held: lstm_3 reached validation 78.64 at lr 2e-3 with dropout 0.5 by epoch 19, and 76.83
 #: at its best epoch 28 (test 78.31), against 80.36 at its lr 4e-3 choice (test 81.49), 4.4 %
-#: lower (dropout 0.3: 81.58 against 81.68). So every 3-layer arm is tuned on the lr 2e-3 pair, the same budget of 2
-#: configurations; lstm_3's lr 4e-3 runs are its budget-sensitivity runs. The 1-layer arms
-#: keep `TUNING`: the 1-layer baselines' lr 2e-3 runs (`SENSITIVITY_ARMS`) show what lr 2e-3
-#: gives them (with Keras' initialisation nothing: doc_lstm_keras 72.81 vs 72.19).
+#: lower (dropout 0.3: 81.58 against 81.68). So every 3-layer arm is tuned on the lr 2e-3
+#: pair, the same budget of 2 configurations; lstm_3's lr 4e-3 runs are its
+#: budget-sensitivity runs. The 1-layer arms keep `TUNING`: the 1-layer baselines' lr 2e-3
+#: runs (`SENSITIVITY_ARMS`) show what lr 2e-3 gives them (with Keras' initialisation
+#: nothing: doc_lstm_keras 72.81 vs 72.19).
 LOWER_LR = ("lr2e-3_do0.3", "lr2e-3_do0.5")
 ARM_TUNING = {"lstm_3": LOWER_LR, "gbn_rnn_3": LOWER_LR, "rgbn_rnn_3": LOWER_LR}
 #: One topic vocabulary for every topic model: Mallet stop words, the 0.1 % most

@@ -156,7 +156,6 @@ def arm_summary(corpus, arm):
     counted = [r["parameters"] for r in [*seeds, *tuning.values()] if "parameters" in r]
     if counted:
         summary["parameters"] = counted[0]
-    summary["grid"] = len(grid(corpus, arm))
     summary["tuned_on"] = list(grid(corpus, arm))
     if arm in VARIANTS:   # one run of its base arm's choice, not tuned
         summary["variant_of"] = VARIANTS[arm]
@@ -222,7 +221,7 @@ def claim_row(claim, paper, better, other, figure, arms):
     if not (a["complete"] and b["complete"]):
         missing = [f"{s['arm']}: "
                    + (f"variant of {s['variant_of']}" if "variant_of" in s
-                      else f"tuning {s['tuning_done']}/{s['grid']}")
+                      else f"tuning {s['tuning_done']}/{len(s['tuned_on'])}")
                    + f", seeds {s['seeds']}/{len(SEEDS)}"
                    + ("" if all(x == "early_stopping" for x in s.get("stopped_by", []))
                       else " (not all converged)")
@@ -353,7 +352,7 @@ def markdown(summary):
         else:
             test = epochs = stopped = chosen = hours = "--"
         tuning = (f"variant of {s['variant_of']}" if "variant_of" in s
-                  else f"{s['tuning_done']}/{s['grid']}")
+                  else f"{s['tuning_done']}/{len(s['tuned_on'])}")
         lines.append(f"| {name} | {parameters_cell(s.get('parameters'))} | {chosen} | "
                      f"{s['seeds']}/{len(SEEDS)} | {test} | {papers} | {empty} | {epochs} | "
                      f"{stopped} | {tuning} | {hours} |")
