@@ -1,6 +1,6 @@
 """Start, or resume, the long training jobs of the open issues with one command.
 
-    python -m benchmarks.long_runs start [--jobs apnews+ptb,ablation+ptb] [--dry-run]
+    python -m benchmarks.long_runs start [--jobs apnews+ptb,ablation+ptb+apnews] [--dry-run]
     python -m benchmarks.long_runs status
 
 Jobs (each resumes from its directory under ``runs/``, each one process with one
@@ -13,12 +13,16 @@ TensorFlow thread, so two lanes fill 2 cores):
   ``benchmarks/results/ablation/`` as it lands.
 
 A **lane** (``--jobs a+b``) runs its jobs one after the other in one detached process
-(`run_lane`), so that a core freed by a finished job goes to the next one within the session;
-a job already run by another lane (its lock ``runs/jobs/<job>.lock`` held) is skipped, so
-two lanes may end in the same job. The default lanes are ``apnews+ptb`` and
-``ablation+ptb``: the PTB pair starts on whichever core frees first.
+(`run_lane`), so that a core freed by a finished job goes to the next one within the session.
+The study's jobs are shared: a lane's adjacent study jobs are one scheduler over those
+corpora in that order (``benchmarks.study run --corpus apnews ptb``), and two lanes'
+schedulers split the pending runs between them, each run claimed by one (`study.claim`).
+The ablation is not: a lane reaching it while another lane runs it (its lock
+``runs/jobs/ablation.lock`` held) skips it. The default lanes are ``apnews+ptb`` and
+``ablation+ptb+apnews``: the ablation is done, so the second core starts on the PTB pair,
+and each core, once its first corpus has nothing left to start, helps with the other.
 
-A job whose process is alive (its pid in ``runs/jobs/<job>.pid``) is left alone. On a new
+A lane whose process is alive (its pid in ``runs/jobs/<lane>.pid``) is left alone. On a new
 machine ``runs/`` is empty and only the committed records remain: the study's scheduler
 reads its records from ``benchmarks/results/study/``, and ``start`` copies the committed
 ablation records back to ``runs/ablation/<run>/result.json``, so no finished run is
@@ -26,6 +30,7 @@ trained again. A run that was cut off on another machine starts again from epoch
 """
 
 import argparse
+import contextlib
 import fcntl
 import os
 import pathlib
@@ -36,6 +41,8 @@ from benchmarks.common import SHARED_DATA, code_snapshot
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 JOBS = ("apnews", "ptb", "ablation")
+STUDY_JOBS = ("apnews", "ptb")      # shared by lanes (their runs are claimed one by one)
+DEFAULT_LANES = "apnews+ptb,ablation+ptb+apnews"
 ABLATION_RECORDS = REPO / "benchmarks" / "results" / "ablation"
 _THREADS = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
             "OMP_NUM_THREADS": "1"}
@@ -58,11 +65,13 @@ def restore_ablation_records(records=ABLATION_RECORDS, out=None):
 
 
 def job_command(job, repo=REPO, shared=SHARED_DATA, snapshot=True):
-    """(argv, working directory, extra environment, log file) of a job (``snapshot``:
-    extract the code snapshot the ablation runs from; without it, the live code)."""
+    """(argv, working directory, extra environment, log file) of a job, or of a step of
+    study jobs joined by ``+`` (one scheduler over those corpora in that order); ``snapshot``:
+    extract the code snapshot the ablation runs from (without it, the live code)."""
     runs = pathlib.Path(repo) / "runs"
-    if job in ("apnews", "ptb"):
-        argv = [sys.executable, "-m", "benchmarks.study", "run", "--corpus", job,
+    corpora = job.split("+")
+    if all(corpus in STUDY_JOBS for corpus in corpora):
+        argv = [sys.executable, "-m", "benchmarks.study", "run", "--corpus", *corpora,
                 "--workers", "1"]
         return argv, pathlib.Path(repo), {}, runs / "study" / f"scheduler_{job}.log"
     if job == "ablation":
@@ -76,14 +85,26 @@ def job_command(job, repo=REPO, shared=SHARED_DATA, snapshot=True):
     raise ValueError(f"unknown job {job!r}; choose from {', '.join(JOBS)}")
 
 
-def _pid_file(job, repo=REPO):
-    return pathlib.Path(repo) / "runs" / "jobs" / f"{job}.pid"
+def _pid_file(lane, repo=REPO):
+    return pathlib.Path(repo) / "runs" / "jobs" / f"{lane}.pid"
 
 
-def running(job, repo=REPO):
-    """The pid of the job's live process, or None."""
+def steps(jobs):
+    """A lane's jobs as the steps it runs in turn: the ablation alone, adjacent study jobs
+    joined into one (``apnews+ptb``: one scheduler)."""
+    out = []
+    for job in jobs:
+        if job in STUDY_JOBS and out and all(j in STUDY_JOBS for j in out[-1].split("+")):
+            out[-1] += f"+{job}"
+        else:
+            out.append(job)
+    return out
+
+
+def running(lane, repo=REPO):
+    """The pid of the lane's live process (`lane`: its jobs joined by ``+``), or None."""
     try:
-        pid = int(_pid_file(job, repo).read_text())
+        pid = int(_pid_file(lane, repo).read_text())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return None
@@ -91,40 +112,41 @@ def running(job, repo=REPO):
 
 
 def run_lane(jobs, repo=REPO, log=print):
-    """Run `jobs` one after the other in this process (one core's lane).
+    """Run `jobs` one after the other in this process (one core's lane), as `steps`.
 
-    Each job runs under its exclusive lock (``runs/jobs/<job>.lock``, released when its
-    process ends, however it ends), with this process's pid in its pid file; a job whose
-    lock another lane holds is skipped. Returns {job: exit status or "skipped"}.
+    The ablation runs under its exclusive lock (``runs/jobs/ablation.lock``, released when
+    its process ends, however it ends) and is skipped when another lane holds it; a step of
+    study jobs always runs (its scheduler shares the runs with any other). Returns
+    {step: exit status or "skipped"}.
     """
     repo, done = pathlib.Path(repo), {}
-    for job in jobs:
-        lock_path = _pid_file(job, repo).with_suffix(".lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock_path, "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log(f"{job}: run by another lane, skipped")
-                done[job] = "skipped"
-                continue
-            _pid_file(job, repo).write_text(str(os.getpid()))
-            argv, cwd, env, log_file = job_command(job, repo)
+    for step in steps(jobs):
+        with contextlib.ExitStack() as held:
+            if "+" not in step and step not in STUDY_JOBS:
+                lock_path = _pid_file(step, repo).with_suffix(".lock")
+                lock_path.parent.mkdir(parents=True, exist_ok=True)
+                lock = held.enter_context(open(lock_path, "w"))
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    log(f"{step}: run by another lane, skipped")
+                    done[step] = "skipped"
+                    continue
+            argv, cwd, env, log_file = job_command(step, repo)
             log_file.parent.mkdir(parents=True, exist_ok=True)
-            log(f"{job}: started ({' '.join(argv)})")
+            log(f"{step}: started ({' '.join(argv)})")
             with open(log_file, "a") as handle:
-                done[job] = subprocess.call(argv, cwd=cwd, env={**os.environ, **env},
-                                            stdout=handle, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
-            _pid_file(job, repo).unlink(missing_ok=True)
-            log(f"{job}: exited with status {done[job]}")
+                done[step] = subprocess.call(argv, cwd=cwd, env={**os.environ, **env},
+                                             stdout=handle, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+            log(f"{step}: exited with status {done[step]}")
     return done
 
 
 def start(lanes, repo=REPO, dry_run=False):
-    """Start each lane (a list of jobs, or one job's name) whose first job is not running,
-    detached (its own session), logging to ``runs/jobs/<lane>.log``; returns
-    {lane name: pid or the reason it was not started}."""
+    """Start each lane (a list of jobs, or one job's name) that is not running (its pid
+    in ``runs/jobs/<lane>.pid``), detached (its own session), logging to
+    ``runs/jobs/<lane>.log``; returns {lane name: pid or the reason it was not started}."""
     started = {}
     repo = pathlib.Path(repo)
     lanes = [[lane] if isinstance(lane, str) else list(lane) for lane in lanes]
@@ -135,18 +157,15 @@ def start(lanes, repo=REPO, dry_run=False):
         print(f"restored committed ablation records: {', '.join(restored)}")
     for lane in lanes:
         name = "+".join(lane)
-        # Running if its first job is (a later one may be another lane's: the lane skips
-        # it when it gets there).
-        live = {job: pid for job in lane[:1] for pid in [running(job, repo)] if pid}
-        if live:
-            started[name] = "already running (" + ", ".join(
-                f"{job}: pid {pid}" for job, pid in live.items()) + ")"
+        pid = running(name, repo)
+        if pid:
+            started[name] = f"already running (pid {pid})"
             continue
         argv = [sys.executable, "-m", "benchmarks.long_runs", "lane", *lane]
         if dry_run:
             started[name] = "would run, one after the other: " + "; ".join(
                 f"in {cwd}: {' '.join(job_argv)}" for job_argv, cwd, _, _ in
-                (job_command(job, repo, snapshot=False) for job in lane))
+                (job_command(step, repo, snapshot=False) for step in steps(lane)))
             continue
         log = repo / "runs" / "jobs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -154,7 +173,7 @@ def start(lanes, repo=REPO, dry_run=False):
             process = subprocess.Popen(argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True,
                                        env={**os.environ, "TFKTOPIC_LONG_RUNS_REPO": str(repo)})
-        _pid_file(lane[0], repo).write_text(str(process.pid))
+        _pid_file(name, repo).write_text(str(process.pid))
         started[name] = process.pid
     return started
 
@@ -164,10 +183,10 @@ def main(argv=None):
     parser.add_argument("action", choices=["start", "status", "lane"])
     parser.add_argument("lane_jobs", nargs="*", help="lane: the jobs to run in turn "
                         "(internal: what `start` runs detached)")
-    parser.add_argument("--jobs", default="apnews+ptb,ablation+ptb",
+    parser.add_argument("--jobs", default=DEFAULT_LANES,
                         help=f"comma-separated lanes, each one job of {', '.join(JOBS)} or "
                         "several joined by + (run in turn on one core); default: "
-                        "apnews+ptb,ablation+ptb, one lane per core")
+                        f"{DEFAULT_LANES}, one lane per core")
     parser.add_argument("--dry-run", action="store_true", help="print, start nothing")
     args = parser.parse_args(argv)
     lanes = [args.lane_jobs] if args.action == "lane" else \
@@ -180,9 +199,12 @@ def main(argv=None):
         run_lane(args.lane_jobs, repo, log=lambda m: print(m, flush=True))
         return 0
     if args.action == "status":
-        for job in JOBS:
-            pid = running(job, repo)
-            print(f"{job}: " + (f"running (pid {pid})" if pid else "not running"))
+        names = ["+".join(lane) for lane in lanes]
+        names += sorted(p.stem for p in (repo / "runs" / "jobs").glob("*.pid")
+                        if p.stem not in names)
+        for name in names:
+            pid = running(name, repo)
+            print(f"{name}: " + (f"running (pid {pid})" if pid else "not running"))
         return 0
     for lane, state in start(lanes, repo, dry_run=args.dry_run).items():
         print(f"{lane}: {state if isinstance(state, str) else f'started (pid {state})'}")

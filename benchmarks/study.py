@@ -34,7 +34,7 @@ of the perplexity ratio (`tfktopic.evaluation.comparison`).
 
 Usage::
 
-    python -m benchmarks.study run [--corpus apnews|ptb] [--arms lstm doc_lstm ...] [--workers 2]
+    python -m benchmarks.study run [--corpus apnews|ptb ...] [--arms lstm doc_lstm ...] [--workers 2]
     python -m benchmarks.study status [--corpus ptb]
     python -m benchmarks.study report [--corpus ptb]  # -> results/study/<corpus>_summary.{json,md}
     python -m benchmarks.study protocols [--corpus ptb] [--arms tcnlm ...]
@@ -54,9 +54,16 @@ Pi) to records collected before ``tfktopic train`` stored them.
 Runs go to ``runs/study/`` (``--out``); a cut-off run resumes exactly when
 ``run`` is called again. Each worker is one process with one TensorFlow
 thread (2 workers on 2 cores).
+
+Several schedulers may share the runs (``run --corpus apnews ptb`` on one core and
+``run --corpus ptb apnews`` on the other): each run is claimed under an exclusive lock
+(`claim`), so no run is started twice, and a scheduler takes the first unclaimed pending run
+of its corpora in its order. It waits while runs it cannot start remain (held by another
+scheduler: their landing may unlock seeds), and ends when nothing is pending.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import pathlib
@@ -605,7 +612,33 @@ def pending(corpus, arms):
     return todo
 
 
-def _start(corpus, arm, config, seed, out_root):
+CLAIM_NAME = ".claim"
+
+
+def claim(out):
+    """Claim the run of directory `out` for this scheduler: an exclusive ``flock`` on
+    ``out/.claim`` (created with its directory).
+
+    The kernel releases it when every process holding it has ended (`_start` passes it to
+    the training process too, so that a scheduler killed alone leaves its run claimed until
+    that run ends), so a claim never outlives its run.
+
+    Returns:
+        The open lock file (close it to release the claim), or `None` when another
+        process holds the claim.
+    """
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / CLAIM_NAME, "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+def _start(corpus, arm, config, seed, out_root, claimed=None):
     out = run_dir(out_root, corpus, arm, config, seed)
     out.mkdir(parents=True, exist_ok=True)
     cmd = command(corpus, arm, config, seed, out)
@@ -619,7 +652,8 @@ def _start(corpus, arm, config, seed, out_root):
     log = open(out / "train.log", "a")
     log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} (code {code}) {' '.join(cmd)}\n")
     log.flush()
-    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=code)
+    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=code,
+                               pass_fds=(claimed.fileno(),) if claimed else ())
     return process, out, cmd, log
 
 
@@ -630,48 +664,88 @@ def _score_other_protocols(corpus, arm, out_root):
            "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "benchmarks.study", "protocols", "--corpus", corpus,
            "--arms", arm, "--out", str(out_root)]
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    # One scorer of a corpus at a time: another scheduler's may be rewriting the same records.
+    lock_path = pathlib.Path(out_root) / f".protocols-{corpus}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         _log(f"other protocols of {arm} failed (exit {done.returncode}): "
              f"{(done.stderr.strip().splitlines() or [''])[-1]}")
 
 
-def run(corpus, arms, workers, out_root):
-    """Run the pending runs, `workers` at a time, until none is left (resumable)."""
+def run(corpora, arms, workers, out_root):
+    """Run the pending runs, `workers` at a time, until none is left (resumable).
+
+    Args:
+        corpora: a corpus, or several in order of priority: a scheduler starts the first
+            pending run of its first corpus that no other scheduler has claimed, then of
+            the next (`claim`).
+        arms: the arms to run (of a single corpus), or `None` for each corpus's arms.
+        workers: runs at a time.
+        out_root: the runs' root directory (``--out``).
+
+    Returns:
+        0, or 1 when a run failed (the others go on).
+    """
+    corpora = [corpora] if isinstance(corpora, str) else list(corpora)
+    if arms is not None and len(corpora) > 1:
+        raise ValueError(f"arms: name them for one corpus, not for {corpora}")
+    arms_by = {c: list(arms) if arms is not None else list(arms_of(c)) for c in corpora}
     active = {}
     failed = set()
     while True:
-        for process, (key, out, cmd, log) in list(active.items()):
+        for process, (key, out, cmd, log, claimed) in list(active.items()):
             code = process.poll()
             if code is None:
                 continue
             log.close()
             del active[process]
-            arm, config, seed = key
+            corpus, arm, config, seed = key
             status = json.loads((out / "run.json").read_text()).get("status") \
                 if (out / "run.json").exists() else None
             if code == 0 and (out / "results.json").exists():
                 path = collect(corpus, arm, config, seed, out, cmd)
-                _log(f"finished {run_name(*key)}: {path.relative_to(REPO)}")
+                claimed.close()          # the record is there: nobody starts it again
+                _log(f"finished {run_label(key)}: {path.relative_to(REPO)}")
                 _score_other_protocols(corpus, arm, out_root)
             elif status == "diverged":
                 path = collect_diverged(corpus, arm, config, seed, out, cmd)
-                _log(f"diverged {run_name(*key)}: {path.relative_to(REPO)}")
+                claimed.close()
+                _log(f"diverged {run_label(key)}: {path.relative_to(REPO)}")
             else:
+                claimed.close()
                 failed.add(key)
-                _log(f"FAILED {run_name(*key)} (exit {code}); see {out / 'train.log'}")
+                _log(f"FAILED {run_label(key)} (exit {code}); see {out / 'train.log'}")
         busy = {key for key, *_ in active.values()}
-        todo = [key for key in pending(corpus, arms) if key not in busy and key not in failed]
+        todo = [(corpus, *key) for corpus in corpora for key in pending(corpus, arms_by[corpus])
+                if (corpus, *key) not in busy and (corpus, *key) not in failed]
+        held = []                        # pending, but claimed by another scheduler
         while todo and len(active) < workers:
             key = todo.pop(0)
-            process, out, cmd, log = _start(corpus, *key, out_root)
-            active[process] = (key, out, cmd, log)
-            _log(f"started {run_name(*key)} (pid {process.pid})")
-        if not active:
+            claimed = claim(run_dir(out_root, *key))
+            if claimed is None:
+                held.append(key)
+                continue
+            if finished(*key):           # it landed between `pending` and the claim
+                claimed.close()
+                continue
+            process, out, cmd, log = _start(*key, out_root, claimed)
+            active[process] = (key, out, cmd, log, claimed)
+            _log(f"started {run_label(key)} (pid {process.pid})")
+        if not active and not held:
             break
         time.sleep(10)
-    _log(f"done; {len(failed)} failed: {sorted(run_name(*k) for k in failed)}")
+    _log(f"done; {len(failed)} failed: {sorted(run_label(k) for k in failed)}")
     return 1 if failed else 0
+
+
+def run_label(key):
+    """``arm/config-s<seed>``, prefixed by its corpus when that is not APNEWS (the log's
+    name of a run)."""
+    corpus, *run = key
+    return run_name(*run) if corpus == "apnews" else f"{corpus}:{run_name(*run)}"
 
 
 def status(corpus, arms, out_root=None):
@@ -710,12 +784,21 @@ def status(corpus, arms, out_root=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("action", choices=["run", "status", "report", "protocols"])
-    parser.add_argument("--corpus", default="apnews", choices=sorted(CORPORA))
+    parser.add_argument("--corpus", nargs="+", default=["apnews"], choices=sorted(CORPORA),
+                        help="the corpus; for run, several in order of priority (another "
+                        "scheduler may share them: `claim`)")
     parser.add_argument("--arms", nargs="+", default=None,
                         help="arms to run (default: every arm of the corpus's study)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=str(REPO / "runs" / "study"))
     args = parser.parse_args(argv)
+    if len(args.corpus) > 1 and (args.action != "run" or args.arms):
+        parser.error(f"--corpus: one corpus for {args.action}"
+                     + (" with --arms" if args.action == "run" else "")
+                     + f", got {' '.join(args.corpus)}")
+    if args.action == "run" and len(args.corpus) > 1:
+        return run(args.corpus, None, args.workers, args.out)
+    args.corpus = args.corpus[0]
     unknown = set(args.arms or ()) - set(arms_of(args.corpus))
     if unknown:
         parser.error(f"--arms: {sorted(unknown)} are not arms of {args.corpus} "

@@ -416,7 +416,7 @@ def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(result
         def poll(self):
             return 0
 
-    def fake_start(corpus, arm, config, seed, out_root):
+    def fake_start(corpus, arm, config, seed, out_root, claimed=None):
         out = study.run_dir(out_root, corpus, arm, config, seed)
         out.mkdir(parents=True, exist_ok=True)
         for name in ("results.json", "run.json"):
