@@ -41,6 +41,10 @@ from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, VARIA
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 from tfktopic.runs.settings import TOPIC_MODELS
 
+#: The epoch limit a corpus's paper trained under, and where it says so: the report puts
+#: each arm's best validation perplexity within it next to its converged one
+#: (`within_epochs`), to show what the limit did to each side of the paper's comparison.
+PAPER_EPOCHS = {"ptb": (15, "Dieng et al. 2017, §4.1: at most 15 epochs")}
 #: The README whose marked section `report` rewrites (`paste`).
 README = RESULTS.parents[2] / "README.md"
 #: (claim, paper, better arm, other arm, the paper's figure)
@@ -105,6 +109,13 @@ def _records(corpus, arm):
     return best, tuning, seeds
 
 
+def within_epochs(record, epochs):
+    """The best validation perplexity of a run within its first `epochs` epochs (from its
+    per-epoch history), or `None` if its history is empty."""
+    values = [e["val_ppl"] for e in record.get("history", []) if e["epoch"] <= epochs]
+    return min(values) if values else None
+
+
 def _run_summary(record):
     return {"best_val_ppl": record["training"]["best_val_ppl"],
             "test_ppl": record.get("test", {}).get("perplexity"),
@@ -147,6 +158,10 @@ def arm_summary(corpus, arm):
             hours=round(sum(r["training"]["seconds"] for r in seeds) / 3600, 2),
             model=seeds[0]["model"], model_config=seeds[0]["model_config"],
             settings=grid(corpus, arm)[best])
+        if corpus in PAPER_EPOCHS:
+            limit = PAPER_EPOCHS[corpus][0]
+            summary["best_val_ppl"] = [r["training"]["best_val_ppl"] for r in seeds]
+            summary["val_within_paper_epochs"] = [within_epochs(r, limit) for r in seeds]
         for key, name in ((PAPERS_PROTOCOL, "papers_protocol"), (NO_CONTEXT, "no_context")):
             if seeds[0]["model"] in TOPIC_MODELS and all(key in r for r in seeds):
                 values = [r[key]["perplexity"] for r in seeds]
@@ -320,6 +335,38 @@ def parameters_cell(counts):
     return cell + (f" + {counts['sampled'] / 1e6:.2f}" if counts["sampled"] else "")
 
 
+def paper_epochs_table(summary):
+    """Markdown lines: each arm's best validation perplexity within the paper's epoch limit
+    (`PAPER_EPOCHS`) and converged, and each claim's ratio of the two (means over seeds;
+    validation, no interval: an explanation of the paper's figure, not a verdict)."""
+    corpus = summary["corpus"]
+    arms = {name: s for name, s in summary["arms"].items()
+            if s.get("val_within_paper_epochs") and None not in s["val_within_paper_epochs"]}
+    if corpus not in PAPER_EPOCHS or not arms:
+        return []
+    limit, source = PAPER_EPOCHS[corpus]
+    lines = ["", f"### At the paper's epoch limit ({source}): best validation perplexity of "
+                 "the chosen configuration, mean +- sd over seeds (not a verdict: validation, "
+                 "no interval)", "",
+             f"| arm | seeds | within {limit} epochs | converged | best epoch |",
+             "|---|---|---|---|---|"]
+    for name, s in arms.items():
+        within = seed_summary(s["val_within_paper_epochs"])
+        converged = seed_summary(s["best_val_ppl"])
+        lines.append(f"| {name} | {s['seeds']}/{len(SEEDS)} | {spread(within, s['seeds'])} | "
+                     f"{spread(converged, s['seeds'])} | "
+                     f"{', '.join(str(e) for e in s['best_epoch'])} |")
+    for row in summary["claims"]:
+        a, b = arms.get(row["better"]), arms.get(row["other"])
+        if a and b:
+            ratio = {key: float(np.mean(a[key]) / np.mean(b[key]))
+                     for key in ("val_within_paper_epochs", "best_val_ppl")}
+            lines.append(f"| {row['better']} / {row['other']} | | "
+                         f"{ratio['val_within_paper_epochs']:.3f} | "
+                         f"{ratio['best_val_ppl']:.3f} | |")
+    return lines
+
+
 def markdown(summary):
     lines = [f"### {summary['corpus']}: test perplexity (leak-free), mean +- sd over seeds",
              "", "The same models on the same targets under two other topic contexts: the "
@@ -356,6 +403,7 @@ def markdown(summary):
         lines.append(f"| {name} | {parameters_cell(s.get('parameters'))} | {chosen} | "
                      f"{s['seeds']}/{len(SEEDS)} | {test} | {papers} | {empty} | {epochs} | "
                      f"{stopped} | {tuning} | {hours} |")
+    lines += paper_epochs_table(summary)
     budget = {name: s["sensitivity"] for name, s in summary["arms"].items()
               if "sensitivity" in s}
     if budget:

@@ -20,9 +20,9 @@ def results(tmp_path, monkeypatch):
 
 
 def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs=60,
-           papers=None, empty=None, parameters=None):
+           papers=None, empty=None, parameters=None, corpus="apnews", history=None):
     """A synthetic record; `papers` / `empty`: its NLL per token under the papers' protocol
-    / with every context empty."""
+    / with every context empty; `history`: its validation perplexity per epoch."""
     tokens = np.random.default_rng(0).integers(50, 400, docs)   # one test split
     noise = np.random.default_rng([seed, len(arm), len(config)]).normal(0.0, 0.02, docs)
     nll = tokens * (nll_per_token + noise)
@@ -33,12 +33,14 @@ def _write(arm, config, seed, val, nll_per_token, stopped="early_stopping", docs
               "test_documents": {"nll": nll.tolist(), "tokens": tokens.tolist()}}
     if parameters is not None:
         record["parameters"] = parameters
+    if history is not None:
+        record["history"] = [{"epoch": e, "val_ppl": v} for e, v in enumerate(history, 1)]
     for key, value in ((study.PAPERS_PROTOCOL, papers), (study.NO_CONTEXT, empty)):
         if value is not None:
             other = tokens * (value + noise)
             record[key] = {"perplexity": float(np.exp(other.sum() / tokens.sum())),
                            "nll": other.tolist()}
-    path = study.record_path("apnews", arm, config, seed)
+    path = study.record_path(corpus, arm, config, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record))
 
@@ -480,3 +482,29 @@ def test_parameter_counts_come_from_the_run_or_a_same_sized_record_and_fill_a_co
     assert rows["lstm"] == "2.16" and rows["lstm_keras"] == "2.16"
     assert study_report.parameters_cell({"gradient": 2_849_351, "sampled": 383_200}) == \
         "2.85 + 0.38"
+
+
+def test_the_ptb_report_puts_each_arms_validation_at_the_papers_15_epochs_beside_converged(
+        results):
+    """Dieng et al. trained for at most 15 epochs: an RNN still improving at epoch 15 and a
+    TopicRNN that peaks by then compare differently there than converged."""
+    rnn = [200.0 - 2 * e for e in range(1, 41)]                     # 170 at 15, 120 at 40
+    topic = [190.0 - 3 * e if e <= 12 else 154.0 + (e - 12) for e in range(1, 16)]
+    for arm, history in (("rnn_100", rnn), ("topicrnn_100", topic)):
+        configs = list(study.grid("ptb", arm))
+        for i, config in enumerate(configs):
+            _write(arm, config, 0, min(history) + i, 5.0, corpus="ptb", history=history)
+        for seed in study.SEEDS[1:]:
+            _write(arm, configs[0], seed, min(history), 5.0, corpus="ptb", history=history)
+    assert study_report.within_epochs({"history": [{"epoch": 16, "val_ppl": 1.0}]}, 15) is None
+    study_report.report("ptb")
+    text = (results / "ptb_summary.md").read_text()
+    assert "epoch limit (Dieng et al. 2017, §4.1: at most 15 epochs)" in text
+    assert "| rnn_100 | 3/3 | 170.00 +- 0.00 | 120.00 +- 0.00 | 6, 6, 6 |" in text
+    assert "| topicrnn_100 | 3/3 | 154.00 +- 0.00 | 154.00 +- 0.00 |" in text
+    assert "| topicrnn_100 / rnn_100 | | 0.906 | 1.283 | |" in text
+    summary = json.loads((results / "ptb_summary.json").read_text())
+    assert summary["arms"]["rnn_100"]["val_within_paper_epochs"] == [170.0] * 3
+    # APNEWS's papers gave no epoch limit: no such table
+    assert study_report.paper_epochs_table({"corpus": "apnews", "claims": [],
+                                            "arms": summary["arms"]}) == []
