@@ -69,9 +69,8 @@ def job_command(job, repo=REPO, shared=SHARED_DATA, snapshot=True):
     study jobs joined by ``+`` (one scheduler over those corpora in that order); ``snapshot``:
     extract the code snapshot the ablation runs from (without it, the live code)."""
     runs = pathlib.Path(repo) / "runs"
-    corpora = job.split("+")
-    if all(corpus in STUDY_JOBS for corpus in corpora):
-        argv = [sys.executable, "-m", "benchmarks.study", "run", "--corpus", *corpora,
+    if _is_study(job):
+        argv = [sys.executable, "-m", "benchmarks.study", "run", "--corpus", *job.split("+"),
                 "--workers", "1"]
         return argv, pathlib.Path(repo), {}, runs / "study" / f"scheduler_{job}.log"
     if job == "ablation":
@@ -85,6 +84,11 @@ def job_command(job, repo=REPO, shared=SHARED_DATA, snapshot=True):
     raise ValueError(f"unknown job {job!r}; choose from {', '.join(JOBS)}")
 
 
+def _is_study(step):
+    """Whether a step (jobs joined by ``+``) is study jobs only: one shared scheduler."""
+    return all(job in STUDY_JOBS for job in step.split("+"))
+
+
 def _pid_file(lane, repo=REPO):
     return pathlib.Path(repo) / "runs" / "jobs" / f"{lane}.pid"
 
@@ -94,7 +98,7 @@ def steps(jobs):
     joined into one (``apnews+ptb``: one scheduler)."""
     out = []
     for job in jobs:
-        if job in STUDY_JOBS and out and all(j in STUDY_JOBS for j in out[-1].split("+")):
+        if job in STUDY_JOBS and out and _is_study(out[-1]):
             out[-1] += f"+{job}"
         else:
             out.append(job)
@@ -122,7 +126,7 @@ def run_lane(jobs, repo=REPO, log=print):
     repo, done = pathlib.Path(repo), {}
     for step in steps(jobs):
         with contextlib.ExitStack() as held:
-            if "+" not in step and step not in STUDY_JOBS:
+            if not _is_study(step):
                 lock_path = _pid_file(step, repo).with_suffix(".lock")
                 lock_path.parent.mkdir(parents=True, exist_ok=True)
                 lock = held.enter_context(open(lock_path, "w"))
