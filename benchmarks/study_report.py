@@ -94,7 +94,7 @@ CLAIMS += [
 #: "topic-guided models beat a document-level LSTM" (Zheng et al.'s question), one row each.
 DOCUMENT_BASELINE_ARMS = ("doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn_1",
                           "gbn_rnn_1", "rgbn_rnn_1_preceding", "gbn_rnn_1_preceding",
-                          "rgbn_rnn_3")
+                          "gbn_rnn_3", "rgbn_rnn_3")
 
 
 def _records(corpus, arm):
