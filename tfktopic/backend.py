@@ -1,0 +1,49 @@
+"""The one place that asks which Keras backend runs (TensorFlow, JAX or PyTorch).
+
+Model, layer and sampler code is written once in `keras.ops` / `keras.random`.
+Where a backend has a faster kernel of its own (TensorFlow's custom-gradient
+time loops, `tf.distribute`'s all-reduce), the backend-neutral code asks this
+module, the way `keras.layers.LSTM` asks whether cuDNN can run, and falls back
+to the `keras.ops` reference everywhere else.
+
+Example:
+>>> name() in ("tensorflow", "jax", "torch")
+True
+>>> is_tensorflow() == (name() == "tensorflow")
+True
+"""
+
+import keras
+
+from tfktopic.errors import TfktopicError
+
+__all__ = ["name", "is_tensorflow", "is_jax", "require_tensorflow"]
+
+
+def name():
+    """The running Keras backend: ``"tensorflow"``, ``"jax"`` or ``"torch"``."""
+    return keras.backend.backend()
+
+
+def is_tensorflow():
+    """True under the TensorFlow backend (tf.data, tf.distribute, SavedModel export)."""
+    return name() == "tensorflow"
+
+
+def is_jax():
+    """True under the JAX backend (`keras.distribution`)."""
+    return name() == "jax"
+
+
+def require_tensorflow(feature):
+    """Raise a one-line `TfktopicError` unless the TensorFlow backend runs.
+
+    Args:
+        feature: what needs TensorFlow, e.g. ``"SavedModel export"``.
+
+    Raises:
+        TfktopicError: under another backend, naming the feature and the backend.
+    """
+    if not is_tensorflow():
+        raise TfktopicError(f"{feature} needs the TensorFlow backend; this process runs "
+                            f"Keras on {name()} (set KERAS_BACKEND=tensorflow)")
