@@ -1,0 +1,69 @@
+"""The statistics and baselines of the claims benchmarks (issue 53): BLEU verdicts and IMDB."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from benchmarks import bleu_claim, imdb_sentiment
+
+
+def test_welch_interval_matches_the_t_formula_and_contains_the_difference():
+    a, b = [0.30, 0.32, 0.31, 0.29, 0.33], [0.25, 0.26, 0.24, 0.27, 0.25]
+    diff, low, high = bleu_claim.welch(a, b)
+    assert diff == pytest.approx(np.mean(a) - np.mean(b))
+    se = math.sqrt(np.var(a, ddof=1) / 5 + np.var(b, ddof=1) / 5)
+    df = se ** 4 / ((np.var(a, ddof=1) / 5) ** 2 / 4 + (np.var(b, ddof=1) / 5) ** 2 / 4)
+    assert 6 < df < 8
+    assert low < diff < high
+    assert (high - low) / 2 == pytest.approx(bleu_claim._t975(df) * se)
+
+
+def test_welch_interval_covers_the_true_difference_about_95_percent_of_the_time():
+    rng = random.Random(0)
+    covered = 0
+    for _ in range(400):
+        a = [rng.gauss(1.0, 0.2) for _ in range(5)]
+        b = [rng.gauss(0.8, 0.1) for _ in range(5)]
+        _, low, high = bleu_claim.welch(a, b)
+        covered += low <= 0.2 <= high
+    assert 0.90 <= covered / 400 <= 0.99
+
+
+def test_verdict_directions_of_test_bleu_and_self_bleu():
+    # test-BLEU: higher is better; self-BLEU: lower is better (more diverse).
+    assert bleu_claim.verdict(0.01, 0.02, better_is_higher=True) == "held"
+    assert bleu_claim.verdict(-0.02, -0.01, better_is_higher=True) == "not held"
+    assert bleu_claim.verdict(-0.02, -0.01, better_is_higher=False) == "held"
+    assert bleu_claim.verdict(-0.01, 0.01, better_is_higher=False) == "inconclusive"
+
+
+def test_ngram_matrix_is_binary_and_drops_unseen_ngrams_of_later_documents():
+    train, vocabulary = imdb_sentiment.ngram_matrix([["a", "b", "a"], ["b", "c"]], (1, 2))
+    assert set(vocabulary) == {"a", "b", "c", "a b", "b a", "b c"}
+    assert train.max() == 1.0 and train[0].sum() == 4            # a, b, a b, b a
+    test, _ = imdb_sentiment.ngram_matrix([["a", "z", "c"]], (1, 2), vocabulary)
+    assert test.sum() == 2 and test.shape[1] == len(vocabulary)  # a, c; z and a z unseen
+
+
+def test_nb_ratio_is_the_log_count_ratio_with_alpha_smoothing():
+    import scipy.sparse
+
+    x = scipy.sparse.csr_matrix(np.array([[1, 0], [1, 1], [0, 1]], float))
+    y = np.array([1.0, 1.0, -1.0])
+    p, q = np.array([3.0, 2.0]), np.array([1.0, 2.0])          # alpha + counts
+    np.testing.assert_allclose(imdb_sentiment.nb_ratio(x, y),
+                               np.log(p / p.sum()) - np.log(q / q.sum()))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_linear_classifier_separates_a_separable_problem(loss):
+    import scipy.sparse
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 5))
+    y = np.where(x @ np.array([1.0, -2.0, 0.5, 0.0, 0.0]) + 0.3 > 0, 1.0, -1.0)
+    w, b, fit = imdb_sentiment.fit_linear(scipy.sparse.csr_matrix(x), y, loss, c=10.0)
+    assert fit["converged"]
+    assert np.mean(np.sign(x @ w + b) == y) >= 0.97
