@@ -17,9 +17,20 @@ each is one run. Each record keeps every test review's correctness (in the reade
 so the differences with the feature extractors (TopicRNN, the LSTM's last state, LDA; run
 separately) get paired bootstrap intervals over test reviews.
 
+The unsupervised feature extractors use the paper's split of the 75,000 training reviews
+(labelled and unlabelled): a seeded 65,000 to fit on, 10,000 held out; features of the
+25,000 labelled training reviews train the paper's classifier (50 sigmoid units,
+`tfktopic.models.topicrnn.build_sentiment_classifier`), scored on the 25,000 test reviews:
+
+* ``lda``: gensim LDA with K = 200 (TopicRNN's K) on the topic vocabulary TopicRNN's
+  inference network sees (the 5,000 most frequent words less Mallet's stop list), the
+  features being each review's topic proportions. Seeds change the split, LDA and the
+  classifier.
+
 Usage::
 
     python -m benchmarks.imdb_sentiment baselines [--limit N]   # -> results/imdb_sentiment/*.json
+    python -m benchmarks.imdb_sentiment lda --seed S            # -> results/imdb_sentiment/lda-sS.json
 """
 
 import argparse
@@ -168,6 +179,94 @@ def baselines(limit=None, out=RESULTS):
     return records
 
 
+STOPWORDS = REPO.parent / "shared" / "data" / "stopwords" / "mallet_en.txt"
+#: TopicRNN's IMDB data rules (`tfktopic/models/topicrnn_presets.py`, preset ``imdb``).
+LM_REVIEWS, VALID_REVIEWS, VOCAB_SIZE, NUM_TOPICS, CLASSIFIER_UNITS = 65000, 10000, 5000, 200, 50
+
+
+def paper_split(seed, limit=None):
+    """(LM-fitting reviews, held-out reviews, labelled train, test) as `Corpus` objects:
+    a seeded 65,000 / 10,000 of the 75,000 training reviews, as Dieng et al. (§4.2)."""
+    from tfktopic.data import read_imdb
+
+    pool = read_imdb(DATA, split="train", limit=limit)
+    order = np.random.default_rng(seed).permutation(len(pool)).tolist()
+    lm_reviews = min(LM_REVIEWS, len(pool) * 13 // 15)
+    train = pool.subset([i for i, label in enumerate(pool.labels) if label in ("pos", "neg")])
+    test = read_imdb(DATA, split="test", labels=("pos", "neg"), limit=limit)
+    return (pool.subset(order[:lm_reviews]), pool.subset(order[lm_reviews:lm_reviews + VALID_REVIEWS]),
+            train, test)
+
+
+def classify(train_x, train_y, test_x, test_y, seed):
+    """The paper's classifier on features: per-review correctness on the test set."""
+    import keras
+
+    from tfktopic.models.topicrnn import build_sentiment_classifier
+
+    keras.utils.set_random_seed(seed)
+    classifier = build_sentiment_classifier(train_x.shape[1], hidden_units=CLASSIFIER_UNITS,
+                                            train_features=train_x, learning_rate=3e-3)
+    order = np.random.default_rng(seed).permutation(len(train_x))
+    labels = (train_y > 0).astype(np.float32)
+    history = classifier.fit(
+        train_x[order], labels[order], epochs=200, batch_size=32, validation_split=0.1,
+        verbose=0, callbacks=[keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=10, restore_best_weights=True)])
+    predicted = classifier.predict(test_x, batch_size=1024, verbose=0)[:, 0] > 0.5
+    return predicted == (test_y > 0), len(history.history["loss"])
+
+
+def lda_features(seed, limit=None, out=RESULTS):
+    """The ``lda`` arm: gensim LDA proportions -> the paper's classifier."""
+    from gensim.models import LdaModel
+
+    from tfktopic.data import TopicVocabulary, Vocabulary
+
+    start = time.time()
+    lm_corpus, _, train, test = paper_split(seed, limit)
+    lm_vocab = Vocabulary.build(lm_corpus, min_count=1, max_size=VOCAB_SIZE)
+    topic_vocab = TopicVocabulary.build(lm_corpus, lm_vocab, stopwords=str(STOPWORDS),
+                                        max_freq_fraction=0.0)
+
+    def bows(corpus):
+        bags = []
+        for document in corpus.documents:
+            ids = topic_vocab.topic_ids(lm_vocab.encode(tokens(document)))
+            values, counts = np.unique(ids, return_counts=True)
+            bags.append([(int(i), float(c)) for i, c in zip(values, counts)])
+        return bags
+
+    fit_bows = bows(lm_corpus)
+    read_seconds = time.time() - start
+    lda = LdaModel(fit_bows, num_topics=NUM_TOPICS, id2word=dict(enumerate(topic_vocab.words)),
+                   passes=1, chunksize=2000, random_state=seed, eval_every=None)
+    lda_seconds = time.time() - start - read_seconds
+
+    def features(corpus):
+        theta = np.zeros((len(corpus), NUM_TOPICS), np.float32)
+        for row, bag in enumerate(bows(corpus)):
+            for k, p in lda.get_document_topics(bag, minimum_probability=0.0):
+                theta[row, k] = p
+        return theta
+
+    label = lambda corpus: np.array([1.0 if l == "pos" else -1.0 for l in corpus.labels])
+    correct, epochs = classify(features(train), label(train), features(test), label(test), seed)
+    record = {"arm": "lda", "seed": seed, "error": float(1.0 - correct.mean()),
+              "num_topics": NUM_TOPICS, "topic_vocabulary": len(topic_vocab),
+              "lm_reviews": len(lm_corpus), "train_reviews": len(train),
+              "test_reviews": len(test), "lda": {"passes": 1, "chunksize": 2000},
+              "classifier_epochs": epochs, "read_seconds": round(read_seconds, 1),
+              "lda_seconds": round(lda_seconds, 1),
+              "seconds": round(time.time() - start, 1),
+              "test_ids_checksum": hash_ids(list(test.ids)),
+              "correct": "".join("1" if c else "0" for c in correct)}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"lda-s{seed}.json").write_text(json.dumps(record) + "\n")
+    print(f"lda seed {seed}: test error {record['error']:.2%} ({record['seconds']} s)", flush=True)
+    return record
+
+
 def hash_ids(ids):
     """A checksum of the test reviews' order (records are paired review by review)."""
     import hashlib
@@ -177,12 +276,16 @@ def hash_ids(ids):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["baselines"])
+    parser.add_argument("action", choices=["baselines", "lda"])
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=None,
                         help="reviews per split and label (a quick check; default: all)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    baselines(args.limit, pathlib.Path(args.out))
+    if args.action == "baselines":
+        baselines(args.limit, pathlib.Path(args.out))
+    else:
+        lda_features(args.seed, args.limit, pathlib.Path(args.out))
 
 
 if __name__ == "__main__":
