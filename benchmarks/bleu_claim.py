@@ -95,7 +95,7 @@ def score(run_dir, arm, setting="sample", out=None):
               "seeds": {}}
     results = run_dir / "results.json"
     if results.exists():
-        record["test_perplexity"] = json.loads(results.read_text()).get("perplexity")
+        record["test_perplexity"] = json.loads(results.read_text())["test"]["perplexity"]
     for seed in GENERATION_SEEDS:
         start = time.time()
         ids = run.model.generate(num_sentences=NUM_SENTENCES, max_len=MAX_LEN, seed=seed,
