@@ -80,6 +80,13 @@ def references(run):
             if sentence]
 
 
+def _study_record(arm):
+    """The study record (seed 0 of the arm's chosen configuration) whose command trained it."""
+    from benchmarks.study import chosen_config, record_path
+
+    return str(record_path("apnews", arm, chosen_config("apnews", arm), 0).relative_to(REPO))
+
+
 def score(run_dir, arm, setting="sample", out=None):
     """Generate and score one run's sentences; write ``results/bleu_claim/<setting>/<arm>.json``."""
     from tfktopic.evaluation.bleu import BleuScorer, SelfBleuScorer
@@ -89,7 +96,9 @@ def score(run_dir, arm, setting="sample", out=None):
     refs = references(run)
     scorer = BleuScorer(refs, max_order=max(ORDERS))
     record = {"arm": arm, "model": run.name, "run_dir": str(run_dir),
-              "command": run.config.get("command"), "num_references": len(refs),
+              "run": {key: run.config.get(key) for key in (
+                  "model", "preset", "corpus", "seed", "split_seed", "data", "training")},
+              "study_record": _study_record(arm), "num_references": len(refs),
               "setting": setting, "generation": {**SETTINGS[setting], "max_len": MAX_LEN, "num_sentences": NUM_SENTENCES,
                              "seeds": list(GENERATION_SEEDS), "conditioning": "the prior"},
               "seeds": {}}
