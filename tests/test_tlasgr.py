@@ -18,10 +18,12 @@ import textwrap
 import keras
 import numpy as np
 import pytest
+import scipy.stats
 import tensorflow as tf
 
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
-from tfktopic.bayes.counter_random import counter_uniform, random_key, stateless_standard_normal
+from tfktopic.bayes.counter_random import (counter_uniform, random_key, stateless_standard_normal,
+                                           threefry2x32)
 from tfktopic.bayes.tlasgr import (_CRT, _MULTINOMIAL, _TEMPORAL, REALMIN, TLASGRTopics,
                                     _replica_layout)
 
@@ -108,40 +110,57 @@ def _run_sampler(topics, bow, thetas, steps, batch_size, rng):
 # --------------------------------------------------------------------------
 # 1. Counter-based random numbers and the augmentation samplers
 # --------------------------------------------------------------------------
-_M64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
+_M32 = 0xFFFFFFFF
+_ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
 
 
-def _splitmix64_mix(z):
-    """Vigna's splitmix64 output function (Stafford's Mix13), in Python integers."""
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _M64
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _M64
-    return z ^ (z >> 31)
+def _threefry2x32_20(key, counter):
+    """Threefry-2x32-20 (Salmon et al. 2011, Random123) in plain Python integers."""
+    ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD11BDA]
+    x = [(counter[0] + ks[0]) & _M32, (counter[1] + ks[1]) & _M32]
+    for r in range(20):
+        x[0] = (x[0] + x[1]) & _M32
+        rot = _ROTATIONS[r % 8]
+        x[1] = (((x[1] << rot) | (x[1] >> (32 - rot))) & _M32) ^ x[0]
+        if r % 4 == 3:
+            s = r // 4 + 1
+            x[0] = (x[0] + ks[s % 3]) & _M32
+            x[1] = (x[1] + ks[(s + 1) % 3] + s) & _M32
+    return x
 
 
-def test_counter_uniform_is_splitmix64_known_answers():
-    """Known answers: splitmix64 from state 0 first gives 0xE220A8397B1DCDAF (Vigna's
-    reference); the key of (seed, step, stream) and the uniform at each counter are the
-    documented compositions, recomputed here in plain integers."""
-    assert _splitmix64_mix(_GOLDEN) == 0xE220A8397B1DCDAF
+def test_counter_uniform_is_threefry2x32_known_answers():
+    """Known answers: Random123's threefry2x32_20 vectors (kat_vectors); the key of
+    (seed, step, stream) and the uniform at each counter are the documented compositions,
+    recomputed here in plain integers."""
+    assert _threefry2x32_20((0, 0), (0, 0)) == [0x6B200159, 0x99BA4EFE]
+    assert _threefry2x32_20((_M32, _M32), (_M32, _M32)) == [0x1CB996FC, 0xBB002BE7]
+    assert _threefry2x32_20((0x13198A2E, 0x03707344),
+                            (0x243F6A88, 0x85A308D3)) == [0xC4923A9C, 0x483DF7A0]
+    for key, counter in (((0, 0), (0, 0)), ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3))):
+        got = threefry2x32(key, counter)
+        assert [int(np.asarray(w)) for w in got] == _threefry2x32_20(key, counter)
 
     def key(seed, step=0, stream=0):
-        z = _splitmix64_mix((seed * _GOLDEN + _GOLDEN) & _M64)
-        z = _splitmix64_mix((z + step * _GOLDEN) & _M64)
-        return _splitmix64_mix((z + stream * _GOLDEN) & _M64)
+        return _threefry2x32_20((seed & _M32, seed >> 32 & _M32), (step, stream))
 
-    counters = [0, 1, 2, 12345, 2 ** 40 + 7]
-    for args in ((0,), (3, 7, 1), (2 ** 31 - 1, 5, 0)):
+    counters = [0, 1, 2, 12345, 2 ** 31 + 7]
+    for args in ((0,), (3, 7, 1), (2 ** 31 - 1, 5, 0), (2 ** 40 + 3, 1, 2)):
         expected_key = key(*args)
-        assert int(tf.bitcast(random_key(*args), tf.int64).numpy()) & _M64 == expected_key
-        u = counter_uniform(random_key(*args), tf.constant(counters, tf.int64)).numpy()
-        expected = [((_splitmix64_mix((expected_key + c * _GOLDEN) & _M64) >> 40) + 0.5)
-                    * 2.0 ** -24 for c in counters]
+        assert [int(w) for w in np.asarray(random_key(*args))] == expected_key
+        u = np.asarray(counter_uniform(random_key(*args), np.array(counters, np.uint32)))
+        expected = [((_threefry2x32_20(expected_key, (c, 0))[0] >> 8) + 0.5) * 2.0 ** -24
+                    for c in counters]
+        np.testing.assert_array_equal(u, np.float32(expected))
+        # A pair (c0, c1) is the two counter words.
+        u = np.asarray(counter_uniform(random_key(*args), (np.array(counters, np.uint32), 9)))
+        expected = [((_threefry2x32_20(expected_key, (c, 9))[0] >> 8) + 0.5) * 2.0 ** -24
+                    for c in counters]
         np.testing.assert_array_equal(u, np.float32(expected))
     # An int key is the key of (seed, 0, 0).
-    np.testing.assert_array_equal(counter_uniform(5, tf.constant(counters, tf.int64)),
+    np.testing.assert_array_equal(counter_uniform(5, np.array(counters, np.uint32)),
                                   counter_uniform(random_key(5, 0, 0),
-                                                  tf.constant(counters, tf.int64)))
+                                                  np.array(counters, np.uint32)))
 
 
 def test_counter_uniform_is_uniform_deterministic_and_key_dependent():
@@ -150,6 +169,7 @@ def test_counter_uniform_is_uniform_deterministic_and_key_dependent():
     assert 0.0 < u.min() and u.max() < 1.0
     assert abs(u.mean() - 0.5) < 0.003 and abs(u.var() - 1 / 12) < 0.002
     assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+    assert scipy.stats.kstest(u, "uniform").pvalue > 1e-3
     hist = np.histogram(u, bins=20, range=(0, 1))[0]
     assert np.all(np.abs(hist - 10_000) < 500)
     np.testing.assert_array_equal(u, counter_uniform(random_key(3, 7, 1), counters).numpy())
@@ -227,7 +247,7 @@ def test_integer_counts_draw_as_float_counts_and_negative_or_zero_counts_draw_no
 
 def test_each_unit_draws_at_its_global_entry_and_occurrence():
     """The documented key layout: unit i of count entry e (global flat index: the replica's
-    `offset` rows shifted in) draws counter_uniform(key, e * 2**24 + i). A resumed or
+    `offset` rows shifted in) draws counter_uniform(key, (e, i)). A resumed or
     re-split run depends on it; the CRT below is recomputed from those uniforms alone."""
     counts = np.array([[3.0, 0.0], [2.0, 5.0]], np.float32)
     r = np.array([[0.7, 1.0], [2.0, 0.4]], np.float32)
@@ -236,8 +256,7 @@ def test_each_unit_draws_at_its_global_entry_and_occurrence():
     expected = np.zeros_like(counts)
     for (row, col), m in np.ndenumerate(counts):
         entry = (row + offset) * counts.shape[1] + col
-        u = counter_uniform(key, tf.constant(entry * 2 ** 24 + np.arange(int(m)),
-                                             tf.int64)).numpy()
+        u = np.asarray(counter_uniform(key, (entry, np.arange(int(m), dtype=np.uint32))))
         i = np.arange(int(m))
         expected[row, col] = np.sum((i == 0) | (u * (r[row, col] + i) < r[row, col]))
     np.testing.assert_array_equal(tables, expected)
@@ -322,7 +341,7 @@ def _recorded_augment(monkeypatch, topics, bow, thetas):
     def recording(name, sampler):
         def wrapped(*args):          # (counts, argument(s)..., key, offset), all positional
             result = sampler(*args)
-            calls.append((int(args[-2].numpy()), name, np.asarray(args[1], np.float64),
+            calls.append((tuple(int(w) for w in np.asarray(args[-2])), name, np.asarray(args[1], np.float64),
                           np.asarray(args[0]), result))
             return result
         return wrapped
@@ -351,7 +370,8 @@ def test_crt_concentrations_are_tau0_times_the_prior_shapes(monkeypatch, recurre
     concentration = {key: arg for key, name, arg, _, _ in calls if name == "crt"}
     phi2 = topics.phi[1].numpy().astype(np.float64)
     up = thetas[1].astype(np.float64) @ phi2.T                          # [B, J, K1]
-    key = lambda l, j: int(topics._key(tf.constant(0, tf.int64), l, _CRT, j).numpy())
+    key = lambda l, j: tuple(int(w) for w in np.asarray(
+        topics._key(tf.constant(0, tf.int64), l, _CRT, j)))
     if not recurrent:
         assert set(concentration) == {key(0, 0)}
         np.testing.assert_allclose(concentration[key(0, 0)], 2.5 * up, rtol=1e-5)
@@ -381,7 +401,8 @@ def test_the_customers_of_a_sentence_are_its_own_counts_plus_the_tables_handed_b
     bow = rng.poisson(4.0, size=(3, J, 12)).astype("float32")
     thetas = [rng.gamma(2.0, 1.0, size=(3, J, k)).astype("float32") for k in (4, 3)]
     calls = {call[0]: call for call in _recorded_augment(monkeypatch, topics, bow, thetas)}
-    key = lambda l, phase, j=0: int(topics._key(tf.constant(0, tf.int64), l, phase, j).numpy())
+    key = lambda l, phase, j=0: tuple(int(w) for w in np.asarray(
+        topics._key(tf.constant(0, tf.int64), l, phase, j)))
     handed = 0
     for l in (0, 1):
         latent = np.asarray(calls[key(l, _MULTINOMIAL)][4][1])   # the topic split [B, J, K]
@@ -433,7 +454,7 @@ def test_apply_counts_matches_numpy_reference(step, floor):
     assert int(topics.iterations.numpy()) == step + 1
     priors = [0.1, 0.1, 1.0, 1.0]
     for index, (var, counts) in enumerate(zip(topics.phi + topics.pi, phi_counts + pi_counts)):
-        noise = stateless_standard_normal(var.shape, 21, step * 4 + index, "float64").numpy()
+        noise = np.asarray(stateless_standard_normal(var.shape, 21, index, "float64", step=step))
         floor_value = priors[index] * var.shape[0] if floor is None else floor
         expected, m = _numpy_tlasgr(old[index], counts.astype("float64"),
                                     np.float32(pre[index]).astype("float64"), priors[index],
