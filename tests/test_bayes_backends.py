@@ -7,11 +7,16 @@ log / cos / sin or float64-vs-float32 arithmetic agree to the float32 tolerances
 per test. Each backend also reproduces itself exactly when a seeded run is repeated.
 """
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
 from tests import bayes_backend_cases as cases
-from tests.backends import run_in_backend
+from tests.backends import REPO_ROOT, backend_available, run_in_backend
 
 pytestmark = pytest.mark.backends
 
@@ -122,3 +127,23 @@ def test_langevin_steps_agree_on_tensorflow_and_jax_and_repeat_exactly(optimizer
     for a, b, w in zip(ours["first"], theirs["first"], start):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         assert not np.allclose(a, w)                 # the step moved every weight
+
+
+def test_importing_tfktopic_bayes_under_jax_does_not_import_tensorflow():
+    """Only the package's own modules are imported (the top-level ``tfktopic/__init__``,
+    which imports the other subpackages, is stood in for by an empty package)."""
+    if not backend_available("jax"):
+        pytest.skip("the jax backend is not installed here")
+    script = textwrap.dedent("""
+        import sys, types
+        package = types.ModuleType("tfktopic")
+        package.__path__ = ["tfktopic"]
+        sys.modules["tfktopic"] = package
+        import tfktopic.bayes
+        from tfktopic.bayes import PSGLD, SGLD, SampleCollector, TLASGRTopics
+        print("tensorflow" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True,
+                          text=True, env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"

@@ -31,8 +31,6 @@ from keras import ops
 
 from tfktopic import backend
 
-from tfktopic.evaluation.perplexity import masked_token_nll
-
 __all__ = ["SampleCollector", "PredictiveSamples", "collection_indices",
            "target_log_probs", "class_probabilities", "SCHEMES"]
 
