@@ -15,11 +15,9 @@ import textwrap
 import keras
 import numpy as np
 import pytest
-import scipy.stats
 import tensorflow as tf
 
 from tfktopic.bayes import PSGLD, SGLD
-from tfktopic.bayes import counter_random
 from tfktopic.bayes.counter_random import stateless_standard_normal
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -429,128 +427,6 @@ def test_sparse_embedding_gradients_perturb_every_row():
     model.fit(np.zeros((8, 3), "int32"), np.ones((8, 1), "float32"), verbose=0)
     changed = np.any(model.get_weights()[0] != before, axis=1)
     assert changed.all()  # rows 1..19 never appear in the batch
-
-
-@pytest.mark.parametrize("bits", [23, 16])
-def test_stateless_standard_normal_statistics_and_xla_equality(bits):
-    z = stateless_standard_normal([1000, 1001], 5, tf.constant(3, tf.int64), bits=bits).numpy()
-    assert z.shape == (1000, 1001)   # an odd size: the last Box-Muller pair is cut
-    assert abs(z.mean()) < 0.005 and abs(z.var() - 1) < 0.005
-    assert abs(np.mean(z**4) - 3) < 0.03 and abs(np.mean(z**3)) < 0.01
-    assert np.abs(z).max() <= {23: 5.77, 16: 4.86}[bits]
-    # Tail probabilities of a standard normal (|z| > 1, 2, 3).
-    for k, p in [(1, 0.3173), (2, 0.0455), (3, 0.0027)]:
-        assert abs(np.mean(np.abs(z) > k) - p) < 5 * np.sqrt(p / z.size)
-    assert scipy.stats.kstest(z.ravel(), "norm").pvalue > 1e-3
-    # Neighbouring streams (next step / next variable) are uncorrelated.
-    z2 = stateless_standard_normal([1000, 1001], 5, tf.constant(4, tf.int64), bits=bits).numpy()
-    z3 = stateless_standard_normal([1000, 1001], 6, tf.constant(3, tf.int64), bits=bits).numpy()
-    for other in (z2, z3):
-        assert abs(np.corrcoef(z.ravel(), other.ravel())[0, 1]) < 0.005
-    assert abs(np.corrcoef(z[:, :-1].ravel(), z[:, 1:].ravel())[0, 1]) < 0.005
-    stream = tf.Variable(3, dtype=tf.int64)
-    draw = tf.function(lambda: stateless_standard_normal([64, 3], 5, stream, bits=bits),
-                       jit_compile=True)
-    eager = stateless_standard_normal([64, 3], 5, tf.constant(3, tf.int64), bits=bits).numpy()
-    np.testing.assert_allclose(draw().numpy(), eager, rtol=1e-6, atol=1e-6)
-
-
-_M32 = 0xFFFFFFFF
-_ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
-
-
-def _threefry2x32_20(key, counter):
-    """Threefry-2x32-20 (Salmon et al. 2011, Random123) in plain Python integers."""
-    ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD11BDA]
-    x = [(counter[0] + ks[0]) & _M32, (counter[1] + ks[1]) & _M32]
-    for r in range(20):
-        x[0] = (x[0] + x[1]) & _M32
-        rot = _ROTATIONS[r % 8]
-        x[1] = (((x[1] << rot) | (x[1] >> (32 - rot))) & _M32) ^ x[0]
-        if r % 4 == 3:
-            s = r // 4 + 1
-            x[0] = (x[0] + ks[s % 3]) & _M32
-            x[1] = (x[1] + ks[(s + 1) % 3] + s) & _M32
-    return x
-
-
-def _reference_normal(size, seed, stream, bits, step=0):
-    """The documented draw, in float64: key = Threefry((seed lo, seed hi), (step, stream)),
-    words Threefry(key, (i, 0)) for i = 0, 1, ...; 23 bits: u1, u2 = the top 23 bits of the
-    two words of block i; 16 bits: u1 = the high halves of the first words then of the
-    second words, u2 = the low halves in the same order; uniforms (k + 1/2)·2^-bits;
-    Box-Muller cos values then sin values."""
-    key = _threefry2x32_20((seed & _M32, seed >> 32 & _M32), (step, stream))
-    pairs = (size + 1) // 2
-    blocks = pairs if bits == 23 else (pairs + 1) // 2
-    words = np.array([_threefry2x32_20(key, (i, 0)) for i in range(blocks)], np.uint64)
-    if bits == 23:
-        u1, u2 = (words[:, 0] >> 9) + 0.5, (words[:, 1] >> 9) + 0.5
-    else:
-        both = np.concatenate([words[:, 0], words[:, 1]])
-        u1, u2 = (both >> 16) + 0.5, (both & 0xFFFF) + 0.5
-    u1, u2 = u1 * 2.0 ** -bits, u2 * 2.0 ** -bits
-    radius, angle = np.sqrt(-2 * np.log(u1)), 2 * np.pi * u2
-    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:size]
-
-
-@pytest.mark.parametrize("bits", [23, 16])
-def test_stateless_standard_normal_is_the_documented_threefry_box_muller_draw(bits):
-    """Against an independent Threefry-2x32-20 (checked on Random123's known answers) and
-    numpy's Box-Muller: the key, the counters, the word order, the uniforms and the
-    cos/sin halves are the documented ones (even and odd sizes: an odd one cuts the last
-    pair)."""
-    assert _threefry2x32_20((0, 0), (0, 0)) == [0x6B200159, 0x99BA4EFE]
-    assert _threefry2x32_20((_M32, _M32), (_M32, _M32)) == [0x1CB996FC, 0xBB002BE7]
-    for shape, seed, stream, step in (([7, 5], 5, 3, 0), ([4, 6], 5, 4, 2), ([1001], 12, 9, 7),
-                                      ([3], 2 ** 40 + 1, 1, 2 ** 31 + 3)):
-        z = stateless_standard_normal(shape, seed, stream, bits=bits, step=step)
-        expected = _reference_normal(int(np.prod(shape)), seed, stream, bits, step)
-        np.testing.assert_allclose(np.asarray(z).ravel(), expected, rtol=2e-6, atol=2e-6)
-
-
-def test_a_tail_draw_uses_the_documented_23_bit_uniform():
-    """The tails come from the smallest u1: the first block i whose first word has top 23
-    bits k <= 8 (found by a search over the Python reference) gives |ξ| near 5.3, where a
-    grid offset of a quarter step would move ξ by 0.2%."""
-    seed, stream = 5, 4
-    key = _threefry2x32_20((seed, 0), (0, stream))
-    words = np.array([_threefry2x32_20(key, (i, 0)) for i in range(2 ** 12)], np.uint64)
-    # 2^12 blocks: a k <= 8 turns up with probability 1 - (1 - 9 / 2^23)^4096 = 0.4%; so
-    # search the hash directly (vectorised over the whole 2^21 range below).
-    from tfktopic.bayes.counter_random import threefry2x32
-    pairs = 2 ** 21
-    w0, w1 = threefry2x32(key, (np.arange(pairs, dtype=np.uint32), np.uint32(0)))
-    w0, w1 = np.asarray(w0), np.asarray(w1)
-    np.testing.assert_array_equal(w0[:len(words)], words[:, 0])
-    j = int(np.argmin(w0 >> 9))
-    assert w0[j] >> 9 <= 8
-    assert _threefry2x32_20(key, (j, 0)) == [int(w0[j]), int(w1[j])]
-    u1, u2 = ((int(w0[j]) >> 9) + 0.5) * 2.0**-23, ((int(w1[j]) >> 9) + 0.5) * 2.0**-23
-    radius, angle = np.sqrt(-2 * np.log(u1)), 2 * np.pi * u2
-    z = np.asarray(stateless_standard_normal([2 * pairs], seed, stream))
-    np.testing.assert_allclose([z[j], z[pairs + j]],
-                               [radius * np.cos(angle), radius * np.sin(angle)], rtol=2e-6)
-    assert np.hypot(z[j], z[pairs + j]) > 5.2
-
-
-def test_sixteen_bit_uniforms_are_the_exact_midpoint_grid_with_the_documented_moments():
-    """Both halves of a word give (k + 1/2)·2⁻¹⁶ exactly, for every k; the Box-Muller
-    radius over that grid has E[R²]/2 = 1 − 5·10⁻⁶ (the noise's variance) and the largest
-    |ξ| is 4.855 (the docstring's claims)."""
-    k = np.arange(2**16, dtype=np.uint32)
-    grid = (k + 0.5) * 2.0**-16
-    high = np.asarray(counter_random._uniform_from_bits(tf.constant((k << 16) | 0xBEEF), 16, 16))
-    low = np.asarray(counter_random._uniform_from_bits(tf.constant((0xBEEF << 16) | k), 0, 16))
-    np.testing.assert_array_equal(high, grid.astype(np.float32))
-    np.testing.assert_array_equal(low, grid.astype(np.float32))
-    variance = np.mean(-np.log(grid))          # E[R² cos²] = E[R²] / 2 on a symmetric grid
-    assert 1 - 6e-6 < variance < 1 - 4e-6
-    assert abs(np.sqrt(-2 * np.log(grid[0])) - 4.855) < 1e-3
-    with pytest.raises(ValueError, match="bits"):
-        stateless_standard_normal([3], 5, tf.constant(0, tf.int64), bits=8)
-    with pytest.raises(ValueError, match="noise_bits"):
-        PSGLD(num_examples=10, noise_bits=24)
 
 
 # --------------------------------------------------------------------------

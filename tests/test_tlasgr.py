@@ -1,5 +1,5 @@
-"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr, .augmentation,
-.counter_random).
+"""Tests of the TLASGR-MCMC sampler of (r)GBN topics (tfktopic.bayes.tlasgr, .augmentation;
+the counter-based generator's and the samplers' own tests are in tests/test_bayes_random.py).
 
 Topic recovery uses documents generated from a known (r)GBN and runs the
 sampler with the generator's **true theta** given (theta is the encoder's job
@@ -18,12 +18,10 @@ import textwrap
 import keras
 import numpy as np
 import pytest
-import scipy.stats
 import tensorflow as tf
 
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
-from tfktopic.bayes.counter_random import (counter_uniform, random_key, stateless_standard_normal,
-                                           threefry2x32)
+from tfktopic.bayes.counter_random import stateless_standard_normal
 from tfktopic.bayes.tlasgr import (_CRT, _MULTINOMIAL, _TEMPORAL, REALMIN, TLASGRTopics,
                                     _replica_layout)
 
@@ -108,193 +106,8 @@ def _run_sampler(topics, bow, thetas, steps, batch_size, rng):
 
 
 # --------------------------------------------------------------------------
-# 1. Counter-based random numbers and the augmentation samplers
+# 1. The augmentation of a batch (the samplers themselves: tests/test_bayes_random.py)
 # --------------------------------------------------------------------------
-_M32 = 0xFFFFFFFF
-_ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
-
-
-def _threefry2x32_20(key, counter):
-    """Threefry-2x32-20 (Salmon et al. 2011, Random123) in plain Python integers."""
-    ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD11BDA]
-    x = [(counter[0] + ks[0]) & _M32, (counter[1] + ks[1]) & _M32]
-    for r in range(20):
-        x[0] = (x[0] + x[1]) & _M32
-        rot = _ROTATIONS[r % 8]
-        x[1] = (((x[1] << rot) | (x[1] >> (32 - rot))) & _M32) ^ x[0]
-        if r % 4 == 3:
-            s = r // 4 + 1
-            x[0] = (x[0] + ks[s % 3]) & _M32
-            x[1] = (x[1] + ks[(s + 1) % 3] + s) & _M32
-    return x
-
-
-def test_counter_uniform_is_threefry2x32_known_answers():
-    """Known answers: Random123's threefry2x32_20 vectors (kat_vectors); the key of
-    (seed, step, stream) and the uniform at each counter are the documented compositions,
-    recomputed here in plain integers."""
-    assert _threefry2x32_20((0, 0), (0, 0)) == [0x6B200159, 0x99BA4EFE]
-    assert _threefry2x32_20((_M32, _M32), (_M32, _M32)) == [0x1CB996FC, 0xBB002BE7]
-    assert _threefry2x32_20((0x13198A2E, 0x03707344),
-                            (0x243F6A88, 0x85A308D3)) == [0xC4923A9C, 0x483DF7A0]
-    for key, counter in (((0, 0), (0, 0)), ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3))):
-        got = threefry2x32(key, counter)
-        assert [int(np.asarray(w)) for w in got] == _threefry2x32_20(key, counter)
-
-    def key(seed, step=0, stream=0):
-        return _threefry2x32_20((seed & _M32, seed >> 32 & _M32), (step, stream))
-
-    counters = [0, 1, 2, 12345, 2 ** 31 + 7]
-    for args in ((0,), (3, 7, 1), (2 ** 31 - 1, 5, 0), (2 ** 40 + 3, 1, 2)):
-        expected_key = key(*args)
-        assert [int(w) for w in np.asarray(random_key(*args))] == expected_key
-        u = np.asarray(counter_uniform(random_key(*args), np.array(counters, np.uint32)))
-        expected = [((_threefry2x32_20(expected_key, (c, 0))[0] >> 8) + 0.5) * 2.0 ** -24
-                    for c in counters]
-        np.testing.assert_array_equal(u, np.float32(expected))
-        # A pair (c0, c1) is the two counter words.
-        u = np.asarray(counter_uniform(random_key(*args), (np.array(counters, np.uint32), 9)))
-        expected = [((_threefry2x32_20(expected_key, (c, 9))[0] >> 8) + 0.5) * 2.0 ** -24
-                    for c in counters]
-        np.testing.assert_array_equal(u, np.float32(expected))
-    # An int key is the key of (seed, 0, 0).
-    np.testing.assert_array_equal(counter_uniform(5, np.array(counters, np.uint32)),
-                                  counter_uniform(random_key(5, 0, 0),
-                                                  np.array(counters, np.uint32)))
-
-
-def test_counter_uniform_is_uniform_deterministic_and_key_dependent():
-    counters = tf.range(200_000, dtype=tf.int64)
-    u = counter_uniform(random_key(3, step=7, stream=1), counters).numpy()
-    assert 0.0 < u.min() and u.max() < 1.0
-    assert abs(u.mean() - 0.5) < 0.003 and abs(u.var() - 1 / 12) < 0.002
-    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
-    assert scipy.stats.kstest(u, "uniform").pvalue > 1e-3
-    hist = np.histogram(u, bins=20, range=(0, 1))[0]
-    assert np.all(np.abs(hist - 10_000) < 500)
-    np.testing.assert_array_equal(u, counter_uniform(random_key(3, 7, 1), counters).numpy())
-    for other in (random_key(4, 7, 1), random_key(3, 8, 1), random_key(3, 7, 2)):
-        v = counter_uniform(other, counters).numpy()
-        assert abs(np.corrcoef(u, v)[0, 1]) < 0.01
-
-
-def test_crt_matches_exact_mean_and_variance():
-    m = np.array([1, 3, 10, 50, 0], np.float32)
-    r = np.array([0.1, 1.0, 5.0, 0.7, 2.0], np.float32)
-    draws = crt(np.tile(m, (20_000, 1)), r, key=1).numpy()
-    p = [r[c] / (r[c] + np.arange(int(m[c]))) for c in range(len(m))]
-    mean = np.array([q.sum() for q in p])           # sum_{i<m} r / (r + i)
-    var = np.array([(q * (1 - q)).sum() for q in p])
-    se = np.sqrt(var / len(draws)) + 1e-9
-    assert np.all(np.abs(draws.mean(0) - mean) < 5 * se), (draws.mean(0), mean)
-    np.testing.assert_allclose(draws.var(0), var, rtol=0.06, atol=1e-9)
-    assert np.all(draws[:, :4] >= 1) and np.all(draws[:, 4] == 0)
-    assert np.all(draws <= m)
-    # r = 0: the first customer still opens a table (as the released Crt_Sample).
-    np.testing.assert_array_equal(crt(np.array([[4.0]]), 0.0, key=2).numpy(), [[1.0]])
-
-
-def test_binomial_matches_exact_mean_and_variance():
-    n = np.array([10, 3, 25, 0], np.float32)
-    p = np.array([0.3, 0.9, 0.02, 0.5], np.float32)
-    draws = binomial(np.tile(n, (20_000, 1)), p, key=5).numpy()
-    se = np.sqrt(n * p * (1 - p) / len(draws)) + 1e-9
-    assert np.all(np.abs(draws.mean(0) - n * p) < 5 * se)
-    np.testing.assert_allclose(draws.var(0), n * p * (1 - p), rtol=0.06)
-
-
-def test_multinomial_split_matches_exact_moments_and_conserves_counts():
-    rng = np.random.default_rng(0)
-    num_docs, topics = 10_000, 4
-    phi = rng.dirichlet(np.full(3, 5.0), size=topics).T.astype("float32")   # [R=3, K]
-    theta = np.array([[[1.0, 2.0, 0.5, 1.5]]], np.float32)
-    counts = np.zeros((num_docs, 2, 3), np.float32)
-    counts[:, 0, 1] = 7           # sentence 0: 7 tokens of word 1
-    counts[:, 1, 2] = 3           # sentence 1: 3 tokens of word 2
-    phi_counts, topic_counts = multinomial_split(
-        counts, phi, np.tile(theta, (num_docs, 2, 1)), key=9)
-    phi_counts, topic_counts = phi_counts.numpy(), topic_counts.numpy()
-    for sentence, word, n in ((0, 1, 7), (1, 2, 3)):
-        prob = phi[word] * theta[0, 0] / np.sum(phi[word] * theta[0, 0])
-        x = topic_counts[:, sentence]
-        se = np.sqrt(n * prob * (1 - prob) / num_docs)
-        assert np.all(np.abs(x.mean(0) - n * prob) < 5 * se)
-        np.testing.assert_allclose(x.var(0), n * prob * (1 - prob), rtol=0.08)
-        np.testing.assert_array_equal(x.sum(1), n)                 # per entry conserved
-        np.testing.assert_array_equal(phi_counts[word].sum(), n * num_docs)
-    assert phi_counts[0].sum() == 0
-    np.testing.assert_array_equal(phi_counts.sum(0), topic_counts.sum((0, 1)))
-
-
-def test_integer_counts_draw_as_float_counts_and_negative_or_zero_counts_draw_nothing():
-    """Counts may come as integers (rounded, negatives count as 0, reference §8.7): the
-    draws equal those of the same float counts, and a 0 or negative entry gives 0."""
-    m = np.array([[0, -3, 1, 6, 2]])
-    r = np.array([0.5, 0.5, 2.0, 1.0, 0.3], np.float32)
-    for dtype in (np.int32, np.int64):
-        tables = crt(m.astype(dtype), r, key=3).numpy()
-        np.testing.assert_array_equal(tables, crt(m.astype(np.float32), r, key=3).numpy())
-        assert tables[0, 0] == tables[0, 1] == 0 and tables[0, 2] == 1
-        wins = binomial(m.astype(dtype), 0.5, key=4).numpy()
-        np.testing.assert_array_equal(wins, binomial(m.astype(np.float32), 0.5, key=4).numpy())
-        assert wins[0, 0] == wins[0, 1] == 0
-    phi = np.full((5, 2), 0.5, np.float32)
-    theta = np.ones((1, 1, 2), np.float32)
-    phi_counts, topic_counts = multinomial_split(m[:, None, :].astype(np.int64), phi, theta,
-                                                 key=5)
-    assert topic_counts.numpy().sum() == 1 + 6 + 2 and phi_counts.numpy()[:2].sum() == 0
-
-
-def test_each_unit_draws_at_its_global_entry_and_occurrence():
-    """The documented key layout: unit i of count entry e (global flat index: the replica's
-    `offset` rows shifted in) draws counter_uniform(key, (e, i)). A resumed or
-    re-split run depends on it; the CRT below is recomputed from those uniforms alone."""
-    counts = np.array([[3.0, 0.0], [2.0, 5.0]], np.float32)
-    r = np.array([[0.7, 1.0], [2.0, 0.4]], np.float32)
-    offset, key = 4, 11
-    tables = crt(counts, r, key=key, offset=offset).numpy()
-    expected = np.zeros_like(counts)
-    for (row, col), m in np.ndenumerate(counts):
-        entry = (row + offset) * counts.shape[1] + col
-        u = np.asarray(counter_uniform(key, (entry, np.arange(int(m), dtype=np.uint32))))
-        i = np.arange(int(m))
-        expected[row, col] = np.sum((i == 0) | (u * (r[row, col] + i) < r[row, col]))
-    np.testing.assert_array_equal(tables, expected)
-
-
-def test_samplers_default_to_key_0_and_offset_0():
-    counts = np.full((3, 4), 6.0, np.float32)
-    for sample in (lambda **kw: crt(counts, 0.8, **kw),
-                   lambda **kw: binomial(counts, 0.4, **kw),
-                   lambda **kw: multinomial_split(counts[:, None, :],
-                                                  np.full((4, 3), 1 / 3, np.float32),
-                                                  np.ones((3, 1, 3), np.float32), **kw)[1]):
-        default = sample().numpy()
-        np.testing.assert_array_equal(default, sample(key=0, offset=0).numpy())
-        assert not np.array_equal(default, sample(key=0, offset=1).numpy())
-        assert not np.array_equal(default, sample(key=1, offset=0).numpy())
-
-
-def test_multinomial_split_of_tiny_theta_keeps_its_proportions():
-    """theta near float32's smallest normal numbers (reference §8.6): each row is rescaled
-    by its maximum before the 1e-30 floor weight is added, so a 1 : 3 row still splits
-    1 : 3, not uniformly."""
-    theta = np.array([[[1e-33, 3e-33]]], np.float32)
-    _, topic_counts = multinomial_split(np.full((1, 1, 1), 8000.0, np.float32),
-                                        np.full((1, 2), 0.5, np.float32), theta, key=2)
-    counts = topic_counts.numpy().ravel()
-    assert counts.sum() == 8000 and abs(counts[1] - 6000) < 5 * np.sqrt(8000 * 0.75 * 0.25)
-
-
-def test_multinomial_split_with_all_zero_weights_is_uniform_not_topic_zero():
-    # theta underflow (reference §8.6) must not dump every count on topic 0.
-    _, topic_counts = multinomial_split(np.full((1, 1, 1), 4000.0, np.float32),
-                                        np.full((1, 4), 0.25, np.float32),
-                                        np.zeros((1, 1, 4), np.float32), key=1)
-    counts = topic_counts.numpy().ravel()
-    assert counts.sum() == 4000 and np.all(np.abs(counts - 1000) < 150)
-
-
 def test_augmented_counts_do_not_depend_on_how_the_batch_is_split():
     """The draws are keyed on global document positions: two half batches with
     offsets sum to exactly the full batch's counts (the MirroredStrategy rule)."""

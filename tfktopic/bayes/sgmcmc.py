@@ -109,6 +109,15 @@ def _dense(gradient):
     return gradient
 
 
+def _value(variable):
+    """The current value of a (Keras) variable as a backend tensor (not the variable: a
+    variable passed to the XLA-fused `tf.function` would be traced as a resource)."""
+    if backend.is_tensorflow():
+        import tensorflow as tf   # a Keras or a raw tf.Variable (inside tf.distribute)
+        return tf.convert_to_tensor(variable)
+    return variable.value if isinstance(variable, keras.Variable) else variable
+
+
 def _values(gradient):
     """The stored values of a gradient (an `IndexedSlices`' values on TensorFlow)."""
     return gradient.values if _is_indexed_slices(gradient) else gradient
@@ -295,7 +304,7 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         # The noise perturbs every row (also rows absent from the batch).
         gradient = _dense(gradient)
         slots = self._slots(variable)
-        step = ops.convert_to_tensor(self.iterations)
+        step = ops.convert_to_tensor(_value(self.iterations))
         index = ops.convert_to_tensor(self._get_variable_index(variable), "int32")
         step_fn = self._noisy_step
         # At T = 0 there is no noise to generate and the unfused graph keeps
@@ -308,9 +317,9 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
                 self._fused_step = tf.function(self._noisy_step, jit_compile=True)
             step_fn = self._fused_step
         value, new_slots = step_fn(
-            ops.convert_to_tensor(variable), gradient,
-            tuple(ops.convert_to_tensor(slot) for slot in slots),
-            ops.convert_to_tensor(learning_rate), step, index)
+            ops.convert_to_tensor(_value(variable)), gradient,
+            tuple(ops.convert_to_tensor(_value(slot)) for slot in slots),
+            ops.convert_to_tensor(_value(learning_rate)), step, index)
         for slot, new in zip(slots, new_slots):
             self.assign(slot, new)
         self.assign(variable, value)
