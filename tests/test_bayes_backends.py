@@ -7,6 +7,8 @@ log / cos / sin or float64-vs-float32 arithmetic agree to the float32 tolerances
 per test. Each backend also reproduces itself exactly when a seeded run is repeated.
 """
 
+import doctest
+import importlib
 import os
 import subprocess
 import sys
@@ -147,3 +149,10 @@ def test_importing_tfktopic_bayes_under_jax_does_not_import_tensorflow():
                           text=True, env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("module", ["counter_random", "augmentation", "tlasgr", "sgmcmc"])
+def test_docstring_examples_run(module):
+    module = importlib.import_module(f"tfktopic.bayes.{module}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, result

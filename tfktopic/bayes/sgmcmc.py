@@ -386,16 +386,17 @@ class SGLD(_LangevinOptimizer):
             `global_clipnorm`, `loss_scale_factor`,
             `gradient_accumulation_steps`, `use_ema`, ...
 
-    Example:
+    Example (a posterior sample of a linear regression after every step):
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer=SGLD(learning_rate=0.1, num_examples=64, seed=0),
+    ...               loss="mse")
+    >>> x, y = np.ones((64, 3), "float32"), np.zeros((64, 1), "float32")
+    >>> history = model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    >>> int(model.optimizer.iterations)          # 2 epochs x 4 steps
+    8
 
-    ```python
-    model.compile(
-        optimizer=tfktopic.bayes.SGLD(learning_rate=0.5,
-                                      num_examples=len(x_train),
-                                      global_clipnorm=5.0),
-        loss="sparse_categorical_crossentropy")
-    model.fit(x_train, y_train, batch_size=32, epochs=10)
-    ```
+    For a language model: ``SGLD(learning_rate=0.5, num_examples=<training tokens>,
+    global_clipnorm=5.0)`` with ``loss="sparse_categorical_crossentropy"``.
     """
 
     def __init__(
@@ -524,15 +525,20 @@ class PSGLD(_LangevinOptimizer):
         **kwargs: base optimizer arguments (`clipnorm`, `clipvalue`,
             `global_clipnorm`, `gradient_accumulation_steps`, ...).
 
-    Example:
+    Example (the same seed and data give the same chain):
+    >>> def chain():
+    ...     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    ...     model.set_weights([np.full((3, 1), 0.5, "float32"), np.zeros(1, "float32")])
+    ...     model.compile(optimizer=PSGLD(learning_rate=1e-3, num_examples=64, seed=3),
+    ...                   loss="mse")
+    ...     model.fit(np.ones((64, 3), "float32"), np.zeros((64, 1), "float32"),
+    ...               batch_size=16, epochs=1, shuffle=False, verbose=0)
+    ...     return model.get_weights()[0]
+    >>> bool(np.array_equal(chain(), chain()))
+    True
 
-    ```python
-    model.compile(
-        optimizer=tfktopic.bayes.PSGLD(learning_rate=1e-3,
-                                       num_examples=len(x_train)),
-        loss="sparse_categorical_crossentropy")
-    model.fit(x_train, y_train, batch_size=50, epochs=20)
-    ```
+    Gan et al. use ``PSGLD(learning_rate=1e-3, num_examples=<training tokens>)`` with
+    batches of 50.
     """
 
     def __init__(
