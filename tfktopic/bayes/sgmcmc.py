@@ -163,7 +163,8 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
     denominator D of the diagonal preconditioner G = 1/D (`None` for G = I)
     and the new slot values. With `fused_update=True` and T > 0, `_step` runs
     as one XLA-compiled kernel per variable on TensorFlow (one pass over the
-    weights instead of one per elementwise op, the noise's hashing included).
+    weights instead of one per elementwise op); the noise ξ is drawn before it
+    by plain TF ops, which are faster than XLA's CPU code for log / cos / sin.
     """
 
     def __init__(
@@ -306,7 +307,9 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         slots = self._slots(variable)
         step = ops.convert_to_tensor(_value(self.iterations))
         index = ops.convert_to_tensor(self._get_variable_index(variable), "int32")
-        step_fn = self._noisy_step
+        value = ops.convert_to_tensor(_value(variable))
+        slot_values = tuple(ops.convert_to_tensor(_value(slot)) for slot in slots)
+        learning_rate = ops.convert_to_tensor(_value(learning_rate))
         # At T = 0 there is no noise to generate and the unfused graph keeps
         # the update bit-identical to Keras' SGD / RMSprop (XLA may contract
         # a·b + c into one FMA, which rounds differently).
@@ -314,12 +317,17 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
                 and xla_loops()):
             if self._fused_step is None:
                 import tensorflow as tf
-                self._fused_step = tf.function(self._noisy_step, jit_compile=True)
-            step_fn = self._fused_step
-        value, new_slots = step_fn(
-            ops.convert_to_tensor(_value(variable)), gradient,
-            tuple(ops.convert_to_tensor(_value(slot)) for slot in slots),
-            ops.convert_to_tensor(_value(learning_rate)), step, index)
+                self._fused_step = tf.function(self._step, jit_compile=True)
+            # The noise is drawn outside XLA: measured for 800k 16-bit draws on one CPU
+            # thread, 10 ms as plain TF ops and 62 ms compiled by XLA (its CPU log / cos /
+            # sin); TF's own Philox normals took 13 ms.
+            xi = stateless_standard_normal(tuple(value.shape), self.seed, index, value.dtype,
+                                           bits=self.noise_bits, step=step)
+            value, new_slots = self._fused_step(value, gradient, slot_values, learning_rate,
+                                                step, xi)
+        else:
+            value, new_slots = self._noisy_step(value, gradient, slot_values, learning_rate,
+                                                step, index)
         for slot, new in zip(slots, new_slots):
             self.assign(slot, new)
         self.assign(variable, value)
