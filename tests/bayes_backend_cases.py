@@ -75,7 +75,34 @@ def tlasgr_update(bow, thetas, seed, steps=1):
             "iterations": int(np.asarray(topics.iterations)),
             "change": float(np.asarray(stats[-1]["phi1_change"])),
         })
-    return {"first": runs[0], "second": runs[1]}
+    out = {"first": runs[0], "second": runs[1]}
+    if keras.backend.backend() == "jax":
+        out["jit"] = _jitted_tlasgr_updates(bow, thetas, seed, steps)
+    return out
+
+
+def _jitted_tlasgr_updates(bow, thetas, seed, steps):
+    """Phi / Pi after `steps` updates, each a jax.jit of the stateless update (the way
+    Keras' JAX trainer runs a train step: weights in, new weights out)."""
+    import jax
+
+    topics = TLASGRTopics(vocab_size=bow.shape[-1], topic_sizes=[t.shape[-1] for t in thetas],
+                          num_documents=50, seed=int(seed))
+    weights = topics.weights
+
+    @jax.jit
+    def update(values, bow, thetas):
+        with keras.StatelessScope(state_mapping=list(zip(weights, values))) as scope:
+            topics.update(bow, thetas)
+        return [scope.get_current_value(v) for v in weights]
+
+    values = [v.value for v in weights]
+    for _ in range(steps):
+        values = update(values, bow, thetas)
+    by_name = {v.path: np.asarray(value) for v, value in zip(weights, values)}
+    return {"phi": [by_name[v.path] for v in topics.phi],
+            "pi": [by_name[v.path] for v in topics.pi],
+            "iterations": int(by_name[topics.iterations.path])}
 
 
 def langevin_steps(optimizer, weights, x, y, steps=1):

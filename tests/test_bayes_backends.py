@@ -92,7 +92,8 @@ def test_augmentation_draws_are_identical_on_tensorflow_jax_and_the_reference():
 def test_tlasgr_update_agrees_on_tensorflow_and_jax_and_repeats_exactly():
     """Two updates of Phi / Pi: the augmented counts are identical; the simplex step runs
     in float64 on TensorFlow and in float32 under JAX without x64, so Phi / Pi agree to
-    float32 rounding of a step (atol 2e-6 on entries of columns that sum to 1)."""
+    float32 rounding of a step (atol 2e-6 on entries of columns that sum to 1); JAX's
+    jit-compiled stateless update equals its eager one to atol 1e-6."""
     ours = cases.tlasgr_update(**_tlasgr_inputs())
     theirs = run_in_backend("jax", "tests.bayes_backend_cases:tlasgr_update",
                             **_tlasgr_inputs())
@@ -100,7 +101,13 @@ def test_tlasgr_update_agrees_on_tensorflow_and_jax_and_repeats_exactly():
         for name in ("phi_counts", "pi_counts", "phi", "pi", "phi_preconditioners"):
             for a, b in zip(run["first"][name], run["second"][name]):
                 np.testing.assert_array_equal(a, b, err_msg=name)
+    # Under JAX the update also runs jax.jit-compiled, statelessly (Keras' JAX trainer).
+    jitted = theirs["jit"]
     ours, theirs = ours["first"], theirs["first"]
+    assert jitted["iterations"] == 2
+    for name in ("phi", "pi"):
+        for a, b in zip(jitted[name], theirs[name]):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6, err_msg=f"jit {name}")
     for name in ("phi_counts", "pi_counts"):
         for a, b in zip(ours[name], theirs[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)
