@@ -57,6 +57,31 @@ def augmentation_draws(counts, concentration, probs, phi, theta, key, offset, re
     return {k: (v if k == "jit" else np.asarray(v)) for k, v in out.items()}
 
 
+def compiled_update(topics):
+    """`topics.update` compiled the backend's way: a `tf.function` on TensorFlow; on JAX a
+    jax.jit of the stateless update (weights in, new weights out, as Keras' JAX trainer)
+    whose results are assigned back."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+        return tf.function(topics.update)
+    import jax
+    weights = topics.weights
+
+    @jax.jit
+    def stateless(values, bow, thetas):
+        with keras.StatelessScope(state_mapping=list(zip(weights, values))) as scope:
+            stats = topics.update(bow, thetas)
+        return [scope.get_current_value(v) for v in weights], stats
+
+    def update(bow, thetas):
+        values, stats = stateless([v.value for v in weights], bow, thetas)
+        for variable, value in zip(weights, values):
+            variable.assign(value)
+        return stats
+
+    return update
+
+
 def tlasgr_update(bow, thetas, seed, steps=1):
     """Augmented counts of the first step, then Phi / Pi / preconditioners after `steps`
     TLASGR updates of a 2-layer rGBN; run twice from a fresh sampler (reproducibility)."""

@@ -22,10 +22,10 @@ variance estimate from ~1000 effective samples (60 independent chains x
 while a noise scaled by 2 or 1/2 changes the variance by 4x or 1/4x, and a
 zero noise makes it ~0.
 """
-import keras
 import numpy as np
 import pytest
 
+from tests.bayes_backend_cases import compiled_update
 from tfktopic.bayes import TLASGRTopics
 
 pytestmark = pytest.mark.backends
@@ -37,28 +37,6 @@ COUNTS = np.array([40.0, 25.0, 15.0, 12.0, 8.0])      # one document's bag of wo
 PRIOR = 0.1
 
 
-def _compiled_update(topics):
-    """`topics.update` compiled the backend's way: a `tf.function` on TensorFlow; on JAX a
-    jax.jit of the stateless update (weights in, new weights out, as Keras' JAX trainer)."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-        return tf.function(topics.update)
-    import jax
-    weights = topics.weights
-
-    @jax.jit
-    def stateless(values, bow, thetas):
-        with keras.StatelessScope(state_mapping=list(zip(weights, values))) as scope:
-            topics.update(bow, thetas)
-        return [scope.get_current_value(v) for v in weights]
-
-    def update(bow, thetas):
-        for variable, value in zip(weights, stateless([v.value for v in weights], bow, thetas)):
-            variable.assign(value)
-
-    return update
-
-
 def _run_chain(seed=4):
     # Every topic gets one document with the same counts: K independent chains
     # (the Langevin noise is independent per entry) targeting the same Dirichlet.
@@ -67,7 +45,7 @@ def _run_chain(seed=4):
                           forgetting_decay=0.0, phi_prior=PRIOR)
     bow = np.tile(COUNTS, (K, 1))[:, None, :].astype(np.float32)        # [B=K, J=1, V]
     theta = np.eye(K, dtype=np.float32)[:, None, :]                      # one-hot, [K, 1, K]
-    update = _compiled_update(topics)
+    update = compiled_update(topics)
     samples = []
     for step in range(BURN_IN + KEPT):
         update(bow, [theta])
