@@ -637,7 +637,8 @@ class TLASGRTopics(keras.layers.Layer):
     def update(self, bow, thetas):
         """One TLASGR-MCMC step: augment the mini-batch, then update Phi and Pi.
 
-        Call it inside a `tf.function` (e.g. `train_step`) after the network
+        Call it inside the compiled train step (a `tf.function` on TensorFlow,
+        the jitted stateless step on JAX; e.g. `after_optimizer_step`) after the network
         update, with the theta samples of the same forward pass (Guo et al.
         2020, Algorithm 1). Under a distribution strategy (inside
         `strategy.run`) the replica's documents are keyed by their global
