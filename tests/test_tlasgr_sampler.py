@@ -23,9 +23,12 @@ while a noise scaled by 2 or 1/2 changes the variance by 4x or 1/4x, and a
 zero noise makes it ~0.
 """
 import numpy as np
-import tensorflow as tf
+import pytest
 
+from tests.bayes_backend_cases import compiled_update
 from tfktopic.bayes import TLASGRTopics
+
+pytestmark = pytest.mark.backends
 
 V, K = 5, 60
 STEP = 0.05
@@ -42,7 +45,7 @@ def _run_chain(seed=4):
                           forgetting_decay=0.0, phi_prior=PRIOR)
     bow = np.tile(COUNTS, (K, 1))[:, None, :].astype(np.float32)        # [B=K, J=1, V]
     theta = np.eye(K, dtype=np.float32)[:, None, :]                      # one-hot, [K, 1, K]
-    update = tf.function(topics.update)
+    update = compiled_update(topics)
     samples = []
     for step in range(BURN_IN + KEPT):
         update(bow, [theta])

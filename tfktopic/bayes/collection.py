@@ -27,10 +27,9 @@ import pathlib
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
-from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic import backend
 
 __all__ = ["SampleCollector", "PredictiveSamples", "collection_indices",
            "target_log_probs", "class_probabilities", "SCHEMES"]
@@ -75,14 +74,20 @@ def target_log_probs(model, batch, from_logits=True):
 
     Returns:
         float32 [n] log p(y_t | ...) for the positions where ``mask`` is 1, in
-        row-major order.
+        row-major order. The number n depends on the mask: on TensorFlow this
+        traces into a `tf.function` (`tf.boolean_mask`); on other backends call
+        it eagerly (outside `jax.jit`).
     """
     predictions = ops.cast(model(batch, training=False), "float32")
     if from_logits:
         predictions = ops.log_softmax(predictions, axis=-1)
     targets = ops.cast(batch["targets"], "int32")
     log_prob = ops.squeeze(ops.take_along_axis(predictions, targets[..., None], axis=-1), -1)
-    return tf.boolean_mask(log_prob, ops.cast(batch["mask"], "float32") > 0)
+    keep = ops.cast(batch["mask"], "float32") > 0
+    if backend.is_tensorflow():
+        import tensorflow as tf
+        return tf.boolean_mask(log_prob, keep)
+    return ops.convert_to_tensor(np.asarray(log_prob)[np.asarray(keep)])
 
 
 def class_probabilities(model, batch):
@@ -376,17 +381,20 @@ class SampleCollector(keras.callbacks.Callback):
         if self._predict is None:
             model, from_logits = self.model, self.from_logits
             if self.kind == "lm":
-                self._predict = tf.function(lambda batch: target_log_probs(model, batch,
-                                                                           from_logits))
+                predict = lambda batch: target_log_probs(model, batch, from_logits)
             else:
-                self._predict = tf.function(lambda batch: class_probabilities(model, batch))
+                predict = lambda batch: class_probabilities(model, batch)
+            if backend.is_tensorflow():
+                import tensorflow as tf   # one traced graph per batch signature
+                predict = tf.function(predict)
+            self._predict = predict
         return self._predict
 
     def _predict_all(self, name, dataset):
         predict = self._predictor()
         outputs, labels = [], []
         for batch in dataset:
-            outputs.append(predict(batch).numpy())
+            outputs.append(np.asarray(predict(batch)))
             if self.kind == "classification":
                 labels.append(np.asarray(batch[1]).reshape(-1))
         if self.kind == "classification" and name not in self._labels:

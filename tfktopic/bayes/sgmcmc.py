@@ -1,10 +1,13 @@
-"""SGLD and pSGLD as Keras-3-native optimizers (usable with any Keras model).
+"""SGLD and pSGLD as Keras-3-native optimizers (any Keras model, any backend).
 
 Stochastic-gradient Langevin dynamics (Welling & Teh 2011) and its
 RMSprop-preconditioned variant pSGLD (Li et al. 2016), as used for Bayesian
 recurrent language models by Gan et al. (2017, ACL, eq. 6 and Algorithm 1).
 TFP's `StochasticGradientLangevinDynamics` is a Keras 2 optimizer that cannot
-be compiled into a Keras 3 model; these classes replace it.
+be compiled into a Keras 3 model; these classes replace it. They are written in
+`keras.ops` (`build`, `update_step` with `self.assign`) and run on every Keras
+backend (TensorFlow, JAX); only the optional XLA fusion of the per-variable
+update (`fused_update`) is TensorFlow's (JAX compiles the whole step anyway).
 
 **Gradient convention.** The model's loss is the *mean* mini-batch loss
 (Keras' default reduction), so the gradient the optimizer receives is
@@ -33,21 +36,17 @@ of the authors' Theano code (step "lr" = 1 for PTB SGLD, 1e-3 for pSGLD), with
 their prior-sign and noise-scale bugs fixed. Gan et al.'s eq. 6 writes the same
 dynamics as θ − η_p·f̃ + sqrt(2·η_p)·ξ with η_p = ε/2 = η/N.
 
-**Noise.** ξ is drawn by `stateless_standard_normal` from Philox bits keyed
-on (seed, iterations·n_vars + variable_index): a pure function of the
-optimizer's tracked `iterations` counter, so a run resumed from a checkpoint draws the
-same noise as an uninterrupted one, every replica of a
-`tf.distribute.MirroredStrategy` draws the same noise (the mirrored weights
-stay identical), and the step is XLA-compilable. By default (``noise_bits=16``)
-each 32-bit Philox word gives two 16-bit uniforms, so a step draws half the
-Philox bits, which are most of the noise's cost: pSGLD's step ÷ RMSprop's is
-1.10 against 1.19 with 23-bit uniforms in the same run (PTB-small LSTM, idle
-machine, `python -m benchmarks.speed --mode medium --models psgld_breakdown`;
-`--models psgld_lstm` gave 1.16 a minute later: the host varies). The price is
-a noise that is N(0, 1) up to a truncation of the tails beyond |ξ| = 4.86 (mass
+**Noise.** ξ is drawn by `stateless_standard_normal` (Threefry-2x32 bits and
+Box-Muller, `tfktopic.bayes.counter_random`) keyed on (seed, iterations,
+variable index): a pure function of the optimizer's tracked `iterations`
+counter, so a run resumed from a checkpoint draws the same noise as an
+uninterrupted one, every replica of a distributed run draws the same noise (the
+mirrored weights stay identical), the step is XLA-compilable, and TensorFlow
+and JAX draw the same bits. By default (``noise_bits=16``) each 32-bit word
+gives two 16-bit uniforms, so a step hashes half the words. The price is a
+noise that is N(0, 1) up to a truncation of the tails beyond |ξ| = 4.86 (mass
 1.2·10⁻⁶) and a variance 1 − 5·10⁻⁶, far below any chain's Monte Carlo error;
-``noise_bits=23`` gives the finer draws (|ξ| ≤ 5.77, bit-identical to the
-draws before 16-bit uniforms became the default) at the old cost.
+``noise_bits=23`` gives the finer draws (|ξ| ≤ 5.77).
 
 Gradient clipping (`clipnorm`, `clipvalue`, `global_clipnorm`), learning-rate
 schedules, gradient accumulation and loss scaling come from the Keras base
@@ -59,9 +58,9 @@ import numbers
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.bayes.counter_random import NOISE_BITS, stateless_standard_normal
 from tfktopic.xla import xla_loops
 
@@ -102,6 +101,44 @@ def _check_number(name, value, minimum, strict=False, integer=False):
     return value
 
 
+def _dense(gradient):
+    """A dense gradient (TensorFlow's `IndexedSlices` of embedding lookups densified)."""
+    if _is_indexed_slices(gradient):
+        import tensorflow as tf
+        return tf.convert_to_tensor(gradient)
+    return gradient
+
+
+def _value(variable):
+    """The current value of a (Keras) variable as a backend tensor (not the variable: a
+    variable passed to the XLA-fused `tf.function` would be traced as a resource)."""
+    if backend.is_tensorflow():
+        import tensorflow as tf   # a Keras or a raw tf.Variable (inside tf.distribute)
+        return tf.convert_to_tensor(variable)
+    return variable.value if isinstance(variable, keras.Variable) else variable
+
+
+def _values(gradient):
+    """The stored values of a gradient (an `IndexedSlices`' values on TensorFlow)."""
+    return gradient.values if _is_indexed_slices(gradient) else gradient
+
+
+def _scaled(gradient, factor):
+    """factor · gradient, an `IndexedSlices` kept sparse."""
+    if _is_indexed_slices(gradient):
+        import tensorflow as tf
+        return tf.IndexedSlices(gradient.values * ops.cast(factor, gradient.values.dtype),
+                                gradient.indices, gradient.dense_shape)
+    return gradient * ops.cast(factor, gradient.dtype)
+
+
+def _is_indexed_slices(gradient):
+    if not backend.is_tensorflow():
+        return False
+    import tensorflow as tf
+    return isinstance(gradient, tf.IndexedSlices)
+
+
 def _first_square(gradient):
     """V on the first step of `v_init="first_gradient"`: g⊙g where g ≠ 0.
 
@@ -125,9 +162,9 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
     provide their slots (`_slots`) and the pure `_precondition` returning the
     denominator D of the diagonal preconditioner G = 1/D (`None` for G = I)
     and the new slot values. With `fused_update=True` and T > 0, `_step` runs
-    as one XLA-compiled kernel per variable (one pass over the weights
-    instead of one per elementwise op); the noise ξ is drawn before it by TF's
-    own kernels, which are faster than XLA's for Philox and log / cos / sin.
+    as one XLA-compiled kernel per variable on TensorFlow (one pass over the
+    weights instead of one per elementwise op); the noise ξ is drawn before it
+    by plain TF ops, which are faster than XLA's CPU code for log / cos / sin.
     """
 
     def __init__(
@@ -190,19 +227,10 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         grads = super()._clip_gradients(grads)
         if self.normalize_gradients_to is None:
             return grads
-        present = [g for g in grads if g is not None]
-        norm = tf.linalg.global_norm(present)
-        factor = self.normalize_gradients_to / tf.maximum(norm, 1e-12)
-
-        def scale(g):
-            if g is None:
-                return None
-            if isinstance(g, tf.IndexedSlices):
-                return tf.IndexedSlices(g.values * tf.cast(factor, g.values.dtype), g.indices,
-                                        g.dense_shape)
-            return g * tf.cast(factor, g.dtype)
-
-        return [scale(g) for g in grads]
+        present = [_values(g) for g in grads if g is not None]
+        norm = ops.sqrt(sum(ops.sum(ops.square(ops.cast(g, "float32"))) for g in present))
+        factor = self.normalize_gradients_to / ops.maximum(norm, 1e-12)
+        return [None if g is None else _scaled(g, factor) for g in grads]
 
     # -- hooks of the subclasses --------------------------------------------
     def _slots(self, variable):
@@ -214,6 +242,14 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
         return None, slots
 
     # -- the update --------------------------------------------------------
+    def _noisy_step(self, value, gradient, slots, learning_rate, step, index):
+        """`_step` with ξ drawn for (seed, step, variable `index`) (None at T = 0)."""
+        xi = None
+        if self.temperature > 0:
+            xi = stateless_standard_normal(tuple(value.shape), self.seed, index, value.dtype,
+                                           bits=self.noise_bits, step=step)
+        return self._step(value, gradient, slots, learning_rate, step, xi)
+
     def _step(self, value, gradient, slots, learning_rate, step, xi):
         """One Langevin step of one variable, as a pure function.
 
@@ -225,7 +261,7 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
             gradient: the (clipped, dense) gradient of the mean loss.
             slots: tuple of the variable's optimizer-slot values.
             learning_rate: η (scalar tensor, after schedules).
-            step: the optimizer's `iterations` (int64 scalar).
+            step: the optimizer's `iterations` (integer scalar).
             xi: the N(0, I) draw ξ of this step and variable (`None` at T = 0).
 
         Returns:
@@ -266,32 +302,32 @@ class _LangevinOptimizer(keras.optimizers.Optimizer):
             variable: the model variable to update.
             learning_rate: the current learning rate η (after schedules).
         """
-        if isinstance(gradient, tf.IndexedSlices):
-            # The noise perturbs every row (also rows absent from the batch).
-            gradient = tf.convert_to_tensor(gradient)
+        # The noise perturbs every row (also rows absent from the batch).
+        gradient = _dense(gradient)
         slots = self._slots(variable)
-        step = ops.cast(ops.convert_to_tensor(self.iterations), "int64")
-        xi = None
-        if self.temperature > 0:
-            # Drawn outside the fused kernel: TF's CPU kernels for Philox,
-            # log and cos/sin are several times faster than XLA's.
-            index = self._get_variable_index(variable)
-            num_vars = max(len(self._trainable_variables), 1)
-            xi = stateless_standard_normal(
-                tf.shape(variable), self.seed, step * num_vars + index, variable.dtype,
-                bits=self.noise_bits)
-        step_fn = self._step
+        step = ops.convert_to_tensor(_value(self.iterations))
+        index = ops.convert_to_tensor(self._get_variable_index(variable), "int32")
+        value = ops.convert_to_tensor(_value(variable))
+        slot_values = tuple(ops.convert_to_tensor(_value(slot)) for slot in slots)
+        learning_rate = ops.convert_to_tensor(_value(learning_rate))
         # At T = 0 there is no noise to generate and the unfused graph keeps
         # the update bit-identical to Keras' SGD / RMSprop (XLA may contract
         # a·b + c into one FMA, which rounds differently).
-        if self.fused_update and self.temperature > 0 and xla_loops():
+        if (self.fused_update and self.temperature > 0 and backend.is_tensorflow()
+                and xla_loops()):
             if self._fused_step is None:
+                import tensorflow as tf
                 self._fused_step = tf.function(self._step, jit_compile=True)
-            step_fn = self._fused_step
-        value, new_slots = step_fn(
-            tf.convert_to_tensor(variable), gradient,
-            tuple(tf.convert_to_tensor(slot) for slot in slots),
-            tf.convert_to_tensor(learning_rate), step, xi)
+            # The noise is drawn outside XLA: measured for 800k 16-bit draws on one CPU
+            # thread, 10 ms as plain TF ops and 62 ms compiled by XLA (its CPU log / cos /
+            # sin); TF's own Philox normals took 13 ms.
+            xi = stateless_standard_normal(tuple(value.shape), self.seed, index, value.dtype,
+                                           bits=self.noise_bits, step=step)
+            value, new_slots = self._fused_step(value, gradient, slot_values, learning_rate,
+                                                step, xi)
+        else:
+            value, new_slots = self._noisy_step(value, gradient, slot_values, learning_rate,
+                                                step, index)
         for slot, new in zip(slots, new_slots):
             self.assign(slot, new)
         self.assign(variable, value)
@@ -344,29 +380,31 @@ class SGLD(_LangevinOptimizer):
             generator (reproducible under `keras.utils.set_random_seed`) and
             stores it in the config.
         fused_update: run each variable's update as one XLA-compiled kernel
-            when T > 0 (default True; equal to the unfused graph up to float
-            rounding; off when ``TFKTOPIC_XLA_LOOPS=0``, see `tfktopic.xla`).
+            when T > 0 on TensorFlow (default True; equal to the unfused graph up
+            to float rounding; off when ``TFKTOPIC_XLA_LOOPS=0``, see
+            `tfktopic.xla`; no effect on other backends).
         normalize_gradients_to: rescale the global gradient norm to this value
             at every step (after Keras' clipping), as the authors' code does
             (reference notes A1.2); None (default) leaves the gradients.
         noise_bits: resolution of the uniforms behind ξ, 16 (default: two per
-            Philox word, the faster step) or 23 (one per word); see the module
+            32-bit word, the faster step) or 23 (one per word); see the module
             docstring.
         name: optimizer name.
         **kwargs: base optimizer arguments: `clipnorm`, `clipvalue`,
             `global_clipnorm`, `loss_scale_factor`,
             `gradient_accumulation_steps`, `use_ema`, ...
 
-    Example:
+    Example (a posterior sample of a linear regression after every step):
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer=SGLD(learning_rate=0.1, num_examples=64, seed=0),
+    ...               loss="mse")
+    >>> x, y = np.ones((64, 3), "float32"), np.zeros((64, 1), "float32")
+    >>> history = model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    >>> int(model.optimizer.iterations)          # 2 epochs x 4 steps
+    8
 
-    ```python
-    model.compile(
-        optimizer=tfktopic.bayes.SGLD(learning_rate=0.5,
-                                      num_examples=len(x_train),
-                                      global_clipnorm=5.0),
-        loss="sparse_categorical_crossentropy")
-    model.fit(x_train, y_train, batch_size=32, epochs=10)
-    ```
+    For a language model: ``SGLD(learning_rate=0.5, num_examples=<training tokens>,
+    global_clipnorm=5.0)`` with ``loss="sparse_categorical_crossentropy"``.
     """
 
     def __init__(
@@ -489,21 +527,26 @@ class PSGLD(_LangevinOptimizer):
             at every step (after Keras' clipping), as the authors' code does
             (reference notes A1.2); None (default) leaves the gradients.
         noise_bits: resolution of the uniforms behind ξ, 16 (default: two per
-            Philox word, the faster step) or 23 (one per word); see the module
+            32-bit word, the faster step) or 23 (one per word); see the module
             docstring.
         name: optimizer name.
         **kwargs: base optimizer arguments (`clipnorm`, `clipvalue`,
             `global_clipnorm`, `gradient_accumulation_steps`, ...).
 
-    Example:
+    Example (the same seed and data give the same chain):
+    >>> def chain():
+    ...     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    ...     model.set_weights([np.full((3, 1), 0.5, "float32"), np.zeros(1, "float32")])
+    ...     model.compile(optimizer=PSGLD(learning_rate=1e-3, num_examples=64, seed=3),
+    ...                   loss="mse")
+    ...     model.fit(np.ones((64, 3), "float32"), np.zeros((64, 1), "float32"),
+    ...               batch_size=16, epochs=1, shuffle=False, verbose=0)
+    ...     return model.get_weights()[0]
+    >>> bool(np.array_equal(chain(), chain()))
+    True
 
-    ```python
-    model.compile(
-        optimizer=tfktopic.bayes.PSGLD(learning_rate=1e-3,
-                                       num_examples=len(x_train)),
-        loss="sparse_categorical_crossentropy")
-    model.fit(x_train, y_train, batch_size=50, epochs=20)
-    ```
+    Gan et al. use ``PSGLD(learning_rate=1e-3, num_examples=<training tokens>)`` with
+    batches of 50.
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""TLASGR-MCMC for the global topic parameters of (r)GBN-RNN, as TensorFlow ops.
+"""TLASGR-MCMC for the global topic parameters of (r)GBN-RNN, in keras.ops.
 
 Guo, Chen, Lu, Zhou, *Recurrent Hierarchical Topic-Guided RNN for Language
 Generation* (ICML 2020), Algorithm 1; the topic-layer-adaptive stochastic
@@ -37,18 +37,25 @@ every replica then applies the same deterministic-given-(counts, step) update:
 Phi and Pi stay identical on all replicas and equal to the single-device result
 for the same global batch.
 
-The counts expand to one draw per token / customer (dynamic shapes), so a
-model calling `TLASGRTopics.update` in its `train_step` must be compiled with
-``jit_compile=False`` (the default on CPU; XLA cannot compile dynamic shapes).
+**Backends.** Everything is `keras.ops`; the backend hook
+(`tfktopic.backend.is_tensorflow`) picks TensorFlow's fast paths: the ragged
+augmentation kernels (`tfktopic.bayes.augmentation`: one draw per token /
+customer, dynamic shapes, so a TensorFlow model calling `TLASGRTopics.update`
+in its `train_step` must be compiled with ``jit_compile=False``), the
+XLA-fused simplex update and the `tf.distribute` replica layout. Under JAX the
+keras.ops reference runs (jit-compilable: static shapes, `ops.fori_loop`s).
+The simplex update runs in float64 where the backend has it (TensorFlow; JAX
+with ``jax_enable_x64``) and in float32 otherwise; the step counter is int64
+on TensorFlow and int32 on JAX without x64.
 """
 
 import numbers
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.bayes.augmentation import binomial, crt, multinomial_split
 from tfktopic.bayes.counter_random import random_key, stateless_standard_normal
 from tfktopic.xla import xla_loops
@@ -60,9 +67,19 @@ PI_INITS = ("identity", "uniform")
 #: The reference code's ``realmin`` (floor of preconditioners and normalisers).
 REALMIN = 2.2e-20
 
-# All functions here are plain TF ops with explicit tf.while_loop control flow:
-# autograph's source transformation would only cost tracing time.
-_no_autograph = tf.autograph.experimental.do_not_convert
+
+
+def _compute_dtype():
+    """float64 where the backend has it (TensorFlow, JAX with x64), else float32."""
+    if backend.is_jax():
+        import jax
+        return "float64" if jax.config.jax_enable_x64 else "float32"
+    return "float64"
+
+
+def _step_dtype():
+    """The step counter's dtype: int64 on TensorFlow, int32 where 64-bit is off."""
+    return "int64" if _compute_dtype() == "float64" else "int32"
 
 # Augmentation streams (phase of the sampler), combined with layer and sentence.
 _MULTINOMIAL, _CRT, _SPLIT, _TEMPORAL = range(4)
@@ -71,7 +88,6 @@ _MULTINOMIAL, _CRT, _SPLIT, _TEMPORAL = range(4)
 # -----------------------------------------------------------------------------
 # The Riemannian update on the simplex
 # -----------------------------------------------------------------------------
-@_no_autograph
 def riemannian_simplex_step(x, counts, preconditioner, prior, step_size, forgetting_rate,
                             scale, preconditioner_floor, noise):
     """One TLASGR step of a column-stochastic matrix (reference §4.3).
@@ -88,9 +104,9 @@ def riemannian_simplex_step(x, counts, preconditioner, prior, step_size, forgett
     positive mass keeps its old value.
 
     Args:
-        x: [R, K] float64 current matrix (columns on the simplex).
+        x: [R, K] float (float64 on TensorFlow) current matrix (columns on the simplex).
         counts: [R, K] augmented counts of the mini-batch (summed over replicas).
-        preconditioner: [K] float64 running M.
+        preconditioner: [K] running M.
         prior: Dirichlet prior concentration (scalar).
         step_size: eps_t (scalar).
         forgetting_rate: kappa_t (scalar).
@@ -99,50 +115,71 @@ def riemannian_simplex_step(x, counts, preconditioner, prior, step_size, forgett
         noise: [R, K] standard normal draws.
 
     Returns:
-        (new_x [R, K], new_preconditioner [K]), float64.
+        (new_x [R, K], new_preconditioner [K]) in x's dtype.
     """
     scaled = scale * counts
-    new_m = (1.0 - forgetting_rate) * preconditioner + forgetting_rate * tf.reduce_sum(scaled, 0)
-    m_bar = tf.maximum(new_m, preconditioner_floor)
+    new_m = (1.0 - forgetting_rate) * preconditioner + forgetting_rate * ops.sum(scaled, 0)
+    m_bar = ops.maximum(new_m, preconditioner_floor)
     posterior = scaled + prior
-    drift = (posterior - tf.reduce_sum(posterior, 0, keepdims=True) * x) / m_bar
-    diffusion = tf.sqrt(2.0 * step_size * tf.maximum(x, 0.0) / m_bar) * noise
+    drift = (posterior - ops.sum(posterior, 0, keepdims=True) * x) / m_bar
+    diffusion = ops.sqrt(2.0 * step_size * ops.maximum(x, 0.0) / m_bar) * noise
     proposal = x + step_size * drift + diffusion
-    projected = proposal - (tf.reduce_sum(proposal, 0, keepdims=True) - 1.0) * x
-    projected = tf.maximum(projected, 0.0)
-    total = tf.reduce_sum(projected, 0, keepdims=True)
-    new_x = tf.where(total > REALMIN, projected / tf.maximum(total, REALMIN), x)
+    projected = proposal - (ops.sum(proposal, 0, keepdims=True) - 1.0) * x
+    projected = ops.maximum(projected, 0.0)
+    total = ops.sum(projected, 0, keepdims=True)
+    new_x = ops.where(total > REALMIN, projected / ops.maximum(total, REALMIN), x)
     return new_x, new_m
 
 
 def _simplex_update(x, counts, preconditioner, noise, step_size, forgetting_rate, scale, prior,
                     floor):
-    """`riemannian_simplex_step` of one matrix in float64, cast back to x's dtype.
+    """`riemannian_simplex_step` of one matrix in `noise`'s dtype (float64 where the
+    backend has it), cast back to x's dtype.
 
     Returns:
         (new x in x's dtype, new preconditioner in its dtype, float32 max |change|).
     """
-    x64 = tf.cast(x, tf.float64)
+    dtype = noise.dtype
+    x64 = ops.cast(x, dtype)
     new_x, new_m = riemannian_simplex_step(
-        x64, tf.cast(counts, tf.float64), tf.cast(preconditioner, tf.float64), prior,
-        step_size, forgetting_rate, scale, floor, noise)
-    change = tf.cast(tf.reduce_max(tf.abs(new_x - x64)), tf.float32)
-    return tf.cast(new_x, x.dtype), tf.cast(new_m, preconditioner.dtype), change
+        x64, ops.cast(counts, dtype), ops.cast(preconditioner, dtype), prior,
+        ops.cast(step_size, dtype), ops.cast(forgetting_rate, dtype), ops.cast(scale, dtype),
+        floor, noise)
+    change = ops.cast(ops.max(ops.abs(new_x - x64)), "float32")
+    return ops.cast(new_x, x.dtype), ops.cast(new_m, preconditioner.dtype), change
 
 
 # The step of a [R, K] matrix is ~20 element-wise float64 passes (drift,
 # diffusion, projection, renormalisation); XLA fuses them into a few loops
 # (~4x faster for Phi^1 at V = 8k, K = 100 on CPU). Shapes are static per
-# matrix, so each compiles once; the noise is drawn outside (XLA's CPU Philox
-# is ~6x slower than TF's kernel) and the dynamic-shape augmentation stays
-# outside XLA too. ``TFKTOPIC_XLA_LOOPS=0`` runs the same function without XLA
-# (`tfktopic.xla`).
-_fused_simplex_update = tf.function(_simplex_update, jit_compile=True, autograph=False)
+# matrix, so each compiles once; the noise is drawn outside (its Threefry +
+# Box-Muller took 18 ms as plain TF ops and 61 ms under XLA for a float64
+# 8000 x 100 draw on one CPU thread; TF's Philox normals 26 ms) and the
+# dynamic-shape augmentation stays outside XLA too. ``TFKTOPIC_XLA_LOOPS=0`` runs the same function without XLA
+# (`tfktopic.xla`). TensorFlow only (`_simplex_update_function`); JAX compiles the
+# whole train step anyway.
+_FUSED = []
 
 
-@_no_autograph
+def _simplex_update_function():
+    """The XLA-fused `_simplex_update` on TensorFlow with `xla_loops()`, else the plain one."""
+    if not (backend.is_tensorflow() and xla_loops()):
+        return _simplex_update
+    if not _FUSED:
+        import tensorflow as tf
+        _FUSED.append(tf.function(_simplex_update, jit_compile=True, autograph=False))
+    return _FUSED[0]
+
+
 def _replica_layout(local_batch):
-    """(replica context or None, global offset of this replica's docs, global batch)."""
+    """(replica context or None, global offset of this replica's docs, global batch).
+
+    A `tf.distribute` replica context exists only on TensorFlow; elsewhere the batch is
+    the global one (keras.distribution shards the data of one jitted step).
+    """
+    if not backend.is_tensorflow():
+        return None, 0, ops.cast(local_batch, "float32")
+    import tensorflow as tf
     local_batch = tf.cast(local_batch, tf.float32)
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
@@ -210,7 +247,7 @@ class TLASGRTopics(keras.layers.Layer):
       column k' is p(next topic | previous k');
     * ``phi_preconditioners[l]``, ``pi_preconditioners[l]``: the per-column
       running preconditioners M (reference §4.3);
-    * ``iterations``: the MCMC step counter t (int64).
+    * ``iterations``: the MCMC step counter t (int64; int32 under JAX without x64).
 
     All columns stay on the simplex. Generative model (Guo et al. 2020;
     reference §1.1), per document and sentence j:
@@ -268,9 +305,10 @@ class TLASGRTopics(keras.layers.Layer):
 
     Example:
     >>> topics = TLASGRTopics(vocab_size=50, topic_sizes=(8, 4), num_documents=1000, seed=0)
-    >>> bow = tf.random.poisson((16, 5, 50), 0.5)             # [B, J, V] counts
-    >>> thetas = [tf.random.gamma((16, 5, k), 1.0) for k in (8, 4)]
-    >>> stats = tf.function(topics.update)(bow, thetas)      # inside train_step
+    >>> rng = np.random.default_rng(0)
+    >>> bow = rng.poisson(0.5, (16, 5, 50)).astype("float32")   # [B, J, V] counts
+    >>> thetas = [rng.gamma(1.0, size=(16, 5, k)).astype("float32") for k in (8, 4)]
+    >>> stats = topics.update(bow, thetas)                   # inside train_step
     >>> [tuple(p.shape) for p in topics.phi_products()]
     [(50, 8), (50, 4)]
     """
@@ -350,10 +388,9 @@ class TLASGRTopics(keras.layers.Layer):
                 self.pi.append(weight(f"pi_{l}", (k, k), pi))
                 self.pi_preconditioners.append(
                     weight(f"pi_preconditioner_{l}", (k,), np.zeros(k)))
-        self.iterations = weight("iterations", (), 0, dtype="int64")
+        self.iterations = weight("iterations", (), 0, dtype=_step_dtype())
         self.built = True
 
-    @_no_autograph
     def phi_products(self):
         """[Phi^1, Phi^1 Phi^2, ..., Phi^1 ... Phi^L]: word distributions of every layer.
 
@@ -369,7 +406,6 @@ class TLASGRTopics(keras.layers.Layer):
         return products
 
     # ------------------------------------------------------- generative model
-    @_no_autograph
     def _prior_parts(self, thetas):
         """Per layer (up, time): Phi^{l+1} theta^{l+1}_j and Pi^l theta^l_{j-1}.
 
@@ -388,7 +424,6 @@ class TLASGRTopics(keras.layers.Layer):
             parts.append((up, time))
         return parts
 
-    @_no_autograph
     def gamma_shapes(self, thetas):
         """Prior shapes e^l_j of theta^l_j (reference §1.2), for the ELBO.
 
@@ -415,7 +450,6 @@ class TLASGRTopics(keras.layers.Layer):
                 shapes.append(time + first[None, :, None])
         return shapes
 
-    @_no_autograph
     def poisson_rate(self, theta):
         """Rate Phi^1 theta^1_j of the bag of words d_j, float [B, J, V]."""
         return ops.matmul(theta, ops.transpose(self.phi[0]))
@@ -441,25 +475,22 @@ class TLASGRTopics(keras.layers.Layer):
             out.append(theta)
         return out
 
-    @_no_autograph
     def _check_update_inputs(self, bow, thetas):
-        bow = tf.convert_to_tensor(bow)
+        bow = ops.convert_to_tensor(bow)
         if len(bow.shape) != 3 or bow.shape[-1] not in (None, self.vocab_size):
             raise ValueError(
                 f"bow must have shape [B, J, {self.vocab_size}] (counts over the topic "
                 f"vocabulary), got {tuple(bow.shape)}")
-        thetas = [tf.stop_gradient(tf.cast(t, tf.float32)) for t in self._check_thetas(thetas)]
+        thetas = [ops.stop_gradient(ops.cast(t, "float32")) for t in self._check_thetas(thetas)]
         for l, theta in enumerate(thetas):
             if None not in (theta.shape[1], bow.shape[1]) and theta.shape[1] != bow.shape[1]:
                 raise ValueError(f"thetas[{l}] has {theta.shape[1]} sentences but bow has "
                                  f"{bow.shape[1]}")
         return bow, thetas
 
-    @_no_autograph
     def _key(self, step, layer, phase, sentence=0):
         return random_key(self.seed, step, (layer * 4 + phase) * 65536 + sentence)
 
-    @_no_autograph
     def augment(self, bow, thetas, step=None, offset=0):
         """Latent counts of one mini-batch (reference §4.2), without the update.
 
@@ -468,7 +499,7 @@ class TLASGRTopics(keras.layers.Layer):
                 (rounded; negative entries count as 0, reference §8.7).
             thetas: list over layers of float [B, J, K_l] theta samples of the
                 same forward pass (treated as constants).
-            step: int64 step the draws are keyed on (default: `iterations`).
+            step: integer step the draws are keyed on (default: `iterations`).
             offset: global index of this batch's first document.
 
         Returns:
@@ -476,7 +507,7 @@ class TLASGRTopics(keras.layers.Layer):
             and (recurrent only) [K_l, K_l] (rows "to", columns "from") counts.
         """
         bow, thetas = self._check_update_inputs(bow, thetas)
-        step = tf.convert_to_tensor(self.iterations) if step is None else step
+        step = ops.convert_to_tensor(self.iterations) if step is None else step
         parts = self._prior_parts(thetas)
         data = bow
         phi_counts, pi_counts = [], []
@@ -497,14 +528,13 @@ class TLASGRTopics(keras.layers.Layer):
                 # Sentence 1: every table goes up (reference §4.2 c).
                 first = crt(latent[:, 0] + handed_back, self.tau0 * up[:, 0],
                             self._key(step, l, _CRT, 0), offset)
-                data = tf.concat([first[:, None], upward[:, 1:]], axis=1)
+                data = ops.concatenate([first[:, None], upward[:, 1:]], axis=1)
         return phi_counts, pi_counts
 
-    @_no_autograph
     def _backward_pass(self, l, theta, latent, up, time, step, offset):
         """Backward pass of layer l over sentences J..2 (reference §4.2 b).
 
-        A `tf.while_loop` (the only sequential part of the sampler): at
+        An `ops.fori_loop` (the only sequential part of the sampler): at
         sentence j the customers are this sentence's latent counts plus those
         handed back from sentence j+1; their CRT tables (concentration
         tau0 (Pi theta_{j-1} + Phi^{l+1} theta^{l+1}_j)) are split between time
@@ -516,49 +546,45 @@ class TLASGRTopics(keras.layers.Layer):
             upward tables [B, J, K] (entry 0 unused; zeros at the top layer)).
         """
         top = up is None
-        num_sentences = tf.shape(latent)[1]
-        # Sentence j is sliced inside the loop (x[:, j]): no [J, B, K]
-        # transposed copies (MKL transposes of these small tensors cost more
-        # than the slices).
-        pi = tf.convert_to_tensor(self.pi[l])
-        upward = tf.TensorArray(tf.float32, size=num_sentences, element_shape=latent[:, 0].shape)
-        upward = upward.write(0, tf.zeros_like(latent[:, 0]))
+        num_sentences = ops.shape(latent)[1]
+        pi = ops.convert_to_tensor(self.pi[l])
+        sentence_index = ops.arange(num_sentences)
 
-        def body(j, transitions, handed_back, upward):
-            customers = latent[:, j] + handed_back
-            shape_time = time[:, j]
+        def body(t, carry):
+            transitions, handed_back, upward = carry
+            j = num_sentences - 1 - t
+            customers = ops.take(latent, j, axis=1) + handed_back
+            shape_time = ops.take(time, j, axis=1)
             if top:
                 temporal = crt(customers, self.tau0 * shape_time,
                                self._key(step, l, _CRT, j), offset)
-                upward = upward.write(j, tf.zeros_like(temporal))
             else:
-                shape_up = up[:, j]
+                shape_up = ops.take(up, j, axis=1)
                 tables = crt(customers, self.tau0 * (shape_time + shape_up),
                              self._key(step, l, _CRT, j), offset)
-                p_time = tf.math.divide_no_nan(shape_time, shape_time + shape_up)
+                both = shape_time + shape_up
+                p_time = ops.where(both > 0, shape_time / ops.where(both > 0, both, 1.0), 0.0)
                 temporal = binomial(tables, p_time, self._key(step, l, _SPLIT, j), offset)
-                upward = upward.write(j, tables - temporal)
+                at_j = ops.cast(ops.equal(sentence_index, j), "float32")[None, :, None]
+                upward = upward + (tables - temporal)[:, None, :] * at_j
             allocated, back = multinomial_split(
-                temporal[:, None, :], pi, theta[:, j - 1:j],
+                temporal[:, None, :], pi, ops.take(theta, j - 1, axis=1)[:, None, :],
                 self._key(step, l, _TEMPORAL, j), offset)
-            return j - 1, transitions + allocated, back[:, 0], upward
+            return transitions + allocated, back[:, 0], upward
 
-        _, transitions, handed_back, upward = tf.while_loop(
-            lambda j, *_: j > 0, body,
-            (num_sentences - 1, tf.zeros_like(pi), tf.zeros_like(latent[:, 0]), upward))
-        return transitions, handed_back, tf.transpose(upward.stack(), [1, 0, 2])
+        return ops.fori_loop(
+            0, num_sentences - 1, body,
+            (ops.zeros_like(pi), ops.zeros_like(latent[:, 0]), ops.zeros_like(latent)))
 
     # ----------------------------------------------------------------- update
-    @_no_autograph
     def schedule(self, step):
-        """(eps_t, kappa_t) of MCMC step `step` (0-based), float64 tensors."""
-        t = tf.cast(step, tf.float64)
+        """(eps_t, kappa_t) of MCMC step `step` (0-based), float64 (float32 without x64)."""
+        t = ops.cast(step, _compute_dtype())
         tau = self.step_size_tau
         step_size = self.step_size * ((tau + 1.0 + t) / (tau + 1.0)) ** (-self.step_size_decay)
         forgetting = (t + 1.0) ** (-self.forgetting_decay)
         return step_size, forgetting
 
-    @_no_autograph
     def apply_counts(self, phi_counts, pi_counts, batch_size, step=None):
         """The TLASGR update of every Phi^l, Pi^l given augmented counts (§4.3).
 
@@ -574,44 +600,45 @@ class TLASGRTopics(keras.layers.Layer):
         Returns:
             dict of float32 scalar diagnostics.
         """
-        step = tf.convert_to_tensor(self.iterations) if step is None else step
-        step = tf.cast(step, tf.int64)
+        step = ops.convert_to_tensor(self.iterations) if step is None else step
+        step = ops.cast(step, self.iterations.dtype)
+        dtype = _compute_dtype()
         step_size, forgetting = self.schedule(step)
-        scale = self.num_documents / tf.cast(batch_size, tf.float64)
+        scale = self.num_documents / ops.cast(batch_size, dtype)
         jobs = [(f"phi{l + 1}", var, pre, counts, self.phi_prior)
                 for l, (var, pre, counts) in enumerate(
                     zip(self.phi, self.phi_preconditioners, phi_counts))]
         jobs += [(f"pi{l + 1}", var, pre, counts, self.pi_prior)
                  for l, (var, pre, counts) in enumerate(
                      zip(self.pi, self.pi_preconditioners, pi_counts))]
-        stats = {"tlasgr_step": tf.cast(step, tf.float32),
-                 "tlasgr_step_size": tf.cast(step_size, tf.float32)}
+        stats = {"tlasgr_step": ops.cast(step, "float32"),
+                 "tlasgr_step_size": ops.cast(step_size, "float32")}
         for index, (name, var, pre, counts, prior) in enumerate(jobs):
             floor = self.preconditioner_floor
             if floor is None:
                 floor = prior * int(var.shape[0])
-            noise = stateless_standard_normal(tf.shape(var.value), self.seed,
-                                              step * len(jobs) + index, tf.float64)
+            noise = stateless_standard_normal(tuple(var.shape), self.seed, index, dtype,
+                                              step=step)
             # Tensors, not the variables: a mirrored variable passed to the
             # module-level tf.function is captured by its first trace, so under
             # a MirroredStrategy a later call with another variable of the same
             # shape (another matrix or model) would read the first one's values.
-            update = _fused_simplex_update if xla_loops() else _simplex_update
+            update = _simplex_update_function()
             new_x, new_m, change = update(
-                tf.convert_to_tensor(var.value), counts, tf.convert_to_tensor(pre.value),
+                ops.convert_to_tensor(var.value), counts, ops.convert_to_tensor(pre.value),
                 noise, step_size, forgetting, scale, prior=float(prior), floor=float(floor))
             var.assign(new_x)
             pre.assign(new_m)
-            stats[f"{name}_counts"] = tf.cast(tf.reduce_sum(counts), tf.float32)
+            stats[f"{name}_counts"] = ops.cast(ops.sum(counts), "float32")
             stats[f"{name}_change"] = change
-        self.iterations.assign_add(tf.constant(1, tf.int64))
+        self.iterations.assign_add(ops.cast(1, self.iterations.dtype))
         return stats
 
-    @_no_autograph
     def update(self, bow, thetas):
         """One TLASGR-MCMC step: augment the mini-batch, then update Phi and Pi.
 
-        Call it inside a `tf.function` (e.g. `train_step`) after the network
+        Call it inside the compiled train step (a `tf.function` on TensorFlow,
+        the jitted stateless step on JAX; e.g. `after_optimizer_step`) after the network
         update, with the theta samples of the same forward pass (Guo et al.
         2020, Algorithm 1). Under a distribution strategy (inside
         `strategy.run`) the replica's documents are keyed by their global
@@ -629,10 +656,11 @@ class TLASGRTopics(keras.layers.Layer):
             ``phi{l}_change`` / ``pi{l}_change`` (max absolute change).
         """
         bow, thetas = self._check_update_inputs(bow, thetas)
-        ctx, offset, batch_size = _replica_layout(tf.shape(bow)[0])
-        step = tf.convert_to_tensor(self.iterations)
+        ctx, offset, batch_size = _replica_layout(ops.shape(bow)[0])
+        step = ops.convert_to_tensor(self.iterations)
         phi_counts, pi_counts = self.augment(bow, thetas, step, offset)
         if ctx is not None:
+            import tensorflow as tf   # a tf.distribute replica context exists
             phi_counts, pi_counts = ctx.all_reduce(tf.distribute.ReduceOp.SUM,
                                                    (phi_counts, pi_counts))
         return self.apply_counts(phi_counts, pi_counts, batch_size, step)
