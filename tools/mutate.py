@@ -85,8 +85,8 @@ MUTATIONS = [
                "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
     {"id": "tlasgr-noise-half",
      "what": "TLASGR Langevin noise std halved (sqrt(eps x / M) instead of sqrt(2 eps x / M))",
-     "edits": [("tf.sqrt(2.0 * step_size * tf.maximum(x, 0.0) / m_bar)",
-                "tf.sqrt(0.5 * step_size * tf.maximum(x, 0.0) / m_bar)")],
+     "edits": [("ops.sqrt(2.0 * step_size * ops.maximum(x, 0.0) / m_bar)",
+                "ops.sqrt(0.5 * step_size * ops.maximum(x, 0.0) / m_bar)")],
      "tests": ["tests/test_tlasgr_sampler.py::"
                "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
     {"id": "hoisted-swap-c-o",
