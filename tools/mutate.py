@@ -152,19 +152,6 @@ _BUILD_READS_LAST_AXIS = ("a `build` given [batch axes, features]: the layers bu
 #: The summary lists them apart; only an unexplained survivor fails the run. A key names
 #: the site by line and column, so editing the module above it needs this updated.
 EXPLAINED = {
-    ("tfktopic/bayes/tlasgr.py", "line 108:13: Sub -> Add"):
-        "equivalent: the drift's `- colsum(P) x` is along x, and the projection "
-        "`X' - (colsum(X') - 1) X` removes any component along x exactly when X's columns "
-        "sum to 1 (they do: renormalised every step), so `+` gives the same update",
-    **{("tfktopic/bayes/tlasgr.py", f"line 460:{site}"):
-       "the stream index `(layer * 4 + phase) * 65536 + sentence` only has to be one-to-one "
-       "over (layer, phase, sentence < 65536); this rewrite is one-to-one as well, so every "
-       "draw keeps a stream of its own (test_every_draw_of_an_augmentation_has_its_own_...)"
-       for site in ("43: Add -> Sub", "44: Add -> Sub", "52: constant 4 -> 5",
-                    "65: constant 65536 -> 65537")},
-    ("tfktopic/bayes/tlasgr.py", "line 524:88: constant 0 -> 1"):
-        "`element_shape=latent[:, 0].shape`: every sentence's slice has the same shape, "
-        "so `latent[:, 1].shape` is the same TensorArray element shape",
     ("tfktopic/layers/factorized_lstm.py", "line 110:38: Add -> Sub"):
         "`_stacked_draws` offsets an integer seed per gate slice so the slices are "
         "independent draws; seed - i offsets them as well (distinct seeds, same law)",
@@ -283,35 +270,6 @@ EXPLAINED = {
     ("tfktopic/evaluation/coherence.py", "line 375:27: Add -> Sub"):
         "`range(i - 1, size)` in the pair loop also fills the diagonal and one entry below "
         "it, which the sum never reads (`np.triu_indices(card, k=1)`: above the diagonal)",
-    ("tfktopic/bayes/augmentation.py", "line 189:23: Sub -> Add"):
-        "the clip of the topic index to K - 1 is defensive: target = u * cum[-1] <= cum[-1], "
-        "so searchsorted(side='left') is at most K - 1 and the clip never acts",
-    ("tfktopic/bayes/collection.py", "line 305:25: constant 0 -> 1"):
-        "SampleCollector's default `verbose=1` only prints each sample's logs",
-    ("tfktopic/bayes/collection.py", "line 332:22: constant 0 -> 1"):
-        "`self._epoch = 1` in __init__ is overwritten by on_epoch_begin before it is read",
-    ("tfktopic/bayes/collection.py", "line 391:60: constant 1 -> 2"):
-        "`reshape(-2)`: numpy takes any negative size as the one unknown dimension, as -1",
-    ("tfktopic/bayes/collection.py", "line 449:49: constant 1 -> 2"):
-        "the running mean is then rebuilt from the stored samples at the second sample (the "
-        "resume path): the same mean, one more pass over the samples",
-    ("tfktopic/bayes/counter_random.py", "line 129:7: Add -> Sub"):
-        "`_uniform_from_bits` then also masks a field that ends at bit 31: after the right "
-        "shift it has only `width` bits, so the mask changes nothing",
-    ("tfktopic/bayes/counter_random.py", "line 129:23: constant 32 -> 33"):
-        "as line 129:7: the extra mask of a field ending at bit 31 changes nothing",
-    ("tfktopic/bayes/counter_random.py", "line 131:15: constant 23 -> 24"):
-        "`width < 24` lets width 23 through to a left shift by 0 bits: no change",
-    ("tfktopic/bayes/counter_random.py", "line 178:28: constant 2 -> 3"):
-        "Philox words of shape [3, pairs]: rows 0 and 1 are the same words as with [2, "
-        "pairs] (the stream is filled row by row); row 2 is never read",
-    ("tfktopic/bayes/counter_random.py", "line 180:86: constant 23 -> 24"):
-        "u2 = (k + 1/4)·2^-23 instead of (k + 1/2)·2^-23: each angle moves by 2π·2^-25 = "
-        "1.9e-7 rad, the size of the float32 rounding of 2π·u2 itself (half an ulp is "
-        "2.4e-7 near 2π): a different last bit, not a different law",
-    ("tfktopic/bayes/sgmcmc.py", "line 144:19: constant 16 -> 17"):
-        "`_LangevinOptimizer`'s own `noise_bits` default is never used: SGLD and PSGLD pass "
-        "theirs (16; any other value than 16 or 23 raises)",
     **{("tfktopic/models/lda_lstm.py", f"line {site}"):
        "a default of `fit_lda`'s signature: the package's callers (the registry, "
        "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
