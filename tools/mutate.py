@@ -263,8 +263,8 @@ EXPLAINED = {
         "the generated ids' TensorArray is dynamic: an initial size of 1 instead of 0 is "
         "the same array after the first write (max_len >= 1 steps always write)",
     **_fresh_seed_sites("tfktopic/models/base.py", 289, (None, 56, 61, 66)),
-    **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 298, (41, 44, 47, 52)),
-    **_fresh_seed_sites("tfktopic/bayes/sgmcmc.py", 168, (41, 44, 47, 52)),
+    **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 336, (41, 44, 47, 52)),
+    **_fresh_seed_sites("tfktopic/bayes/sgmcmc.py", 205, (41, 44, 47, 52)),
     ("tfktopic/evaluation/comparison.py", "line 138:20: constant 1 -> 2"):
         "`np.ones((2, D))`: only row 0 of the all-ones weights is read (`[0]`)",
     ("tfktopic/evaluation/coherence.py", "line 375:27: Add -> Sub"):
