@@ -227,10 +227,15 @@ _FORMATS = ["tdlm", "ptb", "imdb", "text", "lee"]
 _RUN_HELP = "a run directory written by `tfktopic train`, or pretrained:NAME"
 
 
-def _parser():
-    from tfktopic.runs import MODELS
-    from tfktopic.runs.precision import PRECISIONS
+# The choices of ``train``, spelled out so that parsing (and ``--help``) imports no
+# TensorFlow / Keras; tests/test_cli_hygiene.py checks them against `tfktopic.runs.MODELS`
+# and `tfktopic.runs.precision.PRECISIONS`.
+MODELS = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_topicrnn",
+          "tcnlm", "rgbn_rnn", "gbn_rnn")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
+
+def _parser():
     parser = _Parser(prog="tfktopic", description=__doc__.split("\n\n")[0])
     parser.add_argument("--verbose", dest="show_logs", action="store_true",
                         help="show TensorFlow's log lines, warnings and tracebacks on stderr "
