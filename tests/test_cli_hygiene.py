@@ -63,3 +63,19 @@ def test_parser_choices_are_the_registry_and_the_precisions():
 
     assert cli.MODELS == tuple(runs.MODELS)
     assert cli.PRECISIONS == tuple(PRECISIONS)
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_version_names_tfktopic_the_keras_backend_and_versions(backend):
+    import importlib.metadata
+
+    from tfktopic.version import __version__
+
+    proc = subprocess.run([sys.executable, "-m", "tfktopic", "--version"], capture_output=True,
+                          text=True, env={**os.environ, "KERAS_BACKEND": backend}, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"tfktopic {__version__}"
+    keras_version = importlib.metadata.version("keras")
+    assert lines[1] == f"keras {keras_version} (backend: {backend})"
+    assert f"{backend} {importlib.metadata.version(backend)}" in lines[2:]

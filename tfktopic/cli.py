@@ -1,6 +1,7 @@
 """The ``tfktopic`` command: a thin argparse layer over `tfktopic.runs`.
 
     tfktopic train tcnlm --corpus lee --out runs/lee-tcnlm
+    tfktopic --version
     tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other|none]
     tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg] [--picture OUT.png]
     tfktopic generate runs/lee-tcnlm [--topic K [--layer L] | --document FILE] [--paragraph N]
@@ -235,8 +236,51 @@ MODELS = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_t
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
+def version_text():
+    """``tfktopic --version``: tfktopic's version, the Keras backend and the library versions.
+
+    Returns:
+        Lines such as ``tfktopic 0.1.0`` / ``keras 3.15.0 (backend: tensorflow)`` /
+        ``tensorflow 2.21.0``: the backend's own package and TensorFlow Probability where
+        installed.
+    """
+    import importlib.metadata
+
+    import keras
+
+    from tfktopic.version import __version__
+
+    def version(package):
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    backend = keras.config.backend()
+    lines = [f"tfktopic {__version__}", f"keras {keras.__version__} (backend: {backend})"]
+    for package in dict.fromkeys([backend if backend != "jax" else "jax", "tensorflow",
+                                  "tensorflow-probability"]):
+        if version(package):
+            lines.append(f"{package} {version(package)}")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    """``--version``: print `version_text` and exit 0 (imports Keras only when given)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
 def _parser():
     parser = _Parser(prog="tfktopic", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action=_Version,
+                        help="print tfktopic's version, the Keras backend and the versions of "
+                             "Keras, the backend and TensorFlow Probability, and exit")
     parser.add_argument("--verbose", dest="show_logs", action="store_true",
                         help="show TensorFlow's log lines, warnings and tracebacks on stderr "
                              "(before the command: tfktopic --verbose train ...)")
