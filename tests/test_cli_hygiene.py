@@ -79,3 +79,67 @@ def test_version_names_tfktopic_the_keras_backend_and_versions(backend):
     keras_version = importlib.metadata.version("keras")
     assert lines[1] == f"keras {keras_version} (backend: {backend})"
     assert f"{backend} {importlib.metadata.version(backend)}" in lines[2:]
+
+
+def test_absurd_model_size_is_refused_in_one_line_before_the_corpus_is_read(tmp_path):
+    # The corpus does not exist: refusing the size first proves nothing was read.
+    proc = subprocess.run([sys.executable, "-m", "tfktopic", "train", "lstm", "--corpus",
+                           str(tmp_path / "absent.txt"), "--format", "text", "--set",
+                           "hidden_dim=100000000", "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("tfktopic train: error: model too large: hidden_dim=100000000")
+    assert "lower hidden_dim" in lines[0] and "absent.txt" not in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_model_size_bound_names_the_dominant_setting_and_passes_the_presets():
+    from tfktopic.errors import TfktopicError
+    from tfktopic.runs import MODELS, resolve_settings
+    from tfktopic.runs.sizes import check_model_size, minimum_parameters
+
+    for name in MODELS:  # every small preset fits in 1 GiB by the bound
+        check_model_size(resolve_settings(name)["model"], memory_bytes=2**30)
+    model = resolve_settings("rgbn_rnn", overrides=["topic_sizes=[100000, 100000]"])["model"]
+    assert minimum_parameters(model)["topic_sizes"] == 100000 * 4 + 100000 * 100000
+    with pytest.raises(TfktopicError, match=r"lower topic_sizes \(--set topic_sizes=\.\.\.\)"):
+        check_model_size(model, memory_bytes=2**30)
+    # LSTM: h*h + e*h recurrent, h*V output, e*V embedding (V = 4 at least).
+    assert sum(minimum_parameters({"embedding_dim": 3, "hidden_dim": 5}).values()) == (
+        25 + 15 + 5 * 4 + 3 * 4)
+
+
+class _ResourceExhaustedError(Exception):
+    pass
+
+
+ResourceExhaustedError = type("ResourceExhaustedError", (_ResourceExhaustedError,), {})
+
+
+@pytest.mark.parametrize("error", [
+    MemoryError(),
+    ResourceExhaustedError("OOM when allocating tensor with shape[100000000,400]"),
+    RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.6e+11 bytes."),
+])
+def test_out_of_memory_is_one_line_naming_the_setting_to_lower(monkeypatch, capsys, error):
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr("tfktopic.runs.train_run", fail)
+    code = cli.main(["train", "lstm", "--set", "hidden_dim=4096", "--set", "dropout=0.1"])
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("tfktopic train: error: out of memory")
+    assert lines[0].endswith("lower --set hidden_dim or --batch-size")
+
+
+def test_other_errors_are_not_taken_for_out_of_memory(monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("a real bug")
+
+    monkeypatch.setattr("tfktopic.runs.train_run", fail)
+    with pytest.raises(RuntimeError, match="a real bug"):
+        cli.main(["train", "lstm"])

@@ -199,6 +199,41 @@ def _export(args):
     return 0
 
 
+def is_out_of_memory(error):
+    """Whether `error` is an out-of-memory error of Python, TensorFlow or JAX / XLA.
+
+    `MemoryError`, TensorFlow's ``ResourceExhaustedError`` (by name: TensorFlow need
+    not be imported) and JAX's ``XlaRuntimeError`` / ``JaxRuntimeError`` whose message
+    starts with XLA's status ``RESOURCE_EXHAUSTED``.
+    """
+    if isinstance(error, MemoryError):
+        return True
+    if any(cls.__name__ == "ResourceExhaustedError" for cls in type(error).__mro__):
+        return True
+    return "RESOURCE_EXHAUSTED" in str(error)[:200]
+
+
+_SIZE_SETTINGS = ("hidden_dim", "hidden_sizes", "embedding_dim", "num_topics", "topic_sizes",
+                  "factor_dim", "ntm_units", "encoder_units", "num_layers", "max_len",
+                  "context_len")
+
+
+def out_of_memory_message(args, error):
+    """One line for an out-of-memory `error`: what ran out and which setting to lower."""
+    reason = " ".join(str(getattr(error, "message", error) or "").split())[:160]
+    given = [item.split("=", 1)[0].strip() for item in getattr(args, "set", None) or []]
+    sizes = [key for key in given if key in _SIZE_SETTINGS]
+    lower = [f"--set {key}" for key in sizes]
+    flag = {"train": "--batch-size", "report": "--batch-size",
+            "evaluate": "--max-documents"}.get(getattr(args, "command", None))
+    if flag:
+        lower.append(flag)
+    if not sizes and args.command == "train":
+        lower.append("the preset's model size (--set hidden_dim=...)")
+    what = f" ({reason})" if reason else ""
+    return f"out of memory{what}; lower {' or '.join(lower) or 'the model size'}"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``tfktopic <command>: error: ...`` and status 2."""
 
@@ -467,6 +502,16 @@ def main(argv=None):
                 traceback.print_exc()
             message = " ".join(str(error).split("\n")) or type(error).__name__
             print(f"tfktopic {args.command}: error: {message}", file=sys.stderr)
+            return 2
+        except Exception as error:  # noqa: BLE001 -- out of memory only; the rest re-raised
+            if not is_out_of_memory(error):
+                raise
+            if verbose:
+                import traceback
+
+                traceback.print_exc()
+            print(f"tfktopic {args.command}: error: {out_of_memory_message(args, error)}",
+                  file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print(f"tfktopic {args.command}: interrupted; run the same command again to resume",

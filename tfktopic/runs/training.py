@@ -398,12 +398,14 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     >>> train_run("tcnlm", "runs/lee-tcnlm", epochs=2)          # doctest: +SKIP
     """
     from tfktopic.distribute import distribute_dataset, get_strategy
+    from tfktopic.runs.sizes import check_model_size
     from tfktopic.version import __version__
 
     settings = resolve_settings(model_name, preset, overrides, epochs=epochs,
                                 batch_size=batch_size, learning_rate=learning_rate,
                                 stopwords=stopwords, optimizer=optimizer, patience=patience,
                                 precision=precision)
+    check_model_size(settings["model"])  # before the corpus is read
     explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
     split_seed = int(seed if split_seed is None else split_seed)
