@@ -1,6 +1,8 @@
 """Command-line hygiene (issue 51): cheap --help, --version, one-line errors, lazy imports."""
 
 import json
+import pathlib
+import types
 import os
 import subprocess
 import sys
@@ -143,3 +145,69 @@ def test_other_errors_are_not_taken_for_out_of_memory(monkeypatch):
     monkeypatch.setattr("tfktopic.runs.train_run", fail)
     with pytest.raises(RuntimeError, match="a real bug"):
         cli.main(["train", "lstm"])
+
+
+# ----------------------------------------------------------------------------- evaluate
+def _tree(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_evaluate_pretrained_writes_under_the_working_directory_not_the_package(
+        tmp_path, monkeypatch, capsys):
+    from tfktopic import pretrained
+
+    shipped = pretrained.directory() / "psgld-lstm-ptb"
+    before = _tree(shipped)
+    text = tmp_path / "tiny.txt"
+    text.write_text("the company said it would sell shares .\nthe market fell on monday .\n")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["evaluate", "pretrained:psgld-lstm-ptb", "--corpus", str(text),
+                     "--format", "text", "--num-generated", "0"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[0] == f"evaluating on {text} (named by --corpus)"
+    written = tmp_path / "tfktopic-evaluations" / "psgld-lstm-ptb" / "evaluation.json"
+    assert json.loads(written.read_text())["model"] == "lstm"
+    assert _tree(shipped) == before  # no evaluation.json, no lock file in the package
+    # --out names the folder; a folder inside the package is refused in one line.
+    assert cli.main(["evaluate", "pretrained:psgld-lstm-ptb", "--corpus", str(text), "--format",
+                     "text", "--num-generated", "0", "--out", str(tmp_path / "mine")]) == 0
+    assert (tmp_path / "mine" / "evaluation.json").is_file()
+    capsys.readouterr()
+    assert cli.main(["evaluate", "pretrained:psgld-lstm-ptb", "--out", str(shipped)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside the pretrained models' folder" in err[0], err
+    assert _tree(shipped) == before
+
+
+def test_recorded_relative_corpus_resolves_from_any_directory(tmp_path, monkeypatch):
+    from tfktopic import pretrained
+    from tfktopic.runs.directory import read_run_config, resolve_recorded_paths
+
+    run_dir = pretrained.directory() / "psgld-lstm-ptb"
+    raw = read_run_config(run_dir)
+    assert not pathlib.Path(raw["corpus"]).is_absolute()  # as shipped: repository-relative
+    monkeypatch.chdir(tmp_path)
+    config = resolve_recorded_paths(read_run_config(run_dir), run_dir)
+    expected = (run_dir.resolve().parent.parent / raw["corpus"]).resolve()
+    assert config["corpus"] == str(expected)
+    assert resolve_recorded_paths({"corpus": "lee", "data": {"stopwords": "gensim"}},
+                                  run_dir) == {"corpus": "lee", "data": {"stopwords": "gensim"}}
+
+
+def test_evaluate_says_it_reads_the_recorded_corpus_and_refuses_a_vanished_one(
+        tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c .\n")
+    run = types.SimpleNamespace(config={"corpus": str(corpus)}, path=tmp_path / "run")
+    args = types.SimpleNamespace(corpus=None)
+    assert cli._evaluation_source(args, run) == (
+        f"evaluating on {corpus} (recorded in run.json)")
+    assert cli._evaluation_source(types.SimpleNamespace(corpus="lee"), run) == (
+        "evaluating on lee (named by --corpus)")
+    corpus.unlink()
+    from tfktopic.errors import TfktopicError
+
+    with pytest.raises(TfktopicError, match=r"corpus.txt: the corpus recorded in .*run.json no "
+                                            r"longer exists; name one with --corpus"):
+        cli._evaluation_source(args, run)

@@ -376,3 +376,13 @@ def test_a_state_restores_everything_but_the_commands_learning_rate(tmp_path):
         else:
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert int(fresh.optimizer.iterations.numpy()) == 2
+
+
+def test_evaluate_refuses_a_recorded_corpus_that_no_longer_exists(lstm_run, tmp_path, capsys):
+    out = _copy(lstm_run, tmp_path)
+    config = json.loads((out / "run.json").read_text())
+    config["corpus"] = str(tmp_path / "gone" / "corpus.txt")
+    (out / "run.json").write_text(json.dumps(config))
+    _one_line(capsys, ["evaluate", out], "gone/corpus.txt: the corpus recorded in",
+              "no longer exists; name one with --corpus")
+    assert not (out / "evaluation.json").exists()

@@ -128,9 +128,56 @@ def train_settings(argv):
     return args, resolve_settings(args.model, **{key: options[key] for key in keys})
 
 
+def _evaluation_output(args, directory):
+    """Where ``evaluate`` writes its JSON: ``--json``, ``--out DIR``, else the run
+    directory -- or, for ``pretrained:NAME``, ``./tfktopic-evaluations/NAME`` (never
+    inside the installed package)."""
+    import pathlib
+
+    from tfktopic import pretrained
+    from tfktopic.errors import TfktopicError
+
+    name = args.run.split(":", 1)[1].strip() if args.run.startswith("pretrained:") else None
+    if args.json:
+        out = pathlib.Path(args.json)
+    elif args.out:
+        out = pathlib.Path(args.out) / "evaluation.json"
+    elif name is not None:
+        out = pathlib.Path("tfktopic-evaluations") / name / "evaluation.json"
+    else:
+        out = directory / "evaluation.json"
+    shipped = pretrained.directory().resolve()
+    if out.resolve() == shipped or shipped in out.resolve().parents:
+        raise TfktopicError(f"{out}: inside the pretrained models' folder {shipped}; "
+                            "write the evaluation elsewhere (--out DIR)")
+    return out
+
+
+def _evaluation_source(args, run):
+    """The line naming the corpus ``evaluate`` reads, after checking a recorded one exists.
+
+    Raises:
+        TfktopicError: the corpus recorded in run.json (or a split file) no longer exists.
+    """
+    import pathlib
+
+    from tfktopic.runs.data import given_split
+    from tfktopic.errors import TfktopicError
+
+    if args.corpus is not None:
+        return f"evaluating on {args.corpus} (named by --corpus)"
+    recorded = str(run.config["corpus"])
+    if recorded != "lee":
+        files = given_split(recorded) or {}
+        for path in [recorded, *map(str, files.values())]:
+            if not pathlib.Path(path).exists():
+                raise TfktopicError(f"{path}: the corpus recorded in {run.path / 'run.json'} no "
+                                    "longer exists; name one with --corpus")
+    return f"evaluating on {recorded} (recorded in run.json)"
+
+
 def _evaluate(args):
     import json
-    import pathlib
 
     from tfktopic.runs import evaluate_run, load_run
 
@@ -139,15 +186,17 @@ def _evaluate(args):
     from tfktopic.runs.lock import run_lock
 
     directory = resolve_run_dir(args.run)
-    out = pathlib.Path(args.json) if args.json else directory / "evaluation.json"
+    out = _evaluation_output(args, directory)
     inside = out.resolve().parent == directory.resolve()
     # Writing into the run directory: exclusive with a `train` (or another evaluate) there.
     with run_lock(directory, what="run directory") if inside else contextlib.nullcontext():
         run = load_run(directory)
+        print(_evaluation_source(args, run))
         report = evaluate_run(run, corpus=args.corpus, format=args.format,
                               protocol=args.protocol, max_documents=args.max_documents,
                               num_generated=args.num_generated, seed=args.seed,
                               lda_baseline=args.lda_baseline)
+        out.parent.mkdir(parents=True, exist_ok=True)
         write_json(out, json.loads(json.dumps(report, default=float)))
     print(f"wrote {out}")
     return 0
@@ -378,7 +427,9 @@ def _parser():
         description="Score a run: perplexity on a corpus (default: the run's own test split, "
                     "recomputed from run.json), NPMI coherence of the topics' top-10 words "
                     "against that corpus, and BLEU-3/4 of generated sentences against its "
-                    "sentences. Printed and written as JSON (default DIR/evaluation.json).")
+                    "sentences. Reads only the corpus named by --corpus or the one recorded in "
+                    "the run's run.json, and says which. Printed and written as JSON (default "
+                    "DIR/evaluation.json; pretrained:NAME: ./tfktopic-evaluations/NAME).")
     evaluate.add_argument("run", metavar="DIR", help=_RUN_HELP)
     evaluate.add_argument("--corpus", default=None,
                           help="score this whole corpus ('lee' or a path) instead of the test "
@@ -394,7 +445,11 @@ def _parser():
                           help="with --corpus: only its first N documents")
     evaluate.add_argument("--num-generated", type=int, default=100,
                           help="sentences generated for BLEU (generating models; 0: skip)")
-    evaluate.add_argument("--json", default=None, help="output JSON (default DIR/evaluation.json)")
+    evaluate.add_argument("--json", default=None,
+                          help="output JSON file (default OUT/evaluation.json)")
+    evaluate.add_argument("--out", default=None, metavar="OUT",
+                          help="folder of evaluation.json (default: the run directory; "
+                               "pretrained:NAME: ./tfktopic-evaluations/NAME)")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--lda-baseline", action="store_true",
                           help="topic models: also fit a gensim LDA with as many topics on the "
