@@ -211,3 +211,39 @@ def test_evaluate_says_it_reads_the_recorded_corpus_and_refuses_a_vanished_one(
     with pytest.raises(TfktopicError, match=r"corpus.txt: the corpus recorded in .*run.json no "
                                             r"longer exists; name one with --corpus"):
         cli._evaluation_source(args, run)
+
+
+# ----------------------------------------------------------------------------- progress
+class _Stream:
+    def __init__(self, tty):
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def test_progress_is_one_line_per_epoch_when_stdout_is_not_a_terminal():
+    assert cli._progress_verbosity(None, _Stream(True)) == 1
+    assert cli._progress_verbosity(None, _Stream(False)) == 2
+    assert cli._progress_verbosity(None, object()) == 2
+    assert cli._progress_verbosity(1, _Stream(False)) == 1   # --verbose 1 as asked
+    assert cli._progress_verbosity(0, _Stream(True)) == 0
+
+
+def test_train_piped_to_a_file_writes_no_backspaces_and_names_the_diversity_regulariser(
+        tmp_path):
+    log = tmp_path / "log.txt"
+    with open(log, "w") as handle:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tfktopic", "train", "tcnlm", "--max-documents", "40",
+             "--epochs", "2", "--set", "hidden_dim=8", "--set", "embedding_dim=8",
+             "--set", "factor_dim=8", "--set", "ntm_units=[8]", "--set", "decoder_init=random",
+             "--out", str(tmp_path / "run")],
+            stdout=handle, stderr=subprocess.PIPE, text=True, timeout=600,
+            env={**os.environ, "TF_NUM_INTRAOP_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    text = log.read_text()
+    assert "\b" not in text and "\r" not in text
+    epochs = [line for line in text.splitlines() if " - loss: " in line]
+    assert len(epochs) == 2, text       # one line per epoch
+    assert all("diversity_reg: " in line and " diversity: " not in line for line in epochs)

@@ -17,8 +17,8 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["atomic_directory", "atomic_path", "fsync_directory", "remove_temporaries", "write_bytes", "write_json",
-           "write_text"]
+__all__ = ["atomic_directory", "atomic_path", "fsync_directory", "remove_temporaries",
+           "write_bytes", "write_json", "write_text"]
 
 
 _TMP = ".tmp"

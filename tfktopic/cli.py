@@ -82,13 +82,27 @@ def _report(args):
     return 0
 
 
+def _progress_verbosity(verbose, stream=None):
+    """``train --verbose``: as given, else the progress bar (1) on a terminal and one line
+    per epoch (2) otherwise -- a progress bar piped to a file is thousands of backspaces
+    (measured: about 31,000 for a 34 s run)."""
+    if verbose is not None:
+        return verbose
+    stream = sys.stdout if stream is None else stream
+    try:
+        return 1 if stream.isatty() else 2
+    except (AttributeError, ValueError):
+        return 2
+
+
 def _train_options(args):
     """``train``'s parsed options as `tfktopic.runs.train_run` keyword arguments."""
     return dict(corpus=args.corpus, format=args.format, preset=args.preset, epochs=args.epochs,
                 batch_size=args.batch_size, max_documents=args.max_documents,
                 stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
                 learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
-                overrides=args.set, verbose=args.verbose, split_seed=args.split_seed,
+                overrides=args.set, verbose=_progress_verbosity(args.verbose),
+                split_seed=args.split_seed,
                 patience=args.patience, precision=args.precision)
 
 
@@ -418,8 +432,9 @@ def _parser():
     train.add_argument("--split-seed", type=int, default=None,
                        help="seed of the 80/10/10 split by document (default: --seed); fix it "
                             "to compare training seeds on one split")
-    train.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
-                       help="1: progress bar (default), 2: one line per epoch")
+    train.add_argument("--verbose", type=int, default=None, choices=[0, 1, 2],
+                       help="0: silent, 1: progress bar, 2: one line per epoch (default: 1 "
+                            "on a terminal, 2 when stdout is a file or a pipe)")
     train.set_defaults(handler=_train)
 
     evaluate = commands.add_parser(

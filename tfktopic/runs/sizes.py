@@ -52,7 +52,8 @@ def minimum_parameters(model_settings):
     terms = {"embedding_dim": embedding * MIN_VOCABULARY}
     if hidden:
         inputs = [embedding, *hidden[:-1]]
-        terms[key] = sum(h * h + i * h for h, i in zip(hidden, inputs)) + hidden[-1] * MIN_VOCABULARY
+        recurrent = sum(h * h + i * h for h, i in zip(hidden, inputs))
+        terms[key] = recurrent + hidden[-1] * MIN_VOCABULARY
     topics = _sizes(m.get("topic_sizes")) or _sizes(m.get("num_topics"))
     if topics:
         tkey = "topic_sizes" if m.get("topic_sizes") is not None else "num_topics"
