@@ -276,3 +276,37 @@ def test_early_stopping_on_val_ppl_picks_min_without_mode():
     history = model.fit(data, validation_data=data, epochs=2, callbacks=[stop], verbose=0)
     assert "val_ppl" in history.history          # tfktopic's fit logs reach the callbacks
     assert stop.monitor_op is ops.less           # perplexity: lower is better
+
+
+def test_tensorboard_without_the_package_is_one_line_naming_the_extra(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    called = []
+    monkeypatch.setattr("tfktopic.runs.train_run", lambda *a, **k: called.append(k))
+    assert cli.main(["train", "lstm", "--tensorboard", "logs"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["tfktopic train: error: --tensorboard needs the tensorboard package, not "
+                     "installed with tfktopic: pip install 'tfktopic[tensorboard]'"]
+    assert called == []                          # refused before training starts
+
+
+def test_tensorboard_with_the_package_passes_the_callback(monkeypatch, tmp_path):
+    import importlib.machinery
+    import importlib.util
+
+    import keras
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+        importlib.machinery.ModuleSpec("tensorboard", None) if name == "tensorboard"
+        else real(name, *a)))
+    called = []
+    monkeypatch.setattr("tfktopic.runs.train_run", lambda *a, **k: called.append(k))
+    assert cli.main(["train", "lstm", "--tensorboard", str(tmp_path / "logs")]) == 0
+    (board,) = called[0]["callbacks"]
+    assert isinstance(board, keras.callbacks.TensorBoard)
+    assert called[0]["verbose"] in (1, 2)
+    assert cli.main(["train", "lstm"]) == 0 and called[1]["callbacks"] == []

@@ -106,10 +106,28 @@ def _train_options(args):
                 patience=args.patience, precision=args.precision)
 
 
+def _tensorboard_callbacks(log_dir):
+    """``train --tensorboard DIR``: a `keras.callbacks.TensorBoard`, or a one-line error
+    naming the ``tensorboard`` extra when the package is not installed."""
+    import importlib.util
+
+    from tfktopic.errors import TfktopicError
+
+    if log_dir is None:
+        return []
+    if importlib.util.find_spec("tensorboard") is None:
+        raise TfktopicError("--tensorboard needs the tensorboard package, not installed with "
+                            "tfktopic: pip install 'tfktopic[tensorboard]'")
+    import keras
+
+    return [keras.callbacks.TensorBoard(log_dir=str(log_dir))]
+
+
 def _train(args):
     from tfktopic.runs import train_run
 
-    train_run(args.model, args.out, **_train_options(args))
+    callbacks = _tensorboard_callbacks(args.tensorboard)  # before any data is read
+    train_run(args.model, args.out, **_train_options(args), callbacks=callbacks)
     return 0
 
 
@@ -427,6 +445,9 @@ def _parser():
                        help="override a preset setting, e.g. --set hidden_dim=16 "
                             "--set 'hidden_sizes=[16, 8]' (repeatable; JSON values)")
     train.add_argument("--out", default="runs/train", help="run directory (default: runs/train)")
+    train.add_argument("--tensorboard", default=None, metavar="DIR",
+                       help="write TensorBoard logs to DIR (needs the extra: "
+                            "pip install 'tfktopic[tensorboard]')")
     train.add_argument("--seed", type=int, default=0,
                        help="initialisation and shuffling seed (and the split's by default)")
     train.add_argument("--split-seed", type=int, default=None,
