@@ -310,3 +310,12 @@ def test_tensorboard_with_the_package_passes_the_callback(monkeypatch, tmp_path)
     assert isinstance(board, keras.callbacks.TensorBoard)
     assert called[0]["verbose"] in (1, 2)
     assert cli.main(["train", "lstm"]) == 0 and called[1]["callbacks"] == []
+
+
+def test_evaluate_names_the_test_file_of_a_corpus_that_comes_split(tmp_path):
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"ptb.{split}.txt").write_text("a b c\n")
+    run = types.SimpleNamespace(config={"corpus": str(tmp_path / "ptb.train.txt")},
+                                path=tmp_path / "run")
+    assert cli._evaluation_source(types.SimpleNamespace(corpus=None), run) == (
+        f"evaluating on {tmp_path / 'ptb.test.txt'} (recorded in run.json)")

@@ -205,6 +205,8 @@ def _evaluation_source(args, run):
             if not pathlib.Path(path).exists():
                 raise TfktopicError(f"{path}: the corpus recorded in {run.path / 'run.json'} no "
                                     "longer exists; name one with --corpus")
+        if files:  # a corpus that comes split (PTB): its own test file is scored
+            return f"evaluating on {files['test']} (recorded in run.json)"
     return f"evaluating on {recorded} (recorded in run.json)"
 
 
