@@ -41,10 +41,14 @@ setup(
         "numpy>=1.26,<3",
         # Topic pictures (tfktopic.pictures: SVG / PNG without Graphviz).
         "matplotlib>=3.8",
+        # The run-directory lock (tfktopic.runs.lock): flock on POSIX, msvcrt on Windows.
+        "filelock>=3.12",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-xdist>=3.5", "nltk>=3.9"],
         "bench": [],
+        # `tfktopic train --tensorboard DIR` / keras.callbacks.TensorBoard.
+        "tensorboard": ["tensorboard>=2.21,<2.22"],
     },
     entry_points={"console_scripts": ["tfktopic=tfktopic.cli:main"]},
     classifiers=[

@@ -320,3 +320,31 @@ def test_bad_input_gives_clear_errors(tmp_path):
     with pytest.raises(VocabularyError, match="has 2 words but the model expects 6"):
         export_saved_model(model, tmp_path / "v", topic_vocab=["a", "b"])
     assert not (tmp_path / "v").exists() and not (tmp_path / "unbuilt").exists()
+
+
+def test_an_export_that_fails_midway_leaves_nothing_and_keeps_an_earlier_export(
+        tmp_path, monkeypatch):
+    model = LSTMLanguageModel(20, embedding_dim=8, hidden_dim=8)
+    model(np.ones((1, 3), np.int32))
+    real_save = tf.saved_model.save
+
+    def full_disk(obj, export_dir, **kwargs):
+        # Part of the SavedModel is on disk when the disk fills up.
+        os.makedirs(os.path.join(export_dir, "variables"), exist_ok=True)
+        with open(os.path.join(export_dir, "saved_model.pb"), "wb") as handle:
+            handle.write(b"partial")
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    monkeypatch.setattr(tf.saved_model, "save", full_disk)
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        export_saved_model(model, tmp_path / "new")
+    assert sorted(os.listdir(tmp_path)) == []          # no partial SavedModel, no temporary
+    monkeypatch.setattr(tf.saved_model, "save", real_save)
+    export_saved_model(model, tmp_path / "earlier")
+    before = (tmp_path / "earlier" / "saved_model.pb").read_bytes()
+    monkeypatch.setattr(tf.saved_model, "save", full_disk)
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        export_saved_model(model, tmp_path / "earlier")
+    assert sorted(os.listdir(tmp_path)) == ["earlier"]
+    assert (tmp_path / "earlier" / "saved_model.pb").read_bytes() == before
+    assert tf.saved_model.load(str(tmp_path / "earlier")).signatures["score_sentences"]

@@ -93,7 +93,7 @@ def models(data):
 EXTRA_LOGS = {"lstm": (), "doc_lstm": (), "doc_lstm_chunked": (), "lda_lstm": (),
               "topicrnn": ("token_nll", "stop_nll", "kl"),
               "doc_topicrnn": ("token_nll", "stop_nll", "kl"),
-              "tcnlm": ("kl", "tm_nll", "diversity"), "rgbn_rnn": ("kl", "tm_nll"),
+              "tcnlm": ("kl", "tm_nll", "diversity_reg"), "rgbn_rnn": ("kl", "tm_nll"),
               "gbn_rnn": ("kl", "tm_nll")}
 
 

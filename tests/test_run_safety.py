@@ -376,3 +376,29 @@ def test_a_state_restores_everything_but_the_commands_learning_rate(tmp_path):
         else:
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert int(fresh.optimizer.iterations.numpy()) == 2
+
+
+def test_evaluate_refuses_a_recorded_corpus_that_no_longer_exists(lstm_run, tmp_path, capsys):
+    out = _copy(lstm_run, tmp_path)
+    config = json.loads((out / "run.json").read_text())
+    config["corpus"] = str(tmp_path / "gone" / "corpus.txt")
+    (out / "run.json").write_text(json.dumps(config))
+    _one_line(capsys, ["evaluate", out], "gone/corpus.txt: the corpus recorded in",
+              "no longer exists; name one with --corpus")
+    assert not (out / "evaluation.json").exists()
+
+
+def test_the_lock_needs_no_fcntl_and_stays_exclusive(tmp_path):
+    # Windows has no fcntl: the lock module must not need it (filelock picks the OS's lock).
+    code = ("import sys\nsys.modules['fcntl'] = None\n"
+            "from tfktopic.runs.lock import RunLockedError, run_lock\n"
+            "with run_lock(sys.argv[1]):\n"
+            "    try:\n        with run_lock(sys.argv[1]):\n            print('twice')\n"
+            "    except RunLockedError as error:\n        print('refused', error)\n"
+            "import os\nprint('left', os.path.exists(sys.argv[1]))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"refused {tmp_path / 'run'}: in use by"), lines
+    assert lines[1] == "left False"  # nothing written: no empty directory left behind

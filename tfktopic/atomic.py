@@ -17,8 +17,8 @@ import pathlib
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["atomic_path", "fsync_directory", "remove_temporaries", "write_bytes", "write_json",
-           "write_text"]
+__all__ = ["atomic_directory", "atomic_path", "fsync_directory", "remove_temporaries",
+           "write_bytes", "write_json", "write_text"]
 
 
 _TMP = ".tmp"
@@ -109,6 +109,53 @@ def atomic_path(path):
     except BaseException:
         _remove(tmp)
         raise
+    fsync_directory(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+    """A temporary sibling directory that becomes `path` when the block succeeds.
+
+    For writers of whole directories (a SavedModel): the block writes into
+    ``.NAME.<pid>.tmp.d`` next to `path`; on success an existing `path` (an empty
+    folder or an earlier version) is renamed aside, the new directory renamed to
+    `path` and the old one deleted; on any error the temporary directory is
+    deleted and `path` is untouched -- a full disk leaves no partial directory.
+
+    Args:
+        path: the target directory.
+
+    Yields:
+        The temporary `pathlib.Path` (not yet created) to write.
+
+    Raises:
+        TfktopicError: an `OSError` while writing or renaming, naming `path`.
+    """
+    import shutil
+
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{_TMP}.d")
+    old = path.with_name(f".{path.name}.{os.getpid()}{_TMP}.old")
+    for leftover in (tmp, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        if path.exists():
+            os.replace(path, old)
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            if old.exists():
+                os.replace(old, path)
+            raise
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_error(path, error) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
     fsync_directory(path.parent)
 
 

@@ -1,6 +1,7 @@
 """The ``tfktopic`` command: a thin argparse layer over `tfktopic.runs`.
 
     tfktopic train tcnlm --corpus lee --out runs/lee-tcnlm
+    tfktopic --version
     tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other|none]
     tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg] [--picture OUT.png]
     tfktopic generate runs/lee-tcnlm [--topic K [--layer L] | --document FILE] [--paragraph N]
@@ -81,20 +82,52 @@ def _report(args):
     return 0
 
 
+def _progress_verbosity(verbose, stream=None):
+    """``train --verbose``: as given, else the progress bar (1) on a terminal and one line
+    per epoch (2) otherwise -- a progress bar piped to a file is thousands of backspaces
+    (measured: about 31,000 for a 34 s run)."""
+    if verbose is not None:
+        return verbose
+    stream = sys.stdout if stream is None else stream
+    try:
+        return 1 if stream.isatty() else 2
+    except (AttributeError, ValueError):
+        return 2
+
+
 def _train_options(args):
     """``train``'s parsed options as `tfktopic.runs.train_run` keyword arguments."""
     return dict(corpus=args.corpus, format=args.format, preset=args.preset, epochs=args.epochs,
                 batch_size=args.batch_size, max_documents=args.max_documents,
                 stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
                 learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
-                overrides=args.set, verbose=args.verbose, split_seed=args.split_seed,
+                overrides=args.set, verbose=_progress_verbosity(args.verbose),
+                split_seed=args.split_seed,
                 patience=args.patience, precision=args.precision)
+
+
+def _tensorboard_callbacks(log_dir):
+    """``train --tensorboard DIR``: a `keras.callbacks.TensorBoard`, or a one-line error
+    naming the ``tensorboard`` extra when the package is not installed."""
+    import importlib.util
+
+    from tfktopic.errors import TfktopicError
+
+    if log_dir is None:
+        return []
+    if importlib.util.find_spec("tensorboard") is None:
+        raise TfktopicError("--tensorboard needs the tensorboard package, not installed with "
+                            "tfktopic: pip install 'tfktopic[tensorboard]'")
+    import keras
+
+    return [keras.callbacks.TensorBoard(log_dir=str(log_dir))]
 
 
 def _train(args):
     from tfktopic.runs import train_run
 
-    train_run(args.model, args.out, **_train_options(args))
+    callbacks = _tensorboard_callbacks(args.tensorboard)  # before any data is read
+    train_run(args.model, args.out, **_train_options(args), callbacks=callbacks)
     return 0
 
 
@@ -127,9 +160,58 @@ def train_settings(argv):
     return args, resolve_settings(args.model, **{key: options[key] for key in keys})
 
 
+def _evaluation_output(args, directory):
+    """Where ``evaluate`` writes its JSON: ``--json``, ``--out DIR``, else the run
+    directory -- or, for ``pretrained:NAME``, ``./tfktopic-evaluations/NAME`` (never
+    inside the installed package)."""
+    import pathlib
+
+    from tfktopic import pretrained
+    from tfktopic.errors import TfktopicError
+
+    name = args.run.split(":", 1)[1].strip() if args.run.startswith("pretrained:") else None
+    if args.json:
+        out = pathlib.Path(args.json)
+    elif args.out:
+        out = pathlib.Path(args.out) / "evaluation.json"
+    elif name is not None:
+        out = pathlib.Path("tfktopic-evaluations") / name / "evaluation.json"
+    else:
+        out = directory / "evaluation.json"
+    shipped = pretrained.directory().resolve()
+    if out.resolve() == shipped or shipped in out.resolve().parents:
+        raise TfktopicError(f"{out}: inside the pretrained models' folder {shipped}; "
+                            "write the evaluation elsewhere (--out DIR)")
+    return out
+
+
+def _evaluation_source(args, run):
+    """The line naming the corpus ``evaluate`` reads, after checking a recorded one exists.
+
+    Raises:
+        TfktopicError: the corpus recorded in run.json (or a split file) no longer exists.
+    """
+    import pathlib
+
+    from tfktopic.runs.data import given_split
+    from tfktopic.errors import TfktopicError
+
+    if args.corpus is not None:
+        return f"evaluating on {args.corpus} (named by --corpus)"
+    recorded = str(run.config["corpus"])
+    if recorded != "lee":
+        files = given_split(recorded) or {}
+        for path in [recorded, *map(str, files.values())]:
+            if not pathlib.Path(path).exists():
+                raise TfktopicError(f"{path}: the corpus recorded in {run.path / 'run.json'} no "
+                                    "longer exists; name one with --corpus")
+        if files:  # a corpus that comes split (PTB): its own test file is scored
+            return f"evaluating on {files['test']} (recorded in run.json)"
+    return f"evaluating on {recorded} (recorded in run.json)"
+
+
 def _evaluate(args):
     import json
-    import pathlib
 
     from tfktopic.runs import evaluate_run, load_run
 
@@ -138,15 +220,17 @@ def _evaluate(args):
     from tfktopic.runs.lock import run_lock
 
     directory = resolve_run_dir(args.run)
-    out = pathlib.Path(args.json) if args.json else directory / "evaluation.json"
+    out = _evaluation_output(args, directory)
     inside = out.resolve().parent == directory.resolve()
     # Writing into the run directory: exclusive with a `train` (or another evaluate) there.
     with run_lock(directory, what="run directory") if inside else contextlib.nullcontext():
         run = load_run(directory)
+        print(_evaluation_source(args, run))
         report = evaluate_run(run, corpus=args.corpus, format=args.format,
                               protocol=args.protocol, max_documents=args.max_documents,
                               num_generated=args.num_generated, seed=args.seed,
                               lda_baseline=args.lda_baseline)
+        out.parent.mkdir(parents=True, exist_ok=True)
         write_json(out, json.loads(json.dumps(report, default=float)))
     print(f"wrote {out}")
     return 0
@@ -198,6 +282,41 @@ def _export(args):
     return 0
 
 
+def is_out_of_memory(error):
+    """Whether `error` is an out-of-memory error of Python, TensorFlow or JAX / XLA.
+
+    `MemoryError`, TensorFlow's ``ResourceExhaustedError`` (by name: TensorFlow need
+    not be imported) and JAX's ``XlaRuntimeError`` / ``JaxRuntimeError`` whose message
+    starts with XLA's status ``RESOURCE_EXHAUSTED``.
+    """
+    if isinstance(error, MemoryError):
+        return True
+    if any(cls.__name__ == "ResourceExhaustedError" for cls in type(error).__mro__):
+        return True
+    return "RESOURCE_EXHAUSTED" in str(error)[:200]
+
+
+_SIZE_SETTINGS = ("hidden_dim", "hidden_sizes", "embedding_dim", "num_topics", "topic_sizes",
+                  "factor_dim", "ntm_units", "encoder_units", "num_layers", "max_len",
+                  "context_len")
+
+
+def out_of_memory_message(args, error):
+    """One line for an out-of-memory `error`: what ran out and which setting to lower."""
+    reason = " ".join(str(getattr(error, "message", error) or "").split())[:160]
+    given = [item.split("=", 1)[0].strip() for item in getattr(args, "set", None) or []]
+    sizes = [key for key in given if key in _SIZE_SETTINGS]
+    lower = [f"--set {key}" for key in sizes]
+    flag = {"train": "--batch-size", "report": "--batch-size",
+            "evaluate": "--max-documents"}.get(getattr(args, "command", None))
+    if flag:
+        lower.append(flag)
+    if not sizes and args.command == "train":
+        lower.append("the preset's model size (--set hidden_dim=...)")
+    what = f" ({reason})" if reason else ""
+    return f"out of memory{what}; lower {' or '.join(lower) or 'the model size'}"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``tfktopic <command>: error: ...`` and status 2."""
 
@@ -227,11 +346,59 @@ _FORMATS = ["tdlm", "ptb", "imdb", "text", "lee"]
 _RUN_HELP = "a run directory written by `tfktopic train`, or pretrained:NAME"
 
 
-def _parser():
-    from tfktopic.runs import MODELS
-    from tfktopic.runs.precision import PRECISIONS
+# The choices of ``train``, spelled out so that parsing (and ``--help``) imports no
+# TensorFlow / Keras; tests/test_cli_hygiene.py checks them against `tfktopic.runs.MODELS`
+# and `tfktopic.runs.precision.PRECISIONS`.
+MODELS = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_topicrnn",
+          "tcnlm", "rgbn_rnn", "gbn_rnn")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
+
+def version_text():
+    """``tfktopic --version``: tfktopic's version, the Keras backend and the library versions.
+
+    Returns:
+        Lines such as ``tfktopic 0.1.0`` / ``keras 3.15.0 (backend: tensorflow)`` /
+        ``tensorflow 2.21.0``: the backend's own package and TensorFlow Probability where
+        installed.
+    """
+    import importlib.metadata
+
+    import keras
+
+    from tfktopic.version import __version__
+
+    def version(package):
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    backend = keras.config.backend()
+    lines = [f"tfktopic {__version__}", f"keras {keras.__version__} (backend: {backend})"]
+    for package in dict.fromkeys([backend if backend != "jax" else "jax", "tensorflow",
+                                  "tensorflow-probability"]):
+        if version(package):
+            lines.append(f"{package} {version(package)}")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    """``--version``: print `version_text` and exit 0 (imports Keras only when given)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
+def _parser():
     parser = _Parser(prog="tfktopic", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action=_Version,
+                        help="print tfktopic's version, the Keras backend and the versions of "
+                             "Keras, the backend and TensorFlow Probability, and exit")
     parser.add_argument("--verbose", dest="show_logs", action="store_true",
                         help="show TensorFlow's log lines, warnings and tracebacks on stderr "
                              "(before the command: tfktopic --verbose train ...)")
@@ -280,13 +447,17 @@ def _parser():
                        help="override a preset setting, e.g. --set hidden_dim=16 "
                             "--set 'hidden_sizes=[16, 8]' (repeatable; JSON values)")
     train.add_argument("--out", default="runs/train", help="run directory (default: runs/train)")
+    train.add_argument("--tensorboard", default=None, metavar="DIR",
+                       help="write TensorBoard logs to DIR (needs the extra: "
+                            "pip install 'tfktopic[tensorboard]')")
     train.add_argument("--seed", type=int, default=0,
                        help="initialisation and shuffling seed (and the split's by default)")
     train.add_argument("--split-seed", type=int, default=None,
                        help="seed of the 80/10/10 split by document (default: --seed); fix it "
                             "to compare training seeds on one split")
-    train.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2],
-                       help="1: progress bar (default), 2: one line per epoch")
+    train.add_argument("--verbose", type=int, default=None, choices=[0, 1, 2],
+                       help="0: silent, 1: progress bar, 2: one line per epoch (default: 1 "
+                            "on a terminal, 2 when stdout is a file or a pipe)")
     train.set_defaults(handler=_train)
 
     evaluate = commands.add_parser(
@@ -294,7 +465,9 @@ def _parser():
         description="Score a run: perplexity on a corpus (default: the run's own test split, "
                     "recomputed from run.json), NPMI coherence of the topics' top-10 words "
                     "against that corpus, and BLEU-3/4 of generated sentences against its "
-                    "sentences. Printed and written as JSON (default DIR/evaluation.json).")
+                    "sentences. Reads only the corpus named by --corpus or the one recorded in "
+                    "the run's run.json, and says which. Printed and written as JSON (default "
+                    "DIR/evaluation.json; pretrained:NAME: ./tfktopic-evaluations/NAME).")
     evaluate.add_argument("run", metavar="DIR", help=_RUN_HELP)
     evaluate.add_argument("--corpus", default=None,
                           help="score this whole corpus ('lee' or a path) instead of the test "
@@ -310,7 +483,11 @@ def _parser():
                           help="with --corpus: only its first N documents")
     evaluate.add_argument("--num-generated", type=int, default=100,
                           help="sentences generated for BLEU (generating models; 0: skip)")
-    evaluate.add_argument("--json", default=None, help="output JSON (default DIR/evaluation.json)")
+    evaluate.add_argument("--json", default=None,
+                          help="output JSON file (default OUT/evaluation.json)")
+    evaluate.add_argument("--out", default=None, metavar="OUT",
+                          help="folder of evaluation.json (default: the run directory; "
+                               "pretrained:NAME: ./tfktopic-evaluations/NAME)")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--lda-baseline", action="store_true",
                           help="topic models: also fit a gensim LDA with as many topics on the "
@@ -418,6 +595,16 @@ def main(argv=None):
                 traceback.print_exc()
             message = " ".join(str(error).split("\n")) or type(error).__name__
             print(f"tfktopic {args.command}: error: {message}", file=sys.stderr)
+            return 2
+        except Exception as error:  # noqa: BLE001 -- out of memory only; the rest re-raised
+            if not is_out_of_memory(error):
+                raise
+            if verbose:
+                import traceback
+
+                traceback.print_exc()
+            print(f"tfktopic {args.command}: error: {out_of_memory_message(args, error)}",
+                  file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print(f"tfktopic {args.command}: interrupted; run the same command again to resume",

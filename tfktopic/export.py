@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.atomic import atomic_directory
 from tfktopic.errors import VocabularyError
 from tfktopic.evaluation.perplexity import log_probabilities, masked_token_log_probs
 from tfktopic.models.base import TopicLanguageModel
@@ -273,5 +274,8 @@ def export_saved_model(model, path, *, lm_vocab=None, topic_vocab=None):
     # optimizer slots stay behind); tracking them saves them with the graph.
     serving.model_variables = variables
     signatures = dict(concrete, serving_default=concrete["next_token_log_probs"])
-    tf.saved_model.save(serving, str(export_path), signatures=signatures, options=options)
+    # Written into a temporary sibling and renamed at the end: a full disk or an error
+    # midway leaves no partial SavedModel (and an earlier export untouched).
+    with atomic_directory(export_path) as tmp:
+        tf.saved_model.save(serving, str(tmp), signatures=signatures, options=options)
     return path

@@ -179,7 +179,7 @@ class TCNLM(TopicLanguageModel):
     simplex_topics = True
     saved_in_weights = ("decoder_init",)  # the LDA start is in the decoder's saved weights
     generates = True
-    reported_terms = ("kl", "tm_nll", "diversity")
+    reported_terms = ("kl", "tm_nll", "diversity_reg")  # the regulariser, not topic diversity
     presets = tcnlm_presets.PRESETS
 
     def __init__(self, vocab_size, topic_vocab_size, num_topics=50, embedding_dim=300,
@@ -400,7 +400,7 @@ class TCNLM(TopicLanguageModel):
                 "diversity": diversity,
                 "report": {"kl": (ops.divide_no_nan(ops.sum(kl), sentences), sentences),
                            "tm_nll": (ops.divide_no_nan(tm_nll_sum, tm_words), tm_words),
-                           "diversity": (diversity, 1.0)}}
+                           "diversity_reg": (diversity, 1.0)}}
 
     def kl_weight(self, step):
         """The KL annealing weight min(1, step / kl_warmup_steps) (1 without warm-up).

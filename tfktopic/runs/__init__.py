@@ -18,8 +18,8 @@ use a trained model again, offline:
   best weights (``best.npz``), see `tfktopic.runs.checkpoints`: running the same
   ``tfktopic train`` command again after a kill resumes exactly where the
   uninterrupted run would be (and does nothing more once all epochs are done);
-* ``.lock`` -- held (``flock``) by the command that trains or evaluates into the
-  directory, with its PID (`tfktopic.runs.lock`).
+* ``.lock`` -- held (an OS file lock, `filelock`) by the command that trains or
+  evaluates into the directory, with its PID (`tfktopic.runs.lock`).
 
 Every file is written atomically (`tfktopic.atomic`): a kill or a full disk
 leaves the previous version, never a truncated file.

@@ -95,6 +95,39 @@ def read_run_config(directory):
     return config
 
 
+def resolve_recorded_paths(config, directory):
+    """``run.json``'s relative paths made absolute, independent of the working directory.
+
+    `tfktopic train` records absolute paths; the shipped pretrained runs record
+    theirs relative to the repository root (``../shared/data/...``, as
+    `scripts/make_pretrained.py` runs the commands), the folder two levels above
+    ``pretrained/NAME``. A relative ``corpus``, ``data.stopwords`` (a file, not
+    ``gensim`` / ``none``) or ``embeddings_path`` is taken relative to the run
+    directory's grandparent, so that ``tfktopic evaluate pretrained:NAME`` works
+    from any directory.
+
+    Args:
+        config: the parsed ``run.json`` (changed in place).
+        directory: the run directory.
+
+    Returns:
+        `config`.
+    """
+    anchor = pathlib.Path(directory).resolve().parent.parent
+
+    def absolute(text):
+        if text is None or str(text) in ("lee", "gensim", "none"):
+            return text
+        return str(text) if pathlib.Path(text).is_absolute() else str((anchor / text).resolve())
+
+    config["corpus"] = absolute(config.get("corpus"))
+    if isinstance(config.get("data"), dict) and "stopwords" in config["data"]:
+        config["data"]["stopwords"] = absolute(config["data"]["stopwords"])
+    if config.get("embeddings_path"):
+        config["embeddings_path"] = absolute(config["embeddings_path"])
+    return config
+
+
 def load_model(path):
     """Load a ``.keras`` model file of a run (not compiled); `TfktopicError` naming the file."""
     import keras
@@ -140,7 +173,7 @@ def load_run(directory):
     from tfktopic.data import TopicVocabulary, Vocabulary
 
     path = resolve_run_dir(directory)
-    config = read_run_config(path)
+    config = resolve_recorded_paths(read_run_config(path), path)
     lm_vocab = Vocabulary.load(path / "lm_vocab.json")
     check_vocabularies(path, config, lm_vocab=lm_vocab)
     model = load_model(path / "model.keras")

@@ -1,7 +1,8 @@
 """An exclusive lock on a run directory, held for a command's life.
 
-`run_lock` takes ``fcntl.flock`` on ``DIR/.lock`` (the PID of the holder is
-written into it for the error message). The kernel releases a flock when its
+`run_lock` takes an OS lock on ``DIR/.lock`` through the `filelock` package
+(``flock`` on POSIX, ``msvcrt.locking`` on Windows; the PID of the holder is
+written into it for the error message). The OS releases the lock when its
 process exits, however it exits -- SIGKILL included -- so a lock file left by
 a killed process is simply taken over; nothing has to be cleaned up::
 
@@ -10,10 +11,10 @@ a killed process is simply taken over; nothing has to be cleaned up::
 """
 
 import contextlib
-import errno
-import fcntl
 import os
 import pathlib
+
+import filelock
 
 from tfktopic.atomic import remove_temporaries
 from tfktopic.errors import TfktopicError
@@ -63,45 +64,64 @@ def run_lock(directory, what="--out"):
                             f"{error.strerror or error}") from None
     path = directory / LOCK_NAME
     while True:
+        lock = filelock.FileLock(str(path), timeout=0, thread_local=False)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as error:
-            raise TfktopicError(f"{path}: cannot create the lock file of {directory} ({what}): "
-                                f"{error.strerror or error}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(fd)
-            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise TfktopicError(f"{path}: cannot lock {directory} ({what}): "
-                                    f"{error.strerror or error}") from None
+            lock.acquire()
+        except filelock.Timeout:
             pid = _holder(path)
             holder = f"process {pid}" if pid else "another process"
             raise RunLockedError(f"{directory}: in use by {holder} (lock {path}); wait for it "
                                  f"to finish or use another {what}") from None
-        # The previous holder may have removed the file between our open and flock:
+        except OSError as error:
+            raise TfktopicError(f"{path}: cannot lock {directory} ({what}): "
+                                f"{error.strerror or error}") from None
+        # The previous holder may have removed the file between our open and lock:
         # then we hold a lock on a dead inode and must start again.
-        try:
-            same = os.fstat(fd).st_ino == os.stat(path).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
+        if _locks_the_file_at(lock, path):
             break
-        os.close(fd)
+        lock.release()
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode("ascii"))
+        _write_pid(path)
         remove_temporaries(directory)  # left by a killed writer; we are the only one now
         yield path
     finally:
-        if created and sorted(p.name for p in directory.iterdir()) == [LOCK_NAME]:
-            # A command that failed before writing anything leaves no empty directory.
-            _unlink(path)
+        try:
+            if created and sorted(p.name for p in directory.iterdir()) == [LOCK_NAME]:
+                # A command that failed before writing anything leaves no empty directory
+                # (POSIX: unlinked while held; Windows refuses, and the folder stays).
+                _unlink(path)
+        finally:
+            lock.release()
+        if created:
             try:
                 directory.rmdir()
             except OSError:
                 pass
-        os.close(fd)
+
+
+def _locks_the_file_at(lock, path):
+    """Whether the descriptor `lock` holds is the file now at `path` (not an unlinked one).
+
+    `filelock` does not publish its descriptor; where its private field moved, the
+    check is skipped (the race needs the holder to unlink ``.lock`` at that moment).
+    """
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    if not isinstance(fd, int):
+        return path.exists()
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _write_pid(path):
+    """Write this process's PID into the held lock file (for a contender's message)."""
+    try:
+        with open(path, "r+", encoding="ascii") as handle:
+            handle.truncate(0)
+            handle.write(str(os.getpid()))
+    except OSError:
+        pass  # the message then says "another process"
 
 
 def _unlink(path):

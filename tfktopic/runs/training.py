@@ -346,7 +346,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
               verbose=1, log=print, split_seed=None, patience=None, topic_report=True,
-              precision=None):
+              precision=None, callbacks=()):
     """Train a model into a run directory, then score it on the test split.
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
@@ -390,6 +390,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         precision: "float32" (default), "mixed_bfloat16" or "mixed_float16"
             (`tfktopic.runs.precision`): the model is built under that Keras
             dtype policy; recorded in run.json, and a resume must use the same.
+        callbacks: more Keras callbacks for `fit` (e.g. ``keras.callbacks.TensorBoard``),
+            after the run's own checkpointing callbacks.
 
     Returns:
         The results dict written to ``out/results.json``.
@@ -398,12 +400,14 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     >>> train_run("tcnlm", "runs/lee-tcnlm", epochs=2)          # doctest: +SKIP
     """
     from tfktopic.distribute import distribute_dataset, get_strategy
+    from tfktopic.runs.sizes import check_model_size
     from tfktopic.version import __version__
 
     settings = resolve_settings(model_name, preset, overrides, epochs=epochs,
                                 batch_size=batch_size, learning_rate=learning_rate,
                                 stopwords=stopwords, optimizer=optimizer, patience=patience,
                                 precision=precision)
+    check_model_size(settings["model"])  # before the corpus is read
     explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
     split_seed = int(seed if split_seed is None else split_seed)
@@ -478,7 +482,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     guard, safety = checkpoints.training_callbacks(out, best, training.get("learning_rate"))
     patience = training.get("patience")
     history = lambda: config["progress"]["history"]
-    callbacks = [*safety, _progress_callback(run_json, config)]
+    user_callbacks = list(callbacks)
+    callbacks = [*safety, _progress_callback(run_json, config), *user_callbacks]
     if patience:
         callbacks.append(stopping.EarlyStopping(history, int(patience)))
     total = int(training["epochs"])
