@@ -586,3 +586,25 @@ def test_export_writes_a_saved_model(tcnlm_run, tmp_path):
     code, text = _run_cli(["export", out, "--saved-model", target])
     assert code == 0 and "SavedModel written to" in text
     assert (target / "saved_model.pb").is_file()
+
+
+def test_a_seeded_random_subset_is_recorded_and_evaluate_recomputes_the_same_split(tmp_path,
+                                                                                   capsys):
+    out = tmp_path / "subset"
+    code, _ = _run_cli(["train", "lstm", *TINY, "--subset-seed", "3", "--out", out])
+    assert code == 0
+    config = json.loads((out / "run.json").read_text())
+    assert config["max_documents"] == 40 and config["subset_seed"] == 3
+    from tfktopic.runs import read_corpus, run_splits
+
+    first = read_corpus("lee", "lee", config["data"], 40)
+    documents = sum((run_splits(config)[part].documents for part in ("train", "valid", "test")),
+                    [])
+    as_set = lambda docs: {tuple(map(tuple, d)) for d in docs}
+    assert len(documents) == 40 and as_set(documents) != as_set(first.documents)  # not the first 40
+    result = json.loads((out / "results.json").read_text())
+    assert cli.main(["evaluate", str(out), "--json", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert again["perplexity"]["num_tokens"] == result["test"]["num_tokens"]
+    assert again["perplexity"]["perplexity"] == pytest.approx(result["test"]["perplexity"],
+                                                              rel=1e-5)

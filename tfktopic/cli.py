@@ -102,7 +102,7 @@ def _train_options(args):
                 stopwords=args.stopwords, embeddings=args.embeddings, optimizer=args.optimizer,
                 learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
                 overrides=args.set, verbose=_progress_verbosity(args.verbose),
-                split_seed=args.split_seed,
+                split_seed=args.split_seed, subset_seed=args.subset_seed,
                 patience=args.patience, precision=args.precision)
 
 
@@ -429,6 +429,9 @@ def _parser():
                        help="override the preset's learning rate")
     train.add_argument("--max-documents", type=_positive, default=None,
                        help="use only the first N documents (quick runs)")
+    train.add_argument("--subset-seed", type=int, default=None,
+                       help="with --max-documents: a seeded random N documents (kept in file "
+                            "order) instead of the first N")
     train.add_argument("--stopwords", default=None,
                        help="'gensim', 'none' or a stop-list file (default: the preset's)")
     train.add_argument("--embeddings", default=None,

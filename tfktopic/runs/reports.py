@@ -240,7 +240,7 @@ def run_splits(config):
                                        config.get("max_documents"))
                 for name, path in files.items()}
     source = read_corpus(config["corpus"], config.get("format"), config["data"],
-                         config.get("max_documents"))
+                         config.get("max_documents"), config.get("subset_seed"))
     return split_corpus(source, config.get("split_seed", config["seed"]))
 
 

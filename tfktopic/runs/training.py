@@ -237,8 +237,8 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
 
 
 def _signature(config):
-    keys = ("model", "preset", "corpus", "format", "max_documents", "seed", "data",
-            "model_config", "embeddings_path")
+    keys = ("model", "preset", "corpus", "format", "max_documents", "subset_seed", "seed",
+            "data", "model_config", "embeddings_path")
     # run.json written before split_seed (precision) existed: the split followed
     # the seed (float32)
     return jsonable({**{k: config.get(k) for k in keys},
@@ -346,7 +346,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
               verbose=1, log=print, split_seed=None, patience=None, topic_report=True,
-              precision=None, callbacks=()):
+              precision=None, callbacks=(), subset_seed=None):
     """Train a model into a run directory, then score it on the test split.
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
@@ -367,7 +367,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         format: corpus format (inferred for lee, ``*.jsonl.gz``, ``ptb.*``).
         preset: preset of the model's family (`preset_settings`).
         epochs, batch_size, learning_rate: override the preset's.
-        max_documents: use only the first N documents.
+        max_documents: use only the first N documents (with `subset_seed`: a seeded
+            random N, kept in file order).
         stopwords: "gensim", "none" or a stop-list file (default: the preset's).
         embeddings: a word2vec ``.bin`` / ``.txt`` file or converted
             KeyedVectors; the embedding size follows the vectors.
@@ -392,6 +393,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
             dtype policy; recorded in run.json, and a resume must use the same.
         callbacks: more Keras callbacks for `fit` (e.g. ``keras.callbacks.TensorBoard``),
             after the run's own checkpointing callbacks.
+        subset_seed: with `max_documents`, the seed of a random subset of the corpus's
+            documents (recorded in run.json; `None`: the first N).
 
     Returns:
         The results dict written to ``out/results.json``.
@@ -421,7 +424,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         "format_version": RUN_FORMAT_VERSION, "tfktopic_version": __version__,
         "model": model_name, "preset": preset,
         "corpus": "lee" if str(corpus) == "lee" else str(pathlib.Path(corpus).resolve()),
-        "format": format, "max_documents": max_documents, "seed": int(seed),
+        "format": format, "max_documents": max_documents,
+        "subset_seed": None if subset_seed is None else int(subset_seed), "seed": int(seed),
         "split_seed": split_seed, "data": data, "training": {**training, "strategy": strategy},
         "embeddings_path": None if embeddings is None else str(pathlib.Path(embeddings).resolve()),
     }
@@ -433,7 +437,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     if run_json.exists():
         previous = read_run_config(out)
 
-    rundata = prepare_data(settings, corpus, format, max_documents, split_seed)
+    rundata = prepare_data(settings, corpus, format, max_documents, split_seed,
+                           subset_seed=subset_seed)
     for note in rundata.notes:
         say(log, f"note: {note}")
     parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
