@@ -36,7 +36,7 @@ import numpy as np
 
 from benchmarks.common import spread
 from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, VARIANTS, arms_of,
-                              chosen_config, finished, grid, record_path,
+                              base_arm, chosen_config, finished, grid, record_path,
                               sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 from tfktopic.runs.settings import TOPIC_MODELS
@@ -175,7 +175,7 @@ def arm_summary(corpus, arm):
     if counted:
         summary["parameters"] = counted[0]
     summary["tuned_on"] = list(grid(corpus, arm))
-    if arm in VARIANTS:   # one run of its base arm's choice, not tuned
+    if base_arm(corpus, arm):   # one run of its base arm's choice, not tuned
         summary["variant_of"] = VARIANTS[arm]
     summary["complete"] = (len(seeds) == len(SEEDS)
                            and all(s == "early_stopping" for s in summary.get("stopped_by", [])))
