@@ -1,4 +1,4 @@
-"""Render benchmark records (JSON, DESIGN.md §7) as the Markdown report ``BENCHMARKS.md``.
+"""Render benchmark records (JSON, DESIGN.md §7) as the Markdown report ``docs/results/benchmarks.md`` (formerly BENCHMARKS.md).
 
 Every record file under ``benchmarks/results/<mode>/`` (``quick``, ``medium``, ``full``;
 written by `benchmarks.run_all`) is read; the report has one section per mode, and in
@@ -7,7 +7,7 @@ row shows the model, its baseline and their ratio exactly as measured; protocols
 listed once per section and referred to by number, so no number appears without the
 protocol it was measured under.
 
-    python -m benchmarks.report                  # rewrite BENCHMARKS.md
+    python -m benchmarks.report                  # rewrite docs/results/benchmarks.md
     python -m benchmarks.report --stdout
 """
 
@@ -258,7 +258,7 @@ def main(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default=str(RESULTS),
                         help="folder with quick/, medium/, full/ record files")
-    parser.add_argument("--out", default=str(REPO_ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--out", default=str(REPO_ROOT / "docs" / "results" / "benchmarks.md"))
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     args = parser.parse_args(argv)
     results = pathlib.Path(args.results)

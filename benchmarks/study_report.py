@@ -8,7 +8,7 @@
   what stopped each run; per claim: the paired document-level bootstrap
   interval of the perplexity ratio and the verdict;
 * ``benchmarks/results/study/<corpus>_summary.md`` -- the same as Markdown tables,
-  which `benchmarks.report` includes in BENCHMARKS.md and `paste` writes into README.md
+  which `benchmarks.report` includes in docs/results/benchmarks.md and `paste` writes into docs/results/study.md
   between its ``<!-- study:<corpus> -->`` and ``<!-- /study:<corpus> -->`` lines.
 
 The baselines' budget sensitivity (their runs on the rest of the grid, seed 0) is a third
@@ -45,8 +45,9 @@ from tfktopic.runs.settings import TOPIC_MODELS
 #: each arm's best validation perplexity within it next to its converged one
 #: (`within_epochs`), to show what the limit did to each side of the paper's comparison.
 PAPER_EPOCHS = {"ptb": (15, "Dieng et al. 2017, §4.1: at most 15 epochs")}
-#: The README whose marked section `report` rewrites (`paste`).
-README = RESULTS.parents[2] / "README.md"
+#: The page whose marked sections `report` rewrites (`paste`): the study's results page of
+#: the documentation (they were in README.md; the name README is kept for callers).
+README = RESULTS.parents[2] / "docs" / "results" / "study.md"
 #: (claim, paper, better arm, other arm, the paper's figure)
 CLAIMS = [
     ("TopicRNN beats an RNN of the same size", "Dieng et al. 2017", "topicrnn", "lstm",
