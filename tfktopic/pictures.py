@@ -26,16 +26,16 @@ import pathlib
 import numpy as np
 
 __all__ = ["FORMATS", "hierarchy_figure", "save_hierarchy", "topic_grid_figure",
-           "save_topic_grid", "select_subtree"]
+           "save_topic_grid", "select_subtree", "grid_shape"]
 
 #: File suffixes the pictures are written in.
 FORMATS = (".svg", ".png")
 
 
-def _figure(width, height):
+def _figure(width, height, layout=None):
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height))
+    return Figure(figsize=(width, height), layout=layout)
 
 
 def _save(figure, path, dpi):
@@ -178,39 +178,102 @@ def save_hierarchy(hierarchy, path, words_per_topic=5, temporal=True, max_roots=
 
 
 # ------------------------------------------------------------------------- grid
-def topic_grid_figure(topics, columns=5, title=None):
+def grid_shape(num_topics):
+    """Columns and rows of the topic grid for `num_topics` panels.
+
+    At most 10 columns (a panel ~1.9 inches wide stays readable on a screen);
+    below that about sqrt(2 K) columns, so the grid is wider than tall.
+
+    Args:
+        num_topics: K >= 1.
+
+    Returns:
+        (columns, rows).
+    """
+    k = int(num_topics)
+    if k < 1:
+        raise ValueError(f"grid_shape: need at least one topic, got {num_topics}")
+    columns = max(1, min(10, k, int(np.ceil(np.sqrt(2.0 * k)))))
+    return columns, -(-k // columns)
+
+
+def topic_grid_figure(topics, columns=None, title=None, usage=None, unused=None):
     """A grid of horizontal bar charts, one per topic (top word at the top).
+
+    Every panel shares one x scale (0 .. the largest weight of any topic), so
+    bar lengths compare across topics. The layout follows K (`grid_shape`;
+    constrained layout places the title above the panels). Every topic gets
+    a panel: an unused topic (`unused`) is drawn grey with "unused" in its
+    title, a topic without words or with all weights 0 says "empty".
 
     Args:
         topics: a sequence of ``(words, weights)`` pairs (weights may be any
             non-negative scores, e.g. probabilities), or of word lists (then
             the bars show rank).
-        columns: topics per row.
+        columns: topics per row (`None`: `grid_shape`).
         title: optional figure title.
+        usage: optional K mean topic proportions, shown in each panel's title.
+        unused: optional topic ids to mark as unused (e.g.
+            `tfktopic.runs.usage.unused(usage)`).
 
     Returns:
         A `matplotlib.figure.Figure`.
     """
+    from matplotlib.ticker import MaxNLocator
+
     topics = list(topics)
     if not topics:
         raise ValueError("topic_grid_figure: no topics")
-    columns = max(1, min(int(columns), len(topics)))
-    rows = -(-len(topics) // columns)
-    words_per_topic = max(len(_words_weights(t)[0]) for t in topics)
-    figure = _figure(2.4 * columns, 0.22 * words_per_topic * rows + 0.6 * rows + 0.4)
-    for index, topic in enumerate(topics):
-        words, weights = _words_weights(topic)
-        axes = figure.add_subplot(rows, columns, index + 1)
+    if usage is not None and len(usage) != len(topics):
+        raise ValueError(f"topic_grid_figure: {len(usage)} usage values for {len(topics)} "
+                         "topics")
+    idle = set(int(k) for k in (unused or ()))
+    pairs = [_words_weights(t) for t in topics]
+    if columns is None:
+        columns, rows = grid_shape(len(topics))
+    else:
+        columns = max(1, min(int(columns), len(topics)))
+        rows = -(-len(topics) // columns)
+    words_per_topic = max(1, max(len(words) for words, _ in pairs))
+    xmax = max([max(weights) for _, weights in pairs if weights] + [0.0]) or 1.0
+    height = rows * (0.16 * words_per_topic + 0.45) + (0.5 if title else 0.1)
+    figure = _figure(1.9 * columns, height, layout="constrained")
+    grid = figure.subplots(rows, columns, squeeze=False)
+    for index, axes in enumerate(grid.flat):
+        if index >= len(pairs):
+            axes.set_visible(False)
+            continue
+        words, weights = pairs[index]
+        marked = index in idle
+        empty = not words or not any(weights)
+        label = f"topic {index}"
+        if usage is not None:
+            label += f" ({float(usage[index]):.3f})"
+        if marked:
+            label += " unused"
+        if empty:
+            label += " empty"
         y = np.arange(len(words))[::-1]
-        axes.barh(y, weights, color="tab:blue", alpha=0.7)
-        axes.set_yticks(y, [str(w) for w in words], fontsize=7)
-        axes.tick_params(axis="x", labelsize=6)
-        axes.set_title(f"topic {index}", fontsize=8)
+        if words:
+            axes.barh(y, weights, color="0.6" if marked else "tab:blue", alpha=0.8)
+            axes.set_yticks(y, [str(w) for w in words], fontsize=6)
+            axes.set_ylim(-0.6, words_per_topic - 0.4)
+        else:
+            axes.set_yticks([])
+            axes.text(0.5, 0.5, "no words", transform=axes.transAxes, ha="center",
+                      va="center", fontsize=7, color="0.4")
+        axes.set_xlim(0.0, 1.05 * xmax)
+        axes.xaxis.set_major_locator(MaxNLocator(3))
+        axes.tick_params(axis="x", labelsize=5)
+        axes.tick_params(axis="y", length=0)
+        axes.set_title(label, fontsize=7, color="0.45" if (marked or empty) else "black")
         for side in ("top", "right"):
             axes.spines[side].set_visible(False)
     if title:
-        figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
+        note = f"{len(pairs)} topics; one x scale (weight) for every panel"
+        if idle:
+            note += f"; {len(idle)} unused (grey)"
+        figure.suptitle(f"{title}\n{note}", fontsize=9)
     return figure
 
 
@@ -227,16 +290,16 @@ def _words_weights(topic):
     return words, [float(len(words) - i) for i in range(len(words))]
 
 
-def save_topic_grid(topics, path, columns=5, title=None, dpi=150):
+def save_topic_grid(topics, path, columns=None, title=None, dpi=150, usage=None, unused=None):
     """Write the topic grid (`topic_grid_figure`) to ``.svg`` or ``.png``.
 
     Args:
         topics: ``(words, weights)`` pairs or word lists.
         path: the output file; its suffix picks the format.
-        columns, title: see `topic_grid_figure`.
+        columns, title, usage, unused: see `topic_grid_figure`.
         dpi: resolution of a PNG.
 
     Returns:
         The path written, as a string.
     """
-    return _save(topic_grid_figure(topics, columns, title), path, dpi)
+    return _save(topic_grid_figure(topics, columns, title, usage, unused), path, dpi)
