@@ -26,7 +26,8 @@ import pathlib
 import numpy as np
 
 __all__ = ["FORMATS", "hierarchy_figure", "save_hierarchy", "topic_grid_figure",
-           "save_topic_grid", "select_subtree", "grid_shape"]
+           "save_topic_grid", "select_subtree", "grid_shape",
+           "omitted_topics"]
 
 #: File suffixes the pictures are written in.
 FORMATS = (".svg", ".png")
@@ -101,8 +102,47 @@ def _order_rows(hierarchy, kept):
     return rows
 
 
+def omitted_topics(hierarchy, kept):
+    """The topics of each layer a picture leaves out, with the reason, as caption lines.
+
+    Args:
+        hierarchy: a `topic_hierarchy` dict.
+        kept: `select_subtree`'s dict layer -> shown topic ids.
+
+    Returns:
+        list of strings, one per layer that omits topics (empty: every topic shown).
+    """
+    lines = []
+    for layer in hierarchy["layers"]:
+        l = layer["layer"]
+        left = sorted({t["id"] for t in layer["topics"]} - set(kept.get(l, ())))
+        if left:
+            ids = ", ".join(f"{l + 1}.{k}" for k in left[:40]) + (" ..." if len(left) > 40
+                                                                  else "")
+            reason = ("beyond the first top-layer topics shown" if l == max(kept)
+                      else "not reached by an edge from the shown topics above")
+            lines.append(f"layer {l + 1}: {len(left)} of {len(layer['topics'])} topics omitted "
+                         f"({reason}): {ids}")
+    return lines
+
+
+def _arc(x0, x1, y, height):
+    """A quadratic Bezier arc from (x0, y) to (x1, y) peaking `height` above y (data units)."""
+    from matplotlib.path import Path
+
+    middle = ((x0 + x1) / 2.0, y + 2.0 * height)
+    return Path([(x0, y), middle, (x1, y)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
+
+
 def hierarchy_figure(hierarchy, words_per_topic=5, temporal=True, max_roots=8):
     """A matplotlib `Figure` of a topic hierarchy.
+
+    One row per layer (top layer at the top; the layer label on the left),
+    solid arrows parent -> child for the loadings Phi^{l+1} and dashed arcs
+    for the temporal transitions Pi^l, line width by weight; a legend says
+    so. The arcs are drawn in data coordinates with a bounded height, so
+    they stay inside the canvas. Every topic not drawn is listed, with the
+    reason, in a caption under the picture (`omitted_topics`).
 
     Args:
         hierarchy: a `topic_hierarchy` dict (``layers``, ``hierarchical_edges``,
@@ -115,50 +155,79 @@ def hierarchy_figure(hierarchy, words_per_topic=5, temporal=True, max_roots=8):
     Returns:
         A `matplotlib.figure.Figure`.
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
     if int(words_per_topic) < 1:
         raise ValueError(f"words_per_topic must be >= 1, got {words_per_topic}")
     kept = select_subtree(hierarchy, max_roots)
     rows = _order_rows(hierarchy, kept)
     topics = {(layer["layer"], t["id"]): t for layer in hierarchy["layers"]
               for t in layer["topics"]}
-    widest = max(len(ids) for ids in rows.values()) or 1
+    caption = omitted_topics(hierarchy, kept)
+    widest = max(1, max(len(ids) for ids in rows.values()))
     num_layers = len(rows)
-    figure = _figure(max(4.0, 1.6 * widest), 1.0 + 1.9 * num_layers)
+    unit = 0.45 + 0.17 * int(words_per_topic)       # inches per layer row
+    figure = _figure(max(6.0, 1.5 * widest + 0.8),
+                     unit * (num_layers + 0.5) + 0.8 + 0.18 * len(caption),
+                     layout="constrained")
     axes = figure.add_subplot()
-    axes.set_xlim(-0.6, widest - 0.4)
-    axes.set_ylim(-0.8, num_layers - 0.2)
+    axes.set_xlim(-0.9, widest - 0.4)
+    top = num_layers - 1 + 0.75
+    axes.set_ylim(-0.5, top)
     axes.axis("off")
     position = {}
     for l, ids in rows.items():
         offset = (widest - len(ids)) / 2.0
         for i, k in enumerate(ids):
             position[(l, k)] = (offset + i, float(l))
+    edge_colour, arc_colour = "0.25", "tab:blue"
+    labels = {}
+    for (l, k), (x, y) in position.items():
+        words = [str(w) for w in topics[(l, k)]["words"][:int(words_per_topic)]]
+        labels[(l, k)] = axes.text(
+            x, y, f"{l + 1}.{k}\n" + "\n".join(words), ha="center", va="center", fontsize=7,
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "0.3"})
+    for l in rows:
+        axes.text(-0.85, float(l), f"layer {l + 1}" + (" (words)" if l == 0 else ""),
+                  ha="left", va="center", fontsize=8, rotation=90, color="0.3")
+    handles = [Line2D([], [], color=edge_colour, lw=2,
+                      label="parent -> child: loading Phi (width ~ weight)")]
+    if temporal:
+        handles.append(Line2D([], [], color=arc_colour, lw=1.5, linestyle="--", alpha=0.6,
+                              label="topic transition over time: Pi (width ~ weight)"))
+    figure.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=7,
+                  frameon=False)
+    shown = sum(len(ids) for ids in rows.values())
+    total = sum(len(layer["topics"]) for layer in hierarchy["layers"])
+    text = f"{shown} of {total} topics shown (box: layer.topic and its top words)"
+    figure.supxlabel("\n".join([text] + caption), fontsize=6, ha="left", x=0.01,
+                     color="0.3")
+    # The boxes' real half height in data units (after the layout), for the edges' ends.
+    figure.draw_without_rendering()
+    inverse = axes.transData.inverted()
+    heights = [np.diff(inverse.transform(t.get_bbox_patch().get_window_extent())[:, 1])[0]
+               for t in labels.values()]
+    half = 0.5 * max(heights) if heights else 0.2
     for edge in hierarchy["hierarchical_edges"]:
         parent = (edge["parent_layer"], edge["parent"])
         child = (edge["child_layer"], edge["child"])
         if parent in position and child in position:
             (x0, y0), (x1, y1) = position[parent], position[child]
-            axes.annotate("", xy=(x1, y1 + 0.28), xytext=(x0, y0 - 0.28),
-                          arrowprops={"arrowstyle": "-|>", "color": "0.25",
-                                      "lw": 0.5 + 3.0 * float(edge["weight"])})
+            axes.add_patch(FancyArrowPatch((x0, y0 - half), (x1, y1 + half),
+                                           arrowstyle="-|>", mutation_scale=8,
+                                           color=edge_colour, shrinkA=0, shrinkB=0,
+                                           lw=0.5 + 3.0 * min(float(edge["weight"]), 1.0)))
     if temporal:
         for edge in hierarchy["temporal_edges"]:
             source, target = (edge["layer"], edge["from"]), (edge["layer"], edge["to"])
             if source in position and target in position and source != target:
-                (x0, y0), (x1, y1) = position[source], position[target]
-                axes.annotate("", xy=(x1, y1 + 0.3), xytext=(x0, y0 + 0.3),
-                              arrowprops={"arrowstyle": "-|>", "linestyle": "--",
-                                          "color": "tab:blue", "alpha": 0.6,
-                                          "connectionstyle": "arc3,rad=-0.4",
-                                          "lw": 0.5 + 2.0 * float(edge["weight"])})
-    for (l, k), (x, y) in position.items():
-        words = [str(w) for w in topics[(l, k)]["words"][:int(words_per_topic)]]
-        axes.text(x, y, f"{l + 1}.{k}\n" + "\n".join(words), ha="center", va="center",
-                  fontsize=7, bbox={"boxstyle": "round,pad=0.3", "facecolor": "white",
-                                    "edgecolor": "0.3"})
-    for l in rows:
-        axes.text(-0.55, float(l), f"layer {l + 1}", ha="left", va="center", fontsize=8,
-                  rotation=90, color="0.4")
+                (x0, y0), (x1, _) = position[source], position[target]
+                height = max(0.02, min(top - (y0 + half) - 0.05, 0.08 + 0.05 * abs(x1 - x0)))
+                axes.add_patch(FancyArrowPatch(
+                    path=_arc(x0, x1, y0 + half, height), arrowstyle="-|>", mutation_scale=7,
+                    linestyle="--", color=arc_colour, alpha=0.6,
+                    lw=0.5 + 2.0 * min(float(edge["weight"]), 1.0)))
     return figure
 
 
