@@ -191,13 +191,21 @@ def hierarchy_figure(hierarchy, words_per_topic=5, temporal=True, max_roots=8):
     for l in rows:
         axes.text(-0.85, float(l), f"layer {l + 1}" + (" (words)" if l == 0 else ""),
                   ha="left", va="center", fontsize=8, rotation=90, color="0.3")
-    handles = [Line2D([], [], color=edge_colour, lw=2,
-                      label="parent -> child: loading Phi (width ~ weight)")]
-    if temporal:
+    handles = []
+    if any((e["parent_layer"], e["parent"]) in position
+           and (e["child_layer"], e["child"]) in position
+           for e in hierarchy["hierarchical_edges"]):
+        handles.append(Line2D([], [], color=edge_colour, lw=2,
+                              label="parent -> child: loading Phi (width ~ weight)"))
+    arcs = temporal and any(
+        (e["layer"], e["from"]) in position and (e["layer"], e["to"]) in position
+        and e["from"] != e["to"] for e in hierarchy["temporal_edges"])
+    if arcs:
         handles.append(Line2D([], [], color=arc_colour, lw=1.5, linestyle="--", alpha=0.6,
                               label="topic transition over time: Pi (width ~ weight)"))
-    figure.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=7,
-                  frameon=False)
+    if handles:
+        figure.legend(handles=handles, loc="outside upper center", ncols=len(handles),
+                      fontsize=7, frameon=False)
     shown = sum(len(ids) for ids in rows.values())
     total = sum(len(layer["topics"]) for layer in hierarchy["layers"])
     text = f"{shown} of {total} topics shown (box: layer.topic and its top words)"
