@@ -81,3 +81,96 @@ def test_topic_grid_svg_and_png(tmp_path):
 def test_bad_picture_requests_name_the_problem(tmp_path, call, message):
     with pytest.raises(ValueError, match=message):
         call(tmp_path)
+
+
+# ------------------------------------------------- layout: shared scale, no overlaps, every topic
+def _dirichlet_topics(num_topics, words_per_topic=10, seed=0):
+    rng = np.random.default_rng(seed)
+    vocabulary = np.array([f"word{i}" for i in range(500)])
+    topics = []
+    for row in rng.dirichlet(np.full(len(vocabulary), 0.05), size=num_topics):
+        order = np.argsort(-row)[:words_per_topic]
+        topics.append((list(vocabulary[order]), list(row[order])))
+    return topics
+
+
+def _drawn(figure):
+    """Lay out and draw `figure` on an Agg canvas; returns the renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def _visible_axes(figure):
+    return [axes for axes in figure.axes if axes.get_visible()]
+
+
+@pytest.mark.parametrize("num_topics", [10, 50, 100])
+def test_topic_grid_shares_one_x_scale_and_has_a_panel_per_topic(num_topics):
+    from tfktopic.pictures import topic_grid_figure
+
+    figure = topic_grid_figure(_dirichlet_topics(num_topics), title="t", unused=[1])
+    panels = _visible_axes(figure)
+    assert len(panels) == num_topics
+    assert len({axes.get_xlim() for axes in panels}) == 1
+    largest = max(max(w) for _, w in _dirichlet_topics(num_topics))
+    assert panels[0].get_xlim()[1] >= largest
+    assert panels[1].get_title().endswith("unused")
+
+
+@pytest.mark.parametrize("num_topics", [50, 100])
+def test_topic_grid_title_and_panels_do_not_overlap(num_topics):
+    from tfktopic.pictures import topic_grid_figure
+
+    figure = topic_grid_figure(_dirichlet_topics(num_topics), title="a title\nsecond line")
+    renderer = _drawn(figure)
+    title = figure._suptitle.get_window_extent(renderer)
+    boxes = [axes.get_tightbbox(renderer) for axes in _visible_axes(figure)]
+    for box in boxes:
+        assert not title.overlaps(box)
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b)
+
+
+def test_topic_grid_svg_names_every_topic_including_empty_ones(tmp_path):
+    topics = _dirichlet_topics(12) + [([], [])]
+    text = _svg_text(save_topic_grid(topics, tmp_path / "g.svg", unused=[3]))
+    for k in range(13):
+        assert f"topic {k}" in text
+    assert "topic 12 empty" in text and "topic 3 unused" in text
+
+
+def test_hierarchy_edges_stay_inside_the_canvas_and_it_has_a_legend():
+    from matplotlib.patches import FancyArrowPatch
+
+    from tfktopic.pictures import hierarchy_figure
+
+    figure = hierarchy_figure(_hierarchy(), max_roots=None)
+    renderer = _drawn(figure)
+    canvas = figure.bbox
+    arrows = [p for p in figure.axes[0].patches if isinstance(p, FancyArrowPatch)]
+    assert len(arrows) > 10
+    for arrow in arrows:
+        box = arrow.get_window_extent(renderer)
+        assert canvas.x0 <= box.x0 and box.x1 <= canvas.x1
+        assert canvas.y0 <= box.y0 and box.y1 <= canvas.y1
+    assert len(figure.legends) == 1
+    assert "Pi" in " ".join(t.get_text() for t in figure.legends[0].get_texts())
+
+
+def test_hierarchy_lists_the_topics_it_omits():
+    from tfktopic.pictures import omitted_topics
+
+    hierarchy = _hierarchy()
+    lines = omitted_topics(hierarchy, select_subtree(hierarchy, max_roots=1))
+    assert lines[0].startswith("layer 1: 2 of 6 topics omitted") and "1.4, 1.5" in lines[0]
+    assert lines[1].startswith("layer 2: 2 of 4") and lines[2].startswith("layer 3: 1 of 2")
+    assert omitted_topics(hierarchy, select_subtree(hierarchy, max_roots=None)) == []
+
+
+def test_hierarchy_svg_caption_names_the_omitted_topics(tmp_path):
+    text = _svg_text(save_hierarchy(_hierarchy(), tmp_path / "h.svg", max_roots=1))
+    assert "7 of 12 topics shown" in text and "3.1" in text

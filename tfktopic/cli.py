@@ -3,7 +3,7 @@
     tfktopic train tcnlm --corpus lee --out runs/lee-tcnlm
     tfktopic --version
     tfktopic evaluate runs/lee-tcnlm [--corpus PATH] [--protocol preceding|all-other|none]
-    tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg] [--picture OUT.png]
+    tfktopic topics runs/lee-tcnlm [--top-n 10] [--json OUT] [--dot OUT.dot --svg OUT.svg] [--picture OUT.png] [--html OUT.html]
     tfktopic generate runs/lee-tcnlm [--topic K [--layer L] | --document FILE] [--paragraph N]
     tfktopic export runs/lee-tcnlm --saved-model exported/lee-tcnlm
     tfktopic report --corpus ../shared/data/apnews/apnews.txt --format tdlm \
@@ -239,8 +239,15 @@ def _evaluate(args):
 def _topics(args):
     from tfktopic.runs import load_run, topics_report
 
-    topics_report(load_run(args.run), top_n=args.top_n, json_path=args.json,
+    if args.html and not args.html.lower().endswith((".html", ".htm")):
+        raise ValueError(f"--html {args.html}: the file must end in .html")
+    run = load_run(args.run)
+    topics_report(run, top_n=args.top_n, json_path=args.json,
                   dot_path=args.dot, svg_path=args.svg, picture_path=args.picture)
+    if args.html:
+        from tfktopic.topic_view import save_run_view
+
+        print(f"wrote {save_run_view(run, args.html)}")
     return 0
 
 
@@ -512,6 +519,9 @@ def _parser():
     topics.add_argument("--picture", default=None,
                         help="any topic model: a .svg or .png picture of the topics (rGBN/GBN: "
                              "the hierarchy; others: top words with their weights)")
+    topics.add_argument("--html", default=None, metavar="FILE",
+                        help="an interactive, self-contained HTML view: intertopic distance "
+                             "map and top words by relevance (rGBN/GBN: a layer selector)")
     topics.set_defaults(handler=_topics)
 
     generate = commands.add_parser(
