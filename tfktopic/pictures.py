@@ -277,8 +277,10 @@ def grid_shape(num_topics):
 def topic_grid_figure(topics, columns=None, title=None, usage=None, unused=None):
     """A grid of horizontal bar charts, one per topic (top word at the top).
 
-    Every panel shares one x scale (0 .. the largest weight of any topic), so
-    bar lengths compare across topics. The layout follows K (`grid_shape`;
+    Every panel shares one x scale (0 .. the largest weight of any used topic), so
+    bar lengths compare across topics; a bar of an unused topic beyond it is clipped at
+    the scale's end and its weight written at the bar (an unused topic that puts most of
+    its mass on one word would otherwise shrink every used topic's bars). The layout follows K (`grid_shape`;
     constrained layout places the title above the panels). Every topic gets
     a panel: an unused topic (`unused`) is drawn grey with "unused" in its
     title, a topic without words or with all weights 0 says "empty".
@@ -312,7 +314,9 @@ def topic_grid_figure(topics, columns=None, title=None, usage=None, unused=None)
         columns = max(1, min(int(columns), len(topics)))
         rows = -(-len(topics) // columns)
     words_per_topic = max(1, max(len(words) for words, _ in pairs))
-    xmax = max([max(weights) for _, weights in pairs if weights] + [0.0]) or 1.0
+    scaled = [weights for k, (_, weights) in enumerate(pairs) if weights and k not in idle]
+    xmax = max([max(weights) for weights in scaled or
+                [w for _, w in pairs if w]] + [0.0]) or 1.0
     height = rows * (0.16 * words_per_topic + 0.45) + (0.5 if title else 0.1)
     figure = _figure(1.9 * columns, height, layout="constrained")
     grid = figure.subplots(rows, columns, squeeze=False)
@@ -332,7 +336,12 @@ def topic_grid_figure(topics, columns=None, title=None, usage=None, unused=None)
             label += " empty"
         y = np.arange(len(words))[::-1]
         if words:
-            axes.barh(y, weights, color="0.6" if marked else "tab:blue", alpha=0.8)
+            shown = np.minimum(weights, 1.05 * xmax)
+            axes.barh(y, shown, color="0.6" if marked else "tab:blue", alpha=0.8)
+            for row, weight in zip(y, weights):
+                if weight > 1.05 * xmax:   # clipped: say how long it is
+                    axes.text(1.03 * xmax, row, f"{weight:.2f}", ha="right", va="center",
+                              fontsize=5, color="white")
             axes.set_yticks(y, [str(w) for w in words], fontsize=6)
             axes.set_ylim(-0.6, words_per_topic - 0.4)
         else:

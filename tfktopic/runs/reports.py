@@ -209,7 +209,8 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
                    "usage": usage}
         if picture_path:
             pictures.save_topic_grid(_topic_weights(run, top_n), picture_path,
-                                     title=f"{run.name}: top words per topic")
+                                     title=f"{run.name}: top words per topic", usage=usage,
+                                     unused=unused(usage) if usage else None)
             say(log, f"wrote {picture_path}")
     if json_path:
         write_json(json_path, jsonable(payload))
