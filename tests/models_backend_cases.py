@@ -67,7 +67,7 @@ def build(family, dropout=0.0, seed=0):
         from tfktopic.models.lstm_lm import LSTMLanguageModel
         model = LSTMLanguageModel(V, 8, 16, dropout=dropout)
     elif family == "doc_lstm":
-        from tfktopic.models.document_lstm import DocumentLSTM
+        from tfktopic.models.document_lstm import DocumentLSTMLanguageModel as DocumentLSTM
         model = DocumentLSTM(V, 8, 16, dropout=dropout)
     elif family == "topicrnn":
         from tfktopic.models.topicrnn import TopicRNN

@@ -20,8 +20,21 @@ from tests.backends import run_in_backend
 
 pytestmark = pytest.mark.backends
 
-#: Families whose layers run on every backend today.
-FAMILIES = ["bigram"]
+_LSTM_REASON = ("tfktopic.layers.hoisted_lstm.run_lstm / CarriedStateLSTM run on TensorFlow "
+                "only until the `layers` branch lands")
+
+
+def _lstm_family(name, cross_backend):
+    """`name` expected to fail (strictly: remove the mark when it passes) where it needs
+    the recurrent layers on JAX."""
+    on_jax = cross_backend or keras.backend.backend() != "tensorflow"
+    return pytest.param(name, marks=pytest.mark.xfail(on_jax, strict=True, reason=_LSTM_REASON))
+
+
+#: The families checked in this process.
+FAMILIES = ["bigram", _lstm_family("lstm", False), _lstm_family("doc_lstm", False)]
+#: The families checked across backends.
+CROSS = ["bigram", _lstm_family("lstm", True), _lstm_family("doc_lstm", True)]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -46,7 +59,7 @@ def test_keras_file_round_trip_gives_the_same_outputs(family, tmp_path):
     np.testing.assert_array_equal(result["before"], result["after"])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CROSS)
 def test_objective_and_gradients_equal_on_tensorflow_and_jax(family):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("compares this process's TensorFlow with a JAX subprocess")
@@ -60,7 +73,7 @@ def test_objective_and_gradients_equal_on_tensorflow_and_jax(family):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CROSS)
 def test_jax_fit_lowers_the_loss_and_repeats_with_its_seed(family):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("the in-process tests cover this backend")
@@ -71,7 +84,7 @@ def test_jax_fit_lowers_the_loss_and_repeats_with_its_seed(family):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CROSS)
 def test_keras_file_saved_on_one_backend_loads_on_the_other(family):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("compares this process's TensorFlow with a JAX subprocess")
