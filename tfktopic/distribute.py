@@ -66,7 +66,8 @@ import json
 import os
 
 import keras
-import tensorflow as tf
+
+from tfktopic import backend
 
 __all__ = ["STRATEGIES", "get_strategy", "split_cpu", "distribute_dataset", "replica_sum",
            "replica_share", "replica_mean", "global_logs"]
@@ -99,6 +100,7 @@ def split_cpu(n):
     strategy = get_strategy("mirrored")   # 2 replicas on one CPU
     ```
     """
+    tf = _tf()
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"split_cpu: n must be an int >= 1, got {n!r}.")
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -118,6 +120,7 @@ def split_cpu(n):
 
 
 def _local_devices():
+    tf = _tf()
     gpus = tf.config.list_logical_devices("GPU")
     if gpus:
         return [d.name for d in gpus]
@@ -145,30 +148,37 @@ def _check_tf_config():
     return config
 
 
-class _MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
-    """`MultiWorkerMirroredStrategy` whose `reduce` works for Keras 3's `fit`.
+def _multiworker_strategy():
+    """A new `_MultiWorkerMirroredStrategy` (the class is made on first use, so that this
+    module imports no TensorFlow under another backend)."""
+    tf = _tf()
 
-    Two Keras 3 / TF 2.21 incompatibilities break `model.fit` under the
-    multi-worker strategy, and `reduce` is where both meet:
+    class _MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+        """`MultiWorkerMirroredStrategy` whose `reduce` works for Keras 3's `fit`.
 
-    * `fit` reduces the first (dict) batch to build the model
-      (`_maybe_symbolic_build`); `MirroredStrategy.reduce` maps over a nested
-      structure, the multi-worker one does not (keras-team/keras#20329). Here
-      it is reduced leaf by leaf, as `MirroredStrategy` does.
-    * `fit` averages a step's scalar logs with `reduce("MEAN", v, axis=0)`,
-      which fails for scalars (tensorflow/tensorflow#72388). A scalar has no
-      batch axis: it is averaged over replicas (`axis=None`).
-    """
+        Two Keras 3 / TF 2.21 incompatibilities break `model.fit` under the
+        multi-worker strategy, and `reduce` is where both meet:
 
-    def reduce(self, reduce_op, value, axis):
-        if tf.nest.is_nested(value):
-            return tf.nest.map_structure(lambda leaf: self.reduce(reduce_op, leaf, axis), value)
-        if axis is not None:
-            local = self.experimental_local_results(value)
-            shape = getattr(local[0], "shape", None) if local else None
-            if shape is not None and shape.rank == 0:
-                axis = None
-        return super().reduce(reduce_op, value, axis)
+        * `fit` reduces the first (dict) batch to build the model
+          (`_maybe_symbolic_build`); `MirroredStrategy.reduce` maps over a nested
+          structure, the multi-worker one does not (keras-team/keras#20329). Here
+          it is reduced leaf by leaf, as `MirroredStrategy` does.
+        * `fit` averages a step's scalar logs with `reduce("MEAN", v, axis=0)`,
+          which fails for scalars (tensorflow/tensorflow#72388). A scalar has no
+          batch axis: it is averaged over replicas (`axis=None`).
+        """
+
+        def reduce(self, reduce_op, value, axis):
+            if tf.nest.is_nested(value):
+                return tf.nest.map_structure(lambda leaf: self.reduce(reduce_op, leaf, axis), value)
+            if axis is not None:
+                local = self.experimental_local_results(value)
+                shape = getattr(local[0], "shape", None) if local else None
+                if shape is not None and shape.rank == 0:
+                    axis = None
+            return super().reduce(reduce_op, value, axis)
+
+    return _MultiWorkerMirroredStrategy()
 
 
 def get_strategy(name, devices=None):
@@ -200,6 +210,7 @@ def get_strategy(name, devices=None):
     model.fit(distribute_dataset(train_ds), epochs=2)
     ```
     """
+    tf = _tf()
     if name is None:
         name = "none"
     if not isinstance(name, str) or name.lower() not in STRATEGIES:
@@ -212,7 +223,7 @@ def get_strategy(name, devices=None):
         return tf.distribute.MirroredStrategy(
             devices=list(devices) if devices is not None else _local_devices())
     _check_tf_config()
-    return _MultiWorkerMirroredStrategy()
+    return _multiworker_strategy()
 
 
 def distribute_dataset(dataset):
@@ -236,15 +247,29 @@ def distribute_dataset(dataset):
     model.fit(distribute_dataset(train_ds), epochs=2)
     ```
     """
+    tf = _tf()
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = (
         tf.data.experimental.AutoShardPolicy.DATA)
     return dataset.with_options(options)
 
 
+def _tf():
+    """TensorFlow, imported on first use (only the TensorFlow backend needs it)."""
+    import tensorflow as tf
+
+    return tf
+
+
 def _replica_context():
-    """The replica context when more than one replica runs in sync, else None."""
-    ctx = tf.distribute.get_replica_context()
+    """The tf.distribute replica context when more than one replica runs in sync, else None.
+
+    Under another backend there is none: `keras.distribution` (JAX) works on global
+    arrays, so a step's loss and metrics already are the global batch's.
+    """
+    if not backend.is_tensorflow():
+        return None
+    ctx = _tf().distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return None
     return ctx
@@ -271,6 +296,7 @@ def replica_sum(value):
     ctx = _replica_context()
     if ctx is None:
         return value
+    tf = _tf()
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
@@ -297,7 +323,8 @@ def replica_share(count):
     """
     ctx = _replica_context()
     if ctx is None:
-        return tf.constant(1.0, tf.float32)
+        return keras.ops.convert_to_tensor(1.0, "float32")
+    tf = _tf()
     count = tf.stop_gradient(tf.cast(count, tf.float32))
     return tf.math.divide_no_nan(count, ctx.all_reduce(tf.distribute.ReduceOp.SUM, count))
 
@@ -320,6 +347,7 @@ def replica_mean(value, count):
     ctx = _replica_context()
     if ctx is None:
         return value
+    tf = _tf()
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM,
                           tf.cast(value, tf.float32) * replica_share(count))
 
@@ -353,6 +381,7 @@ def global_logs(metrics, compute):
     ctx = _replica_context()
     if ctx is None:
         return compute()
+    tf = _tf()
     # Keras metric variables are sum-aggregated (totals, counts); any other
     # kind is left at its local value.
     variables = [v for m in metrics for v in m.variables if v.aggregation == "sum"]

@@ -42,11 +42,15 @@ Example:
 -0.6931
 """
 
-import tensorflow as tf
+from keras import ops
 
+from tfktopic import backend
 from tfktopic.xla import xla_loops
 
-__all__ = ["ROW_BUCKET", "row_bucket", "target_log_softmax"]
+if backend.is_tensorflow():
+    import tensorflow as tf
+
+__all__ = ["ROW_BUCKET", "row_bucket", "target_log_softmax", "reference_target_log_softmax"]
 
 #: Gathered softmax rows are padded up to a multiple of this when the cross-entropy runs
 #: as an XLA program (one compiled program per bucket instead of one per row count).
@@ -56,57 +60,69 @@ ROW_BUCKET = 64
 def row_bucket():
     """The row multiple that gathered softmax inputs should be padded to: `ROW_BUCKET`
     when the cross-entropy is XLA-compiled (`xla_loops`), else 1 (no padding)."""
-    return ROW_BUCKET if xla_loops() else 1
+    return ROW_BUCKET if backend.is_tensorflow() and xla_loops() else 1
 
 
-def _scores(logits, bias):
-    """z = logits (+ bias), float32 [N, V]."""
-    logits = tf.cast(logits, tf.float32)
-    return logits if bias is None else logits + bias
+def reference_target_log_softmax(targets, logits, bias=None):
+    """The `keras.ops` reference of `target_log_softmax` (every backend): z_y - logsumexp(z)
+    with z = logits (+ bias) in float32; the backend differentiates it."""
+    scores = ops.cast(logits, "float32")
+    if bias is not None:
+        scores = scores + ops.cast(bias, "float32")
+    targets = ops.cast(targets, "int32")
+    chosen = ops.squeeze(ops.take_along_axis(scores, ops.expand_dims(targets, -1), axis=-1), -1)
+    return chosen - ops.logsumexp(scores, axis=-1)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
-def _forward(logits, targets, bias=None):
-    """(log p(target) [N], logsumexp [N]) of float logits [N, V] (plus a float32 bias [V]);
-    float32."""
-    logits = _scores(logits, bias)
-    peak = tf.reduce_max(logits, axis=-1)
-    log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak[:, None]), axis=-1)) + peak
-    return tf.gather(logits, targets, batch_dims=1) - log_norm, log_norm
+if backend.is_tensorflow():  # the fused kernels below are TensorFlow's
+    def _scores(logits, bias):
+        """z = logits (+ bias), float32 [N, V]."""
+        logits = tf.cast(logits, tf.float32)
+        return logits if bias is None else logits + bias
 
 
-@tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
-def _backward(logits, targets, log_norm, upstream, bias=None):
-    """dz = upstream[:, None] * (onehot(target) - softmax(z)) in the logits' dtype, and
-    with a bias also its float32 gradient, the sum of dz over the rows."""
-    probabilities = tf.exp(_scores(logits, bias) - log_norm[:, None])
-    onehot = tf.one_hot(targets, tf.shape(logits)[-1], dtype=tf.float32)
-    d_scores = (onehot - probabilities) * upstream[:, None]
-    if bias is None:
-        return tf.cast(d_scores, logits.dtype)
-    return tf.cast(d_scores, logits.dtype), tf.reduce_sum(d_scores, axis=0)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
+    def _forward(logits, targets, bias=None):
+        """(log p(target) [N], logsumexp [N]) of float logits [N, V] (plus a float32 bias [V]);
+        float32."""
+        logits = _scores(logits, bias)
+        peak = tf.reduce_max(logits, axis=-1)
+        log_norm = tf.math.log(tf.reduce_sum(tf.exp(logits - peak[:, None]), axis=-1)) + peak
+        return tf.gather(logits, targets, batch_dims=1) - log_norm, log_norm
 
 
-@tf.custom_gradient
-def _xla_target_log_softmax(logits, targets):
-    log_prob, log_norm = _forward(logits, targets)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
+    def _backward(logits, targets, log_norm, upstream, bias=None):
+        """dz = upstream[:, None] * (onehot(target) - softmax(z)) in the logits' dtype, and
+        with a bias also its float32 gradient, the sum of dz over the rows."""
+        probabilities = tf.exp(_scores(logits, bias) - log_norm[:, None])
+        onehot = tf.one_hot(targets, tf.shape(logits)[-1], dtype=tf.float32)
+        d_scores = (onehot - probabilities) * upstream[:, None]
+        if bias is None:
+            return tf.cast(d_scores, logits.dtype)
+        return tf.cast(d_scores, logits.dtype), tf.reduce_sum(d_scores, axis=0)
 
-    def grad(upstream):
-        return _backward(logits, targets, log_norm, tf.cast(upstream, tf.float32)), None
 
-    return log_prob, grad
+    @tf.custom_gradient
+    def _xla_target_log_softmax(logits, targets):
+        log_prob, log_norm = _forward(logits, targets)
+
+        def grad(upstream):
+            return _backward(logits, targets, log_norm, tf.cast(upstream, tf.float32)), None
+
+        return log_prob, grad
 
 
-@tf.custom_gradient
-def _xla_biased_target_log_softmax(logits, bias, targets):
-    log_prob, log_norm = _forward(logits, targets, bias)
+    @tf.custom_gradient
+    def _xla_biased_target_log_softmax(logits, bias, targets):
+        log_prob, log_norm = _forward(logits, targets, bias)
 
-    def grad(upstream):
-        d_logits, d_bias = _backward(logits, targets, log_norm, tf.cast(upstream, tf.float32),
-                                     bias)
-        return d_logits, d_bias, None
+        def grad(upstream):
+            d_logits, d_bias = _backward(logits, targets, log_norm, tf.cast(upstream, tf.float32),
+                                         bias)
+            return d_logits, d_bias, None
 
-    return log_prob, grad
+        return log_prob, grad
 
 
 def target_log_softmax(targets, logits, bias=None):
@@ -122,6 +138,8 @@ def target_log_softmax(targets, logits, bias=None):
         float32 [...]: z_y - logsumexp(z); its gradient reaches `logits` (in their dtype)
         and `bias`.
     """
+    if not backend.is_tensorflow():
+        return reference_target_log_softmax(targets, logits, bias)
     logits = tf.convert_to_tensor(logits)
     targets = tf.cast(targets, tf.int32)
     if bias is not None:

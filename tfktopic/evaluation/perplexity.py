@@ -19,9 +19,9 @@ import weakref
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.evaluation.cross_entropy import row_bucket, target_log_softmax
 from tfktopic.xla import HALF_PRECISION, xla_loops
 
@@ -154,6 +154,10 @@ def gather_real_positions(mask, targets, per_position=(), per_row=(), bucket=1):
     [10.0, 10.0, 30.0]
     """
     mask = ops.cast(mask, "float32")
+    if not backend.is_tensorflow():
+        return _all_positions(mask, targets, per_position, per_row)
+    import tensorflow as tf
+
     index = tf.where(mask > 0)
     rows = index[:, :-1]
     real = RealPositions(index, tf.gather_nd(targets, index), tf.gather_nd(mask, index),
@@ -169,6 +173,25 @@ def gather_real_positions(mask, targets, per_position=(), per_row=(), bucket=1):
     return RealPositions(pad(real.index), pad(real.targets), pad(real.mask),
                          tuple(pad(value) for value in real.per_position),
                          tuple(pad(value) for value in real.per_row))
+
+
+def _all_positions(mask, targets, per_position, per_row):
+    """`gather_real_positions` with static shapes (JAX's compiled steps need them): every
+    position, row-major, padding kept with its mask weight 0 (it adds exactly 0 to every
+    masked sum, so the objective is the same; only the softmax's saving on padding is lost)."""
+    shape = tuple(mask.shape)
+    grid = np.stack(np.unravel_index(np.arange(int(np.prod(shape))), shape), axis=-1).astype(np.int32)
+
+    def flat(value, axes):
+        """`value` with its first `axes` axes (the mask's) flattened into one."""
+        value = ops.convert_to_tensor(value)
+        return ops.reshape(value, (-1,) + tuple(value.shape[axes:]))
+
+    return RealPositions(ops.convert_to_tensor(grid), flat(targets, len(shape)),
+                         flat(mask, len(shape)),
+                         tuple(flat(value, len(shape)) for value in per_position),
+                         tuple(ops.repeat(flat(value, len(shape) - 1), shape[-1], axis=0)
+                               for value in per_row))
 
 
 def gathered_token_nll(head, features, targets, mask):
@@ -229,6 +252,8 @@ class Perplexity(keras.metrics.Metric):
         from_logits: whether predictions are logits or log-probabilities.
         name: metric name.
 
+    ``_direction = "down"``: lower is better (Keras' monitor callbacks read it).
+
     Example:
     >>> metric = Perplexity()
     >>> metric.update_state([[1]], [[[0.0, 0.0]]])
@@ -238,6 +263,7 @@ class Perplexity(keras.metrics.Metric):
 
     def __init__(self, from_logits=True, name="ppl", **kwargs):
         super().__init__(name=name, **kwargs)
+        self._direction = "down"
         self.from_logits = from_logits
         self.nll_sum = self.add_variable(shape=(), initializer="zeros", name="nll_sum")
         self.num_tokens = self.add_variable(shape=(), initializer="zeros", name="num_tokens")
@@ -301,7 +327,9 @@ _SCORERS = weakref.WeakKeyDictionary()
 
 
 def _row_sums_function(predict, from_logits):
-    """A `tf.function` batch -> (nll [B], num_tokens [B]) per row (cached per model)."""
+    """A compiled batch -> (nll [B], num_tokens [B]) per row (cached per model): a
+    `tf.function` under TensorFlow, eager elsewhere (a `jax.jit` of a Keras model
+    would bake its weights of the first call into the program)."""
     cache = _SCORERS.setdefault(predict, {}) if isinstance(predict, keras.Model) else {}
     if from_logits not in cache:
         if isinstance(predict, keras.Model):
@@ -310,7 +338,6 @@ def _row_sums_function(predict, from_logits):
         else:
             call = predict
 
-        @tf.function(reduce_retracing=True)
         def row_sums(batch):
             log_p = masked_token_log_probs(batch["targets"], call(batch), batch.get("mask"),
                                            from_logits)
@@ -320,8 +347,17 @@ def _row_sums_function(predict, from_logits):
             return (-ops.sum(ops.reshape(log_p, (rows, -1)), axis=1),
                     ops.sum(ops.reshape(mask, (rows, -1)), axis=1))
 
-        cache[from_logits] = row_sums
+        cache[from_logits] = _compiled(row_sums)
     return cache[from_logits]
+
+
+def _compiled(function):
+    """`function` compiled by the running backend (TensorFlow: `tf.function`)."""
+    if backend.is_tensorflow():
+        import tensorflow as tf
+
+        return tf.function(function, reduce_retracing=True)
+    return function
 
 
 def evaluate_perplexity(predict, dataset, from_logits=True, protocol="", documents=None):

@@ -35,6 +35,9 @@ are written here once (DESIGN.md §2a, §3); a model supplies
 Any other key (e.g. rGBN's theta samples) is passed on to
 `after_optimizer_step`.
 
+**Backends.** `train_step` / `test_step` are written once per Keras backend
+(TensorFlow, JAX) in `tfktopic.models.steps`; a model writes only `objective`.
+
 **Distribution.** A hand-written mean loss is not rescaled by Keras under a
 `tf.distribute` strategy: `train_step` weights it by this replica's share of
 the global batch's ``units`` (`tfktopic.distribute.replica_share`), so the
@@ -59,9 +62,10 @@ from keras import ops
 
 from tfktopic import pretrained
 from tfktopic.data.vocab import topic_words
-from tfktopic.distribute import global_logs, replica_share
+from tfktopic.distribute import global_logs
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import Perplexity
+from tfktopic.models import steps
 from tfktopic.models.decoding import GENERATION_METHODS, choose_tokens
 
 __all__ = ["TopicLanguageModel"]
@@ -160,24 +164,17 @@ class TopicLanguageModel(keras.Model):
         loss = terms["loss"]
         return loss + sum(self.losses) if self.losses else loss
 
-    def train_step(self, data):
-        """One optimizer step on ``objective(...)["loss"]``, then `after_optimizer_step`."""
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        with tf.GradientTape() as tape:
-            terms = self.objective(data, training=True)
-            loss = self._loss(terms)
-            # Weighted by this replica's share of the global batch's units, the
-            # summed replica gradients are the global batch's gradient.
-            scaled = self.optimizer.scale_loss(loss * replica_share(terms["units"]))
-        gradients = tape.gradient(scaled, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
-        self.after_optimizer_step(data, terms)
-        return self._report(loss, terms)
+    def train_step(self, *args):
+        """One optimizer step on ``objective(...)["loss"]``, then `after_optimizer_step`.
 
-    def test_step(self, data):
-        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        terms = self.objective(data, training=False)
-        return self._report(self._loss(terms), terms)
+        Written once per backend in `tfktopic.models.steps` (TensorFlow: ``(data)``;
+        JAX: ``(state, data)`` -> ``(logs, state)``, as Keras' trainers call it).
+        """
+        return steps.train_step(self, *args)
+
+    def test_step(self, *args):
+        """The objective with ``training=False`` and the metric updates (`steps.test_step`)."""
+        return steps.test_step(self, *args)
 
     def after_optimizer_step(self, data, terms):
         """Called in `train_step` after the optimizer step (default: nothing).

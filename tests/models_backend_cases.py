@@ -1,0 +1,161 @@
+"""Functions that run one model family's step under the process's Keras backend.
+
+Used by `tests/test_models_backends.py` in-process (TensorFlow, the suite's backend) and
+through `tests.backends.run_in_backend` (a fresh ``KERAS_BACKEND=jax`` process); each takes
+and returns numpy values only.
+
+Families: ``bigram`` (the doctest model of `tfktopic.models.base`), ``lstm`` (the sentence
+LSTM LM), ``doc_lstm`` (the streamed document LSTM), and the topic models ``topicrnn``,
+``tcnlm``, ``rgbn_rnn`` (TLASGR inside the step), built small.
+"""
+
+import os
+
+import keras
+import numpy as np
+from keras import ops
+
+from tfktopic.evaluation.perplexity import masked_token_nll
+from tfktopic.models.base import TopicLanguageModel
+
+V, T, B, V_C = 12, 5, 6, 9
+
+
+@keras.saving.register_keras_serializable(package="tfktopic_tests")
+class Bigram(TopicLanguageModel):
+    """The base class's doctest model: a table of next-token logits."""
+
+    def __init__(self, vocab_size, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.table = keras.layers.Embedding(vocab_size, vocab_size)
+
+    def call(self, inputs, training=False):
+        return self.table(inputs["tokens"])
+
+    def objective(self, data, training=False):
+        nll_sum, num_tokens = masked_token_nll(data["targets"], self(data, training=training),
+                                               data["mask"])
+        return {"loss": nll_sum / ops.maximum(num_tokens, 1.0), "units": num_tokens,
+                "nll_sum": nll_sum, "num_tokens": num_tokens}
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size}
+
+
+def batch(seed=0):
+    """A tiny learnable batch: each sentence counts up from a random start (mod V, ids >= 4),
+    the last position padded."""
+    rng = np.random.default_rng(seed)
+    start = rng.integers(4, V, size=(B, 1))
+    tokens = 4 + (start - 4 + np.arange(T)[None]) % (V - 4)
+    targets = 4 + (tokens - 4 + 1) % (V - 4)
+    mask = np.ones((B, T), np.float32)
+    mask[:, -1] = 0.0
+    tokens = np.concatenate([np.ones((B, 1), int), tokens[:, :-1]], axis=1)
+    bow = rng.poisson(1.0, size=(B, V_C)).astype(np.float32)
+    return {"tokens": tokens.astype(np.int32), "targets": targets.astype(np.int32),
+            "mask": mask, "bow": bow}
+
+
+def build(family, dropout=0.0, seed=0):
+    """A small model of `family`, built on `batch()` and compiled with Adam."""
+    keras.utils.set_random_seed(seed)
+    if family == "bigram":
+        model = Bigram(V)
+    elif family == "lstm":
+        from tfktopic.models.lstm_lm import LSTMLanguageModel
+        model = LSTMLanguageModel(V, 8, 16, dropout=dropout)
+    elif family == "doc_lstm":
+        from tfktopic.models.document_lstm import DocumentLSTMLanguageModel as DocumentLSTM
+        model = DocumentLSTM(V, 8, 16, dropout=dropout)
+    elif family == "topicrnn":
+        from tfktopic.models.topicrnn import TopicRNN
+        model = TopicRNN(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16)
+    elif family == "tcnlm":
+        from tfktopic.models.tcnlm import TCNLM
+        model = TCNLM(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16)
+    else:
+        raise ValueError(f"unknown family {family!r}")
+    model.compile(optimizer=keras.optimizers.Adam(0.05))
+    data = stream_batch() if family == "doc_lstm" else batch()
+    model.test_on_batch(data)  # builds every weight
+    return model, data
+
+
+def stream_batch():
+    """`batch()` as one window of parallel document streams (``reset`` flags set)."""
+    data = batch()
+    return {**{k: data[k] for k in ("tokens", "targets", "mask")},
+            "reset": np.ones((B,), np.float32)}
+
+
+def _gradients(model, data):
+    """(terms, gradients of the loss w.r.t. the trainable weights) under this backend."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+        with tf.GradientTape() as tape:
+            terms = model.objective(data, training=False)
+            loss = model._loss(terms)
+        grads = tape.gradient(loss, model.trainable_weights)
+        return terms, [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices -> dense
+    import jax
+
+    def loss_of(values):
+        mapping = list(zip(model.trainable_variables, values)) + [
+            (v, v.value) for v in model.non_trainable_variables]
+        with keras.StatelessScope(state_mapping=mapping):
+            terms = model.objective(data, training=False)
+            return model._loss(terms), terms
+
+    (_, terms), grads = jax.value_and_grad(loss_of, has_aux=True)(
+        [v.value for v in model.trainable_variables])
+    return terms, grads
+
+
+def objective_terms(family, weights=None):
+    """The objective terms and gradients of `family` on `batch()` with the given weights.
+
+    Returns:
+        dict: ``loss``, ``nll_sum``, ``num_tokens``, ``weights`` (the model's weights, to
+        hand to the other backend) and ``gradients`` (one per trainable weight).
+    """
+    model, data = build(family)
+    if weights is not None:
+        model.set_weights(list(weights))
+    data = {k: ops.convert_to_tensor(v) for k, v in data.items()}
+    terms, grads = _gradients(model, data)
+    return {"loss": np.asarray(terms["loss"]), "nll_sum": np.asarray(terms["nll_sum"]),
+            "num_tokens": np.asarray(terms["num_tokens"]),
+            "weights": [np.asarray(w) for w in model.get_weights()],
+            "gradients": [np.asarray(g) for g in grads]}
+
+
+def fit(family, epochs=8, dropout=0.1, seed=3):
+    """`model.fit` from a seed: the epoch losses, the evaluation and the final weights."""
+    model, data = build(family, dropout=dropout, seed=seed)
+    keras.utils.set_random_seed(seed)
+    history = model.fit(data, epochs=epochs, batch_size=B, verbose=0, shuffle=False)
+    evaluation = model.evaluate(data, verbose=0, return_dict=True)
+    return {"loss": np.asarray(history.history["loss"]),
+            "ppl": np.asarray(history.history["ppl"]),
+            "eval_loss": np.asarray(evaluation["loss"]),
+            "weights": [np.asarray(w) for w in model.get_weights()]}
+
+
+def save_and_load(family, path):
+    """Train one epoch, save to `path` (.keras), load it back: both models' logits."""
+    model, data = build(family)
+    model.fit(data, epochs=1, batch_size=B, verbose=0)
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    return {"before": np.asarray(model(data, training=False)),
+            "after": np.asarray(loaded(data, training=False))}
+
+
+def load_outputs(family, path):
+    """The logits on `batch()` of the model saved at `path`."""
+    del family
+    loaded = keras.saving.load_model(path)
+    data = stream_batch() if "doc" in os.path.basename(path) else batch()
+    return {"outputs": np.asarray(loaded(data, training=False))}
