@@ -21,9 +21,9 @@ replicas are not supported (the streams' states are not split across them).
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.layers.initialization import check_initialization, lstm_initializers
 
@@ -83,7 +83,7 @@ class CarriedStateLSTM(keras.layers.Layer):
                          for _ in range(self.num_layers)]
 
     def build(self, input_shape):
-        strategy = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+        strategy = _tf_distribution_strategy()
         if strategy is not None and strategy.num_replicas_in_sync > 1:
             raise ValueError("CarriedStateLSTM: the carried stream states are not split across "
                              f"replicas; train without a distribution strategy "
@@ -135,3 +135,12 @@ class CarriedStateLSTM(keras.layers.Layer):
         return {**super().get_config(), "units": self.units, "num_layers": self.num_layers,
                 "max_streams": self.max_streams, "dropout": self.dropout,
                 "initialization": self.initialization}
+
+
+def _tf_distribution_strategy():
+    """The active `tf.distribute` strategy under TensorFlow, else None (JAX's
+    `keras.distribution` is not checked here)."""
+    if not backend.is_tensorflow():
+        return None
+    import tensorflow as tf
+    return tf.distribute.get_strategy() if tf.distribute.has_strategy() else None

@@ -22,7 +22,7 @@ sigma there; SCN's code and every LSTM use tanh).
   of **all** time steps is one batched product before the recurrence; only
   the recurrent side runs per step: on a CPU in XLA-compiled loops with a
   hand-written backward pass (`tfktopic.layers.factorized_recurrence`), else
-  (a mask, a GPU, ``fast_path=False``) inside one `tf.while_loop`, the reference.
+  (a mask, a GPU, JAX, ``fast_path=False``) in one `keras.ops.scan`, the reference.
 * `TopicExpertsLSTM` -- K independent LSTMs run as one batched recurrence,
   for the naive mixture of experts p(y) = sum_k t_k softmax(V h^(k)) (eq. 7).
 
@@ -30,10 +30,11 @@ Weights are stored gate-major: ``[4, ...]`` in the order (i, f, o, c).
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.layers.factorized_recurrence import factorized_recurrence
+from tfktopic.layers.hoisted_lstm import _gpu_visible
 
 __all__ = ["FactorizedTopicLSTMCell", "FactorizedTopicLSTM", "TopicExpertsLSTM", "lstm_update"]
 
@@ -62,7 +63,8 @@ def lstm_update(pre_i, pre_f, pre_o, pre_c, c):
 
 
 def _recurrence(inputs, mask, h0, c0, step):
-    """Run ``(h, c) = step(x_t, h, c)`` over time in one `tf.while_loop`.
+    """Run ``(h, c) = step(x_t, h, c)`` over time with `keras.ops.scan` (the
+    reference path on every backend).
 
     Args:
         inputs: time-major per-step inputs (a tensor [T, ...]).
@@ -75,24 +77,19 @@ def _recurrence(inputs, mask, h0, c0, step):
     Returns:
         (outputs [T, *h.shape], h_T, c_T).
     """
-    num_steps = tf.shape(inputs)[0]
-    xs = tf.TensorArray(inputs.dtype, size=num_steps).unstack(inputs)
-    ms = None if mask is None else tf.TensorArray(tf.bool, size=num_steps).unstack(mask)
-    outputs = tf.TensorArray(h0.dtype, size=num_steps)
+    def body(carry, xs):
+        h, c = carry
+        x_t, keep = xs
+        h_new, c_new = step(x_t, h, c)
+        if mask is not None:
+            keep = ops.expand_dims(keep, -1)
+            h_new, c_new = ops.where(keep, h_new, h), ops.where(keep, c_new, c)
+        # keras' TensorFlow scan needs y structured like the carry: c_t rides along.
+        return (h_new, c_new), (h_new, c_new)
 
-    def body(t, h, c, outputs):
-        h_new, c_new = step(xs.read(t), h, c)
-        if ms is not None:
-            keep = tf.expand_dims(ms.read(t), -1)
-            h_new, c_new = tf.where(keep, h_new, h), tf.where(keep, c_new, c)
-        return t + 1, h_new, c_new, outputs.write(t, h_new)
-
-    # maximum_iterations bounds the gradient's accumulators, which XLA needs
-    # (`compile(jit_compile=True)`, the GPU default of "auto").
-    _, h, c, outputs = tf.while_loop(lambda t, *_: t < num_steps, body,
-                                     (tf.constant(0), h0, c0, outputs),
-                                     maximum_iterations=num_steps)
-    return outputs.stack(), h, c
+    keep = mask if mask is not None else ops.ones(ops.shape(inputs)[:1], "bool")
+    (h, c), (outputs, _) = ops.scan(body, (h0, c0), (inputs, keep))
+    return outputs, h, c
 
 
 def _stacked_draws(initializer, count, rows, cols, dtype=None):
@@ -113,7 +110,7 @@ def _stacked_draws(initializer, count, rows, cols, dtype=None):
 
 
 def _time_major_mask(mask):
-    return None if mask is None else tf.transpose(tf.cast(mask, tf.bool))
+    return None if mask is None else ops.transpose(ops.cast(mask, "bool"))
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -284,7 +281,7 @@ class FactorizedTopicLSTM(keras.layers.Layer):
     The loop runs on one of two paths (`takes_fast_path`): on a CPU without a
     mask, `factorized_recurrence` (XLA-compiled loops, hand-written backward
     pass; first-order gradients only); with a mask, when a GPU is visible, or
-    with ``fast_path=False``, the reference `tf.while_loop` differentiated by
+    with ``fast_path=False``, the reference `keras.ops.scan` differentiated by
     autodiff. Both give the same values and gradients to float round-off.
 
     Args:
@@ -339,7 +336,7 @@ class FactorizedTopicLSTM(keras.layers.Layer):
         cell = self.cell
         topic = ops.cast(topic, inputs.dtype)
         # [4, B, L, n_h] -> time-major [L, 4, B, n_h]: one product for all steps.
-        input_side = tf.transpose(cell.input_side(inputs, topic), (2, 0, 1, 3))
+        input_side = ops.transpose(cell.input_side(inputs, topic), (2, 0, 1, 3))
         topic_factors = cell.recurrent_topic_factors(topic)
         if self.takes_fast_path(mask):
             outputs, h, c = factorized_recurrence(
@@ -348,24 +345,26 @@ class FactorizedTopicLSTM(keras.layers.Layer):
                 jit_compile=self.jit_compile)
         else:
             if initial_state is None:
-                zeros = tf.zeros((tf.shape(inputs)[0], self.units), inputs.dtype)
+                zeros = ops.zeros((ops.shape(inputs)[0], self.units), inputs.dtype)
                 initial_state = [zeros, zeros]
 
             def step(x_t, h, c):
-                pre_i, pre_f, pre_o, pre_c = tf.unstack(
+                pre_i, pre_f, pre_o, pre_c = ops.unstack(
                     x_t + cell.recurrent_side(h, topic_factors))
                 return lstm_update(pre_i, pre_f, pre_o, pre_c, c)
 
             outputs, h, c = _recurrence(input_side, _time_major_mask(mask), initial_state[0],
                                         initial_state[1], step)
-        outputs = tf.transpose(outputs, (1, 0, 2)) if self.return_sequences else h
+        outputs = ops.transpose(outputs, (1, 0, 2)) if self.return_sequences else h
         return (outputs, h, c) if self.return_state else outputs
 
     def takes_fast_path(self, mask=None):
-        """Whether a call with `mask` runs `factorized_recurrence`: no mask, no GPU
-        visible (there the while loop is the path), and ``fast_path``."""
-        return (self.fast_path and mask is None
-                and not tf.config.list_logical_devices("GPU"))
+        """Whether a call with `mask` runs `factorized_recurrence` (TensorFlow's
+        custom-gradient kernel): the TensorFlow backend (the one hook,
+        `tfktopic.backend.is_tensorflow`), no mask, no GPU visible (there the
+        `keras.ops.scan` reference is the path), and ``fast_path``."""
+        return (self.fast_path and mask is None and backend.is_tensorflow()
+                and not _gpu_visible())
 
     def compute_mask(self, inputs, topic=None, mask=None, initial_state=None):
         return mask if self.return_sequences else None
@@ -387,7 +386,7 @@ class TopicExpertsLSTM(keras.layers.Layer):
     The naive mixture of experts of TCNLM eq. (7) has one RNN per topic,
     h_m^(k) = LSTM_k(x, h_{m-1}^(k)); the output mixes the experts'
     softmaxes with the topic proportions (done by the model). Here the K
-    LSTMs share one `tf.while_loop` with batched matmuls; their weights are
+    LSTMs share one `keras.ops.scan` with batched matmuls; their weights are
     independent. Expert k's ``kernel[k]``, ``recurrent_kernel[k]`` and
     ``bias[k]`` have the layout (gate order i, f, c, o) of `keras.layers.LSTM`.
 
@@ -456,22 +455,22 @@ class TopicExpertsLSTM(keras.layers.Layer):
     def call(self, inputs, mask=None, initial_state=None, training=False):
         # Input side of all steps and experts at once: time-major [L, K, B, 4 n_h].
         if len(inputs.shape) == 3:
-            input_side = tf.einsum("blx,kxg->lkbg", inputs, self.kernel)
+            input_side = ops.einsum("blx,kxg->lkbg", inputs, self.kernel)
         else:
-            input_side = tf.einsum("blkx,kxg->lkbg", inputs, self.kernel)
+            input_side = ops.einsum("blkx,kxg->lkbg", inputs, self.kernel)
         input_side = input_side + self.bias[None, :, None, :]
         if initial_state is None:
-            zeros = tf.zeros((self.num_experts, tf.shape(inputs)[0], self.units), inputs.dtype)
+            zeros = ops.zeros((self.num_experts, ops.shape(inputs)[0], self.units), inputs.dtype)
             initial_state = [zeros, zeros]
 
         def step(x_t, h, c):
-            pre = x_t + tf.matmul(h, self.recurrent_kernel)                 # [K, B, 4 n_h]
-            pre_i, pre_f, pre_c, pre_o = tf.split(pre, 4, axis=-1)   # keras.layers.LSTM order
+            pre = x_t + ops.matmul(h, self.recurrent_kernel)                 # [K, B, 4 n_h]
+            pre_i, pre_f, pre_c, pre_o = ops.split(pre, 4, axis=-1)   # keras.layers.LSTM order
             return lstm_update(pre_i, pre_f, pre_o, pre_c, c)
 
         outputs, h, c = _recurrence(input_side, _time_major_mask(mask), initial_state[0],
                                     initial_state[1], step)
-        outputs = tf.transpose(outputs, (2, 0, 1, 3))                        # [B, L, K, n_h]
+        outputs = ops.transpose(outputs, (2, 0, 1, 3))                        # [B, L, K, n_h]
         return (outputs, h, c) if self.return_state else outputs
 
     def compute_mask(self, inputs, mask=None, initial_state=None):

@@ -47,8 +47,6 @@ load: before 0.65 (load ~2) and 0.60 (load ~5); after 0.74 and 0.78 (load
 load ~5, this path gave TCNLM 1.22x (fastest round) and 1.34x (median) the
 tokens/s of the while loop (0.63 / 0.70 of the Keras LSTM LM against 0.52).
 """
-import tensorflow as tf
-
 from tfktopic.layers.hoisted_lstm import BATCH_BUCKET, xla_loops
 
 __all__ = ["factorized_recurrence"]
@@ -72,12 +70,14 @@ def factorized_recurrence(input_side, topic_factors, factor_kernel, output_kerne
     Returns:
         (outputs, h_L, c_L): float [L, B, n_h] (time-major) and [B, n_h] twice.
 
-    Example (L = 5 steps, B = 2, n_h = 3, n_f = 6):
+    Example (L = 5 steps, B = 2, n_h = 3, n_f = 6; TensorFlow backend):
+    >>> import tensorflow as tf
     >>> outputs, h, c = factorized_recurrence(
     ...     tf.zeros((5, 4, 2, 3)), tf.ones((4, 2, 6)), tf.zeros((4, 3, 6)), tf.zeros((4, 6, 3)))
     >>> tuple(outputs.shape), tuple(c.shape)
     ((5, 2, 3), (2, 3))
     """
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     input_side = tf.convert_to_tensor(input_side)
     dtype = input_side.dtype
     topic_factors, factor_kernel, output_kernel = (
@@ -108,18 +108,21 @@ def factorized_recurrence(input_side, topic_factors, factor_kernel, output_kerne
 
 def _concat_gates(factor_kernel):
     """U_*c of the four gates side by side: [n_h, 4 n_f] (gate-major columns)."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     shape = tf.shape(factor_kernel)
     return tf.reshape(tf.transpose(factor_kernel, (1, 0, 2)), (shape[1], 4 * shape[2]))
 
 
 def _gate_major(batch_major):
     """[B, 4 n_f] (gate-major columns) -> [4, B, n_f]."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     shape = tf.shape(batch_major)
     return tf.transpose(tf.reshape(batch_major, (shape[0], 4, shape[1] // 4)), (1, 0, 2))
 
 
 def _batch_major(gate_major):
     """[4, B, n_f] -> [B, 4 n_f] (the inverse of `_gate_major`)."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     shape = tf.shape(gate_major)
     return tf.reshape(tf.transpose(gate_major, (1, 0, 2)), (shape[1], 4 * shape[2]))
 
@@ -128,6 +131,7 @@ def _forward_loop(input_side, topic_factors, factor_kernel, output_kernel, h_0, 
     """Forward pass (eqs. 13-15): h and c of every step [L, B, n_h], the activated
     gates i, f, o, g [L, 4, B, n_h], the factors a_t = h_{t-1} U_*c and s ⊙ a_t
     [L, 4, B, n_f]."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     factors_side_by_side = _concat_gates(factor_kernel)
 
     def step(carry, x_t):
@@ -148,6 +152,7 @@ def _backward_loop(d_hidden, d_c_last, topic_factors, factor_kernel, output_kern
                    hidden, cells, gates, factors, topic_a):
     """Gradients (dX, ds, dU_c, dU_a, dh_0, dc_0) of sum(d_hidden * h) + sum(d_c_last * c_L)
     (equations: `_make_recurrence`)."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     previous_h = tf.concat([h_0[None], hidden[:-1]], axis=0)
     previous_c = tf.concat([c_0[None], cells[:-1]], axis=0)
     factors_side_by_side_t = tf.transpose(_concat_gates(factor_kernel))             # [4n_f, n_h]
@@ -203,6 +208,7 @@ def _make_recurrence(forward, backward):
 
     and dh_0, dc_0 are the carried dh and dc left after step 1.
     """
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     @tf.custom_gradient
     def recurrence(input_side, topic_factors, factor_kernel, output_kernel, h_0, c_0):
         # The gradient is `grad`: no tape needs the loops' own.
@@ -223,8 +229,20 @@ def _make_recurrence(forward, backward):
     return recurrence
 
 
-#: The recurrence with plain (False) or XLA-compiled (True) loops.
-_RECURRENCE = {False: _make_recurrence(_forward_loop, _backward_loop),
-               True: _make_recurrence(
-                   tf.function(_forward_loop, jit_compile=True, reduce_retracing=True),
-                   tf.function(_backward_loop, jit_compile=True, reduce_retracing=True))}
+class _Recurrences(dict):
+    """The recurrence with plain (False) or XLA-compiled (True) loops, built on
+    first use (so that importing this module does not import TensorFlow)."""
+
+    def __missing__(self, jit):
+        import tensorflow as tf
+        if jit:
+            recurrence = _make_recurrence(
+                tf.function(_forward_loop, jit_compile=True, reduce_retracing=True),
+                tf.function(_backward_loop, jit_compile=True, reduce_retracing=True))
+        else:
+            recurrence = _make_recurrence(_forward_loop, _backward_loop)
+        self[jit] = recurrence
+        return recurrence
+
+
+_RECURRENCE = _Recurrences()

@@ -26,8 +26,8 @@ GPU, and for every option this path does not cover, the layer runs Keras' own
 implementation (cuDNN on a GPU).
 """
 import keras
-import tensorflow as tf
 
+from tfktopic import backend
 from tfktopic.xla import XLA_LOOPS_VARIABLE, xla_loops  # noqa: F401 (re-exported)
 
 __all__ = ["HoistedLSTM", "hoistable", "hoisted_lstm_sequence", "run_lstm", "use_keras_lstm",
@@ -95,6 +95,8 @@ def hoistable(layer, initial_state=None, mask=None, training=False):
         the cell (when training), no mask, and no GPU.
     """
     del initial_state  # both are covered
+    if not backend.is_tensorflow():   # the one hook: the fast path is TensorFlow's kernel
+        return False
     if not isinstance(layer, keras.layers.LSTM):   # a GRU / SimpleRNN is not this recurrence
         return False
     if getattr(layer, _KERAS_PATH, False):   # `use_keras_lstm`
@@ -107,7 +109,13 @@ def hoistable(layer, initial_state=None, mask=None, training=False):
             and cell.use_bias
             and cell.activation is keras.activations.tanh
             and cell.recurrent_activation is keras.activations.sigmoid
-            and not tf.config.list_logical_devices("GPU"))
+            and not _gpu_visible())
+
+
+def _gpu_visible():
+    """Whether TensorFlow sees a GPU (there Keras' LSTM runs cuDNN instead)."""
+    import tensorflow as tf
+    return bool(tf.config.list_logical_devices("GPU"))
 
 
 #: The attribute `use_keras_lstm` sets on a layer.
@@ -171,6 +179,7 @@ def run_lstm(layer, inputs, training=False, jit_compile=True, initial_state=None
 
 def _hoisted_call(layer, inputs, initial_state, jit_compile):
     """The fast path of a `hoistable` LSTM layer, returning what the layer would."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     if not layer.built:   # first call of a model that did not build it (as Keras' call would)
         layer.build(tuple(inputs.shape))
     if layer.stateful:    # Keras' stateful RNN: start from, and then keep, its state variables
@@ -204,6 +213,7 @@ def hoisted_lstm_sequence(inputs, kernel, recurrent_kernel, bias, jit_compile=Tr
     Returns:
         float [N, T, H]; with `return_state`, ``(outputs, h_T, c_T)``.
     """
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     inputs = tf.convert_to_tensor(inputs)
     weights = [tf.cast(tf.convert_to_tensor(w), inputs.dtype)
                for w in (kernel, recurrent_kernel, bias)]
@@ -236,6 +246,7 @@ def hoisted_lstm_sequence(inputs, kernel, recurrent_kernel, bias, jit_compile=Tr
 def _forward_loop(inputs, kernel, recurrent_kernel, bias, h_0, c_0):
     """Forward pass over time-major inputs [T, N, D] from (h_0, c_0): h, c and the
     gates i, f, g, o of every step, each [T, N, H]."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     projections = tf.einsum("tnd,dg->tng", inputs, kernel) + bias
     zeros = tf.zeros_like(h_0)
 
@@ -253,6 +264,7 @@ def _backward_loop(d_hidden, d_c_last, inputs, kernel, recurrent_kernel, h_0, c_
                    cells, i, f, g, o):
     """Gradients (dx, dW, dU, db, dh_0, dc_0) of sum(d_hidden * h) + sum(d_c_last * c_T)
     (equations: `_make_lstm`)."""
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     previous_h = tf.concat([h_0[None], hidden[:-1]], axis=0)
     previous_c = tf.concat([c_0[None], cells[:-1]], axis=0)
     recurrent_t = tf.transpose(recurrent_kernel)
@@ -292,6 +304,7 @@ def _make_lstm(forward, backward):
     dx_t = dz_t W^T, each one product over all steps; dh_0 and dc_0 are the
     carried dh_0 = dz_1 U^T and dc_0 = dc_1 f_1.
     """
+    import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     @tf.custom_gradient
     def lstm(inputs, kernel, recurrent_kernel, bias, h_0, c_0):
         # The gradient is `grad`: no tape needs the loops' own (an XLA program
@@ -311,8 +324,20 @@ def _make_lstm(forward, backward):
     return lstm
 
 
-#: The time-major LSTM with plain (False) or XLA-compiled (True) loops.
-_LSTM = {False: _make_lstm(_forward_loop, _backward_loop),
-         True: _make_lstm(tf.function(_forward_loop, jit_compile=True, reduce_retracing=True),
-                          tf.function(_backward_loop, jit_compile=True,
-                                      reduce_retracing=True))}
+class _Loops(dict):
+    """The time-major LSTM with plain (False) or XLA-compiled (True) loops,
+    built on first use (so that importing this module does not import TensorFlow)."""
+
+    def __missing__(self, jit):
+        import tensorflow as tf
+        if jit:
+            lstm = _make_lstm(tf.function(_forward_loop, jit_compile=True, reduce_retracing=True),
+                              tf.function(_backward_loop, jit_compile=True,
+                                          reduce_retracing=True))
+        else:
+            lstm = _make_lstm(_forward_loop, _backward_loop)
+        self[jit] = lstm
+        return lstm
+
+
+_LSTM = _Loops()

@@ -11,14 +11,12 @@
 """
 
 import keras
-import tensorflow_probability as tfp
 from keras import ops
 
+from tfktopic.distributions import gaussian_standard_kl
 from tfktopic.layers.weibull import WeibullSampler
 
 __all__ = ["GaussianTopicEncoder", "RecurrentWeibullEncoder", "normalize_bow"]
-
-tfd = tfp.distributions
 
 BOW_NORMALIZATIONS = ("none", "total", "log1p")
 
@@ -124,19 +122,13 @@ class GaussianTopicEncoder(keras.layers.Layer):
             theta = mean
         return theta, mean, log_std
 
-    def posterior(self, mean, log_std):
-        """q(theta | d) as a TFP distribution (event shape [K])."""
-        return tfd.MultivariateNormalDiag(loc=mean, scale_diag=ops.exp(log_std))
-
     def kl(self, mean, log_std):
         """KL(q(theta | d) || N(0, I)) per example, float [B].
 
         Closed form 1/2 sum_k (mu_k^2 + sigma_k^2 - 2 log sigma_k - 1)
-        (TopicRNN §3; TCNLM eq. (17)), computed by TFP.
+        (TopicRNN §3; TCNLM eq. (17)): `tfktopic.distributions.gaussian_standard_kl`.
         """
-        prior = tfd.MultivariateNormalDiag(loc=ops.zeros_like(mean),
-                                           scale_diag=ops.ones_like(mean))
-        return tfd.kl_divergence(self.posterior(mean, log_std), prior)
+        return gaussian_standard_kl(mean, log_std)
 
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape)[:-1] + (self.num_topics,)

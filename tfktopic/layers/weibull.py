@@ -7,92 +7,25 @@ Weibull distribution q(theta) = Weibull(k, lam) (shape k, scale lam), because
   theta = lam * (-log(1 - u))^(1/k), u ~ U(0, 1);
 * its KL divergence to the gamma prior is closed form (see `weibull_gamma_kl`).
 
-This module holds the three formulas, each written once:
+The formulas live once in `tfktopic.distributions` (re-exported here):
 
 * `weibull_mean(k, lam)` = lam * Gamma(1 + 1/k);
 * `weibull_gamma_kl(k, lam, alpha, beta)` = KL(Weibull(k, lam) || Gamma(alpha, beta))
   with **beta a rate** (p(x) ∝ x^(alpha-1) exp(-beta x)), the parameterisation
   of the paper's ELBO (eq. 7, "Gam(., tau0)" with tau0 a rate) and of the
-  released code's ``KL_GamWei`` (reference rgbn_rnn.md §1.3): TFP's registered
-  KL with the numeric floors applied to its inputs;
-* `WeibullSampler`, the reparameterised sampling layer.
+  released code's ``KL_GamWei`` (reference rgbn_rnn.md §1.3);
+
+this module holds `WeibullSampler`, the reparameterised sampling layer.
 """
 
 import keras
 import numpy as np
-import tensorflow as tf
-import tensorflow_probability as tfp
 from keras import ops
 
-__all__ = ["WeibullSampler", "weibull_mean", "weibull_gamma_kl"]
+from tfktopic.distributions import (LOG_FLOOR, MIN_GAMMA_SHAPE, weibull_gamma_kl, weibull_mean,
+                                    weibull_sample)
 
-tfd = tfp.distributions
-
-#: The reference code's floor inside logarithms (``real_min``).
-LOG_FLOOR = 2.2e-20
-#: Floor on the gamma shape before lnGamma (reference rgbn_rnn.md §8.6).
-MIN_GAMMA_SHAPE = 1e-10
-
-
-def _safe_log(x):
-    return ops.log(ops.maximum(x, LOG_FLOOR))
-
-
-def weibull_mean(k, lam):
-    """Mean of Weibull(k, lam): lam * Gamma(1 + 1/k).
-
-    Args:
-        k: float tensor, shape parameter (> 0); broadcasts against `lam`.
-        lam: float tensor, scale parameter (> 0).
-
-    Returns:
-        float tensor of the broadcast shape.
-    """
-    k = ops.convert_to_tensor(k)
-    lam = ops.cast(ops.convert_to_tensor(lam), k.dtype)
-    # keras.ops has no lgamma (reference §8.1): TensorFlow backend op.
-    return lam * ops.exp(tf.math.lgamma(1.0 + 1.0 / k))
-
-
-def weibull_gamma_kl(k, lam, alpha, beta=1.0):
-    """KL(Weibull(k, lam) || Gamma(alpha, rate beta)), closed form, elementwise.
-
-    The KL term of the ELBO (Guo et al. 2020, eq. 7; as in WHAI, Zhang et al.
-    2018; reference rgbn_rnn.md §1.3, whose code returns -KL). With
-    gamma = Euler's constant it is
-
-        KL = log k - alpha log(lam beta) + lnGamma(alpha)
-             + gamma (alpha / k - 1) + lam beta Gamma(1 + 1/k) - 1,
-
-    computed by TFP's registered ``kl_divergence(Weibull, Gamma)``. The numeric
-    floors are applied to its inputs: k, lam and beta at 2.2e-20 (the reference
-    code's floor inside logarithms) and alpha at 1e-10 (reference §8.6: tiny
-    prior shapes such as Pi theta_{j-1} would otherwise give huge lnGamma
-    values). Below a floor the gradient with respect to that input is zero.
-    tests/test_weibull.py checks the values and gradients against the
-    expanded closed form (minus the Weibull entropy, minus E_q[log prior]) and
-    against Monte Carlo at the model's parameter ranges.
-
-    Args:
-        k: Weibull shape (> 0), e.g. [B, J, 1] (one per sentence) or [B, J, K].
-        lam: Weibull scale (> 0), [B, J, K].
-        alpha: gamma shape of the prior (> 0), broadcastable.
-        beta: gamma **rate** of the prior (> 0); the models use tau0 = 1.
-
-    Returns:
-        float tensor of the broadcast shape (the dtype of `k`): the KL per
-        topic (sum it over topics / sentences yourself).
-    """
-    k = ops.convert_to_tensor(k)
-    dtype = k.dtype
-
-    def floored(value, floor):
-        return ops.maximum(ops.cast(ops.convert_to_tensor(value), dtype), floor)
-
-    posterior = tfd.Weibull(concentration=floored(k, LOG_FLOOR), scale=floored(lam, LOG_FLOOR))
-    prior = tfd.Gamma(concentration=floored(alpha, MIN_GAMMA_SHAPE),
-                      rate=floored(beta, LOG_FLOOR))
-    return tfd.kl_divergence(posterior, prior)
+__all__ = ["WeibullSampler", "weibull_mean", "weibull_gamma_kl", "LOG_FLOOR", "MIN_GAMMA_SHAPE"]
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -155,9 +88,7 @@ class WeibullSampler(keras.layers.Layer):
         u = keras.random.uniform(shape, dtype=self.compute_dtype, seed=self.seed_generator)
         if self.uniform_eps > 0:
             u = ops.clip(u, self.uniform_eps, 1.0 - self.uniform_eps)
-        # -log(1 - u), floored at the reference code's 2.2e-20 (u = 0 gives 0).
-        exponential = ops.maximum(-ops.log1p(-u), LOG_FLOOR)
-        return ops.exp(_safe_log(lam) + ops.log(exponential) / k)
+        return weibull_sample(u, k, lam)
 
     def compute_output_shape(self, k_shape, lam_shape):
         k_shape, lam_shape = tuple(k_shape), tuple(lam_shape)

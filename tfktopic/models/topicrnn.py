@@ -74,9 +74,9 @@ import warnings
 import keras
 import numpy as np
 import tensorflow as tf
-import tensorflow_probability as tfp
 from keras import ops
 
+from tfktopic.distributions import bernoulli_log_prob_from_logits
 from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
 from tfktopic.layers.hoisted_lstm import run_lstm
@@ -92,8 +92,6 @@ from tfktopic.models.schedules import annealing_weight, check_steps, optimizer_s
 
 __all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier",
            "elbo_terms"]
-
-tfd = tfp.distributions
 
 CELLS = {"rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
@@ -145,7 +143,8 @@ def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_we
     outputs = gate(real.per_position[0], stop_indicator=stop, marginal=not training,
                    bias=real.per_row[0])
     token_nll, num_tokens = masked_token_nll(real.targets, outputs["logits"], real.mask)
-    stop_log_prob = tfd.Bernoulli(logits=outputs["stop_logits"], dtype="float32").log_prob(stop)
+    stop_log_prob = bernoulli_log_prob_from_logits(
+        stop, ops.cast(outputs["stop_logits"], "float32"))
     kl = ops.cast(encoder.kl(mean, log_std), "float32")
     terms = {"token_nll": token_nll, "stop_nll": -ops.sum(stop_log_prob * real.mask),
              "kl": ops.sum(kl_weights * kl), "num_tokens": num_tokens}
