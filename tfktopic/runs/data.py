@@ -72,8 +72,32 @@ def read_corpus(source, format, data, max_documents=None, subset_seed=None):
         kwargs["sentences_per_document"] = int(data.get("sentences_per_document", 10))
     if format == "imdb" and max_documents and subset_seed is None:
         kwargs["limit"] = int(max_documents)
+    if format in ("tdlm", "ptb") and str(source) != "lee" and given_split(source) is None:
+        _refuse_too_few_documents(source, format, kwargs, max_documents)
     corpus = load_corpus(source, format=format, **kwargs)
     return subset_documents(corpus, max_documents, subset_seed)
+
+
+def _empty_parts(num_documents, seed=0):
+    """The parts of the 80/10/10 split that `num_documents` documents leave empty."""
+    from tfktopic.data import Corpus
+
+    parts = Corpus([[]] * int(num_documents)).split(SPLIT, seed=seed)
+    return [name for name, part in zip(("train", "valid", "test"), parts) if len(part) == 0]
+
+
+def _refuse_too_few_documents(source, format, kwargs, max_documents):
+    """Refuse, after a cheap count and before any parsing, a corpus too small to split."""
+    from tfktopic.data.corpora import count_documents
+
+    n = count_documents(source, format, kwargs.get("sentences_per_document", 10))
+    if max_documents:
+        n = min(n, int(max_documents))
+    empty = _empty_parts(n) if n < 1000 else []
+    if empty:
+        raise TfktopicError(
+            f"{source}: {n} documents leave the {'/'.join(empty)} split empty (80/10/10 by "
+            "document); use a corpus (or --max-documents) of at least 10 documents")
 
 
 def subset_documents(corpus, max_documents=None, subset_seed=None):
