@@ -227,10 +227,10 @@ def test_one_document_corpus_is_refused_before_parsing(tmp_path, monkeypatch):
     path.write_text(" ".join(["word"] * 200000) + "\n")
     monkeypatch.setattr(corpora, "read_tdlm", lambda *a, **k: pytest.fail("parsed the file"))
     with pytest.raises(TfktopicError, match="1 documents leave the valid/test split empty"):
-        read_corpus(str(path), "tdlm", {})
+        read_corpus(str(path), "tdlm", {}, will_split=True)
     (tmp_path / "nine.txt").write_text("a b\tc\n" * 4)
     with pytest.raises(TfktopicError, match="4 documents leave the test split empty"):
-        read_corpus(str(tmp_path / "nine.txt"), "tdlm", {})
+        read_corpus(str(tmp_path / "nine.txt"), "tdlm", {}, will_split=True)
 
 
 def test_count_documents_matches_the_readers(tmp_path):
@@ -242,3 +242,16 @@ def test_count_documents_matches_the_readers(tmp_path):
     ptb = tmp_path / "p.txt"
     ptb.write_text("".join(f"w{i} x\n" for i in range(23)) + "last")
     assert count_documents(ptb, "ptb", 10) == len(read_ptb(ptb, 10)) == 3
+
+
+def test_prepare_data_refuses_a_one_document_file_before_parsing(tmp_path, monkeypatch):
+    from tfktopic.data import corpora as corpora_module
+    from tfktopic.errors import TfktopicError
+    from tfktopic.runs import DATA_DEFAULTS
+    from tfktopic.runs.data import prepare_data
+
+    path = tmp_path / "one.txt"
+    path.write_text(" ".join(["word"] * 1000) + "\n")
+    monkeypatch.setattr(corpora_module, "read_tdlm", lambda *a, **k: pytest.fail("parsed"))
+    with pytest.raises(TfktopicError, match="1 documents leave the valid/test split empty"):
+        prepare_data({"name": "lstm", "data": dict(DATA_DEFAULTS)}, str(path), format="tdlm")
