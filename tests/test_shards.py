@@ -129,3 +129,30 @@ def test_manifest_lists_complete_shards_and_a_killed_preparation_is_not_trusted(
     (out / manifest["kinds"]["streams"]["shards"][0]["file"]).write_bytes(b"garbage")
     with pytest.raises(ValueError, match="does not match its manifest checksum"):
         read_manifest(out, verify=True)
+
+
+def test_prepare_command_splits_like_the_in_memory_path(tmp_path):
+    from tfktopic.cli import main
+    from tfktopic.data import Corpus
+    from tfktopic.data.shards import iter_documents
+
+    path = shared_file("apnews/toy-train.txt")
+    out = tmp_path / "prep"
+    main(["prepare", str(path), "--out", str(out), "--kinds", "sentences", "streams"])
+    corpus = Corpus(list(iter_documents(path, "tdlm")))
+    train, valid, _ = corpus.split((0.8, 0.1, 0.1), seed=0)
+    lm = Vocabulary.build(train, min_count=3)
+    assert Vocabulary.load(out / "train" / "lm_vocab.json") == lm
+    topic = TopicVocabulary.build(train, lm)
+    # the shards keep file order within a part (Corpus.split keeps the permutation's order)
+    from tfktopic.data.shards import split_membership
+    member = split_membership(len(corpus), (0.8, 0.1, 0.1), seed=0)
+    in_file_order = corpus.subset(np.flatnonzero(member == 1).tolist())
+    assert sorted(map(str, in_file_order.documents)) == sorted(map(str, valid.documents))
+    expected = sentence_examples(in_file_order, lm, topic)
+    rows = list(ShardReader(out / "valid", "sentences", shuffle=False))
+    np.testing.assert_array_equal(np.stack([r["tokens"] for r in rows]), expected.tokens)
+    for i, row in enumerate(rows):
+        np.testing.assert_array_equal(row["context"], expected.context(i))
+    assert len(list(ShardReader(out / "test", "streams", shuffle=False))) == len(corpus) - len(
+        train) - len(valid)

@@ -393,3 +393,93 @@ def tf_dataset(reader, batch_size):
                  "doc_targets": tf.TensorSpec([None], tf.float32)}
     return tf.data.Dataset.from_generator(lambda: reader.batches(batch_size),
                                           output_signature=signature)
+
+
+def iter_documents(path, format, sentences_per_document=10):
+    """Stream the documents of a TDLM or PTB file one at a time (none kept).
+
+    Yields the documents `read_tdlm` / `read_ptb` return (empty lines skipped).
+    """
+    from tfktopic.data.corpora import decoded_lines
+
+    if format == "tdlm":
+        for _, line in decoded_lines(path):
+            document = [s for s in (part.split() for part in line.split("\t")) if s]
+            if document:
+                yield document
+    elif format == "ptb":
+        block = []
+        for _, line in decoded_lines(path):
+            tokens = line.split()
+            if tokens:
+                block.append(tokens)
+            if len(block) == int(sentences_per_document):
+                yield block
+                block = []
+        if block:
+            yield block
+    else:
+        raise ValueError(f"streamed preparation reads tdlm or ptb files, got {format!r}")
+
+
+def split_membership(num_documents, fractions, seed=0):
+    """int8 [num_documents]: the part (0 train, 1 valid, 2 test) of each document,
+    the same parts as `Corpus.split(fractions, seed)`."""
+    import random
+
+    order = list(range(int(num_documents)))
+    random.Random(seed).shuffle(order)
+    member = np.zeros(int(num_documents), np.int8)
+    bounds, total = [0], 0.0
+    for fraction in fractions:
+        total += fraction
+        bounds.append(round(total * len(order)))
+    for part, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        member[order[a:b]] = part
+    return member
+
+
+def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
+                   sentences_per_document=10, **options):
+    """Split a TDLM/PTB file 80/10/10 by document (as `Corpus.split`) and prepare
+    ``out/train`` (vocabularies built there), ``out/valid`` and ``out/test``.
+
+    Returns:
+        dict part -> manifest.
+    """
+    from tfktopic.data.corpora import count_documents
+
+    member = split_membership(count_documents(path, format, sentences_per_document),
+                              fractions, seed)
+
+    def part(index):
+        return lambda: (d for d, m in zip(iter_documents(path, format, sentences_per_document),
+                                          member) if m == index)
+
+    out = pathlib.Path(out)
+    manifests = {"train": prepare_directory(part(0), out / "train", **options)}
+    lm_vocab = Vocabulary.load(out / "train" / "lm_vocab.json")
+    topic_vocab = TopicVocabulary.load(out / "train" / "topic_vocab.json", lm_vocab)
+    kinds = options.get("kinds", ("sentences",))
+    for index, name in ((1, "valid"), (2, "test")):
+        directory = out / name
+        directory.mkdir(parents=True, exist_ok=True)
+        manifest = {"format_version": FORMAT_VERSION, "lm_vocab_checksum": lm_vocab.checksum,
+                    "topic_vocab_checksum": topic_vocab.checksum,
+                    "topic_vocab_size": len(topic_vocab), "kinds": {}}
+        for kind in kinds:
+            if kind == "sentences":
+                max_len = options.get("max_len", 30)
+                context_len = options.get("context_len", 300)
+                shards = write_sentence_shards(part(index)(), lm_vocab, topic_vocab, directory,
+                                               max_len, context_len,
+                                               options.get("protocol", "preceding"))
+                manifest["kinds"][kind] = {"max_len": max_len, "context_len": context_len,
+                                           "protocol": options.get("protocol", "preceding"),
+                                           "shards": shards}
+            else:
+                manifest["kinds"][kind] = {"shards": write_stream_shards(
+                    part(index)(), lm_vocab, topic_vocab, directory)}
+        write_json(directory / MANIFEST, manifest)
+        manifests[name] = manifest
+    return manifests
