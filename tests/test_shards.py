@@ -109,6 +109,20 @@ def test_two_workers_see_disjoint_examples_whose_union_is_the_epoch(prepared):
     assert sorted(a + b) == sorted(epoch)
 
 
+def test_tf_dataset_over_shards_yields_the_reader_batches(prepared):
+    from tfktopic.data.shards import tf_dataset
+
+    out, manifest = prepared
+    reader = ShardReader(out, "sentences", shuffle=False)
+    expected = list(ShardReader(out, "sentences", shuffle=False).batches(64))
+    batches = list(tf_dataset(reader, 64))
+    assert len(batches) == len(expected)
+    for got, want in zip(batches[:3], expected[:3]):
+        for key in want:
+            np.testing.assert_array_equal(got[key].numpy(), want[key])
+    assert batches[0]["context_bow"].shape[1] == manifest["topic_vocab_size"]
+
+
 def test_manifest_lists_complete_shards_and_a_killed_preparation_is_not_trusted(
         corpus, prepared, tmp_path):
     out, manifest = prepared
