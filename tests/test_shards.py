@@ -152,7 +152,7 @@ def test_prepare_command_splits_like_the_in_memory_path(tmp_path):
 
     path = shared_file("apnews/toy-train.txt")
     out = tmp_path / "prep"
-    main(["prepare", str(path), "--out", str(out), "--kinds", "sentences", "streams"])
+    assert main(["prepare", str(path), "--out", str(out), "--kinds", "sentences", "streams"]) == 0
     corpus = Corpus(list(iter_documents(path, "tdlm")))
     train, valid, _ = corpus.split((0.8, 0.1, 0.1), seed=0)
     lm = Vocabulary.build(train, min_count=3)

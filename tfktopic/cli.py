@@ -217,6 +217,7 @@ def _prepare(args):
         counts = {kind: sum(s["count"] for s in entry["shards"])
                   for kind, entry in manifest["kinds"].items()}
         print(f"{part}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    return 0
 
 
 def _positive(text):
