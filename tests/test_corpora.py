@@ -186,3 +186,72 @@ def test_unknown_format_and_uninferable_format(tmp_path):
     with pytest.raises(ValueError, match="pass format="):
         load_corpus(path)
     assert corpora.FORMATS == ("tdlm", "ptb", "imdb", "text", "lee")
+
+
+# ---------------------------------------------------------------- bad input, said in one line
+def test_truncated_gzip_is_one_line_naming_the_file(tmp_path):
+    import gzip as gzip_lib
+
+    from tfktopic.data.corpora import count_documents, decoded_lines
+    from tfktopic.errors import CorpusFormatError
+
+    path = tmp_path / "docs.txt.gz"
+    data = gzip_lib.compress(("a b c\tdef g\n" * 2000).encode())
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorpusFormatError) as info:
+        list(decoded_lines(path))
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and "truncated" in message
+    with pytest.raises(CorpusFormatError, match="truncated"):
+        count_documents(path, "tdlm")
+
+
+def test_gzip_file_named_txt_is_reported_as_gzip(tmp_path):
+    import gzip as gzip_lib
+
+    from tfktopic.data.corpora import read_tdlm
+    from tfktopic.errors import CorpusFormatError
+
+    path = tmp_path / "docs.txt"
+    path.write_bytes(gzip_lib.compress(b"a b\tc d\n"))
+    with pytest.raises(CorpusFormatError, match=r"docs\.txt: is gzip-compressed .* 1f 8b"):
+        read_tdlm(path)
+
+
+def test_one_document_corpus_is_refused_before_parsing(tmp_path, monkeypatch):
+    from tfktopic.data import corpora
+    from tfktopic.errors import TfktopicError
+    from tfktopic.runs.data import read_corpus
+
+    path = tmp_path / "one.txt"
+    path.write_text(" ".join(["word"] * 200000) + "\n")
+    monkeypatch.setattr(corpora, "read_tdlm", lambda *a, **k: pytest.fail("parsed the file"))
+    with pytest.raises(TfktopicError, match="1 documents leave the valid/test split empty"):
+        read_corpus(str(path), "tdlm", {}, will_split=True)
+    (tmp_path / "nine.txt").write_text("a b\tc\n" * 4)
+    with pytest.raises(TfktopicError, match="4 documents leave the test split empty"):
+        read_corpus(str(tmp_path / "nine.txt"), "tdlm", {}, will_split=True)
+
+
+def test_count_documents_matches_the_readers(tmp_path):
+    from tfktopic.data.corpora import count_documents, read_ptb, read_tdlm
+
+    tdlm = tmp_path / "d.txt"
+    tdlm.write_text("a b\tc\nd e\n\nf\n", encoding="utf-8")
+    assert count_documents(tdlm, "tdlm") == len(read_tdlm(tdlm, skip_empty=True)) == 3
+    ptb = tmp_path / "p.txt"
+    ptb.write_text("".join(f"w{i} x\n" for i in range(23)) + "last")
+    assert count_documents(ptb, "ptb", 10) == len(read_ptb(ptb, 10)) == 3
+
+
+def test_prepare_data_refuses_a_one_document_file_before_parsing(tmp_path, monkeypatch):
+    from tfktopic.data import corpora as corpora_module
+    from tfktopic.errors import TfktopicError
+    from tfktopic.runs import DATA_DEFAULTS
+    from tfktopic.runs.data import prepare_data
+
+    path = tmp_path / "one.txt"
+    path.write_text(" ".join(["word"] * 1000) + "\n")
+    monkeypatch.setattr(corpora_module, "read_tdlm", lambda *a, **k: pytest.fail("parsed"))
+    with pytest.raises(TfktopicError, match="1 documents leave the valid/test split empty"):
+        prepare_data({"name": "lstm", "data": dict(DATA_DEFAULTS)}, str(path), format="tdlm")

@@ -331,6 +331,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _prepare(args):
+    """`tfktopic prepare`: stream a TDLM/PTB corpus into sharded examples on disk."""
+    from tfktopic.data.shards import prepare_corpus
+
+    manifests = prepare_corpus(
+        args.corpus, args.format, args.out, seed=args.seed,
+        sentences_per_document=args.sentences_per_document, kinds=tuple(args.kinds),
+        min_count=args.min_count, min_doc_freq=args.min_doc_freq, stopwords=args.stopwords)
+    for part, manifest in manifests.items():
+        counts = {kind: sum(s["count"] for s in entry["shards"])
+                  for kind, entry in manifest["kinds"].items()}
+        print(f"{part}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    return 0
+
+
 def _positive(text):
     value = int(text)
     if value < 1:
@@ -578,6 +593,22 @@ def _parser():
     report.add_argument("--batch-size", type=int, default=16)
     report.add_argument("--seed", type=int, default=0)
     report.set_defaults(handler=_report)
+
+    prepare = commands.add_parser(
+        "prepare", help="stream a corpus into sharded examples on disk (bounded memory)",
+        description="Split a TDLM/PTB corpus 80/10/10, build the vocabularies in one streaming "
+                    "pass and write the examples to .npz shards with a manifest.")
+    prepare.add_argument("corpus", help="a TDLM or PTB file")
+    prepare.add_argument("--out", required=True, help="the prepared directory")
+    prepare.add_argument("--format", choices=("tdlm", "ptb"), default="tdlm")
+    prepare.add_argument("--kinds", nargs="+", choices=("sentences", "streams"),
+                         default=["sentences"])
+    prepare.add_argument("--min-count", type=int, default=3)
+    prepare.add_argument("--min-doc-freq", type=int, default=1)
+    prepare.add_argument("--stopwords", default="gensim")
+    prepare.add_argument("--sentences-per-document", type=int, default=10)
+    prepare.add_argument("--seed", type=int, default=0)
+    prepare.set_defaults(handler=_prepare)
     return parser
 
 

@@ -125,6 +125,23 @@ class Vocabulary:
         if min_count < 1:
             raise ValueError(f"min_count must be >= 1, got {min_count}")
         counts, _, num_sentences = _count_documents(documents)
+        return cls.from_counts(counts, num_sentences, min_count, max_size)
+
+    @classmethod
+    def from_counts(cls, counts, num_sentences, min_count=10, max_size=None):
+        """Build from token counts gathered in one streaming pass (see `build`).
+
+        Args:
+            counts: a mapping of token counts (copied, not modified).
+            num_sentences: number of sentences counted (the count of ``<eos>``).
+            min_count, max_size: as `build`.
+
+        Returns:
+            A `Vocabulary`, equal to `build` on the counted documents.
+        """
+        if min_count < 1:
+            raise ValueError(f"min_count must be >= 1, got {min_count}")
+        counts = collections.Counter(counts)
         if not counts:
             raise VocabularyError("cannot build a vocabulary from a corpus with no tokens")
         unk_count = counts.pop(UNK, 0)
@@ -308,6 +325,24 @@ class TopicVocabulary:
         if not 0.0 <= max_freq_fraction < 1.0:
             raise ValueError(f"max_freq_fraction must be in [0, 1), got {max_freq_fraction}")
         counts, doc_freq, _ = _count_documents(documents)
+        return cls.from_counts(counts, doc_freq, lm_vocab, stopwords, max_freq_fraction,
+                               min_doc_freq, max_size)
+
+    @classmethod
+    def from_counts(cls, counts, doc_freq, lm_vocab, stopwords="gensim", max_freq_fraction=0.001,
+                    min_doc_freq=1, max_size=None):
+        """Build from token counts and document frequencies of one streaming pass.
+
+        Args:
+            counts, doc_freq: `collections.Counter` of token counts and of
+                documents holding each token.
+            lm_vocab, stopwords, max_freq_fraction, min_doc_freq, max_size: as `build`.
+
+        Returns:
+            A `TopicVocabulary`, equal to `build` on the counted documents.
+        """
+        if not 0.0 <= max_freq_fraction < 1.0:
+            raise ValueError(f"max_freq_fraction must be in [0, 1), got {max_freq_fraction}")
         stop = load_stopwords(stopwords)
         num_frequent = int(len(counts) * max_freq_fraction)
         frequent = {t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:num_frequent]}

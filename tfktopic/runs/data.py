@@ -48,7 +48,7 @@ def resolve_format(corpus, format=None):
                          f"{'|'.join(FORMATS)}") from None
 
 
-def read_corpus(source, format, data, max_documents=None, subset_seed=None):
+def read_corpus(source, format, data, max_documents=None, subset_seed=None, will_split=False):
     """Read a run's corpus with its data settings.
 
     Args:
@@ -59,6 +59,8 @@ def read_corpus(source, format, data, max_documents=None, subset_seed=None):
             `subset_seed` a seeded random N (kept in file order). IMDB with
             the first N reads only N.
         subset_seed: seed of the random subset (`None`: the first N).
+        will_split: the corpus is to be split 80/10/10: refuse a TDLM/PTB file
+            too small for that after a cheap line count, before parsing it.
 
     Returns:
         A `Corpus`.
@@ -72,8 +74,32 @@ def read_corpus(source, format, data, max_documents=None, subset_seed=None):
         kwargs["sentences_per_document"] = int(data.get("sentences_per_document", 10))
     if format == "imdb" and max_documents and subset_seed is None:
         kwargs["limit"] = int(max_documents)
+    if will_split and format in ("tdlm", "ptb") and str(source) != "lee":
+        _refuse_too_few_documents(source, format, kwargs, max_documents)
     corpus = load_corpus(source, format=format, **kwargs)
     return subset_documents(corpus, max_documents, subset_seed)
+
+
+def _empty_parts(num_documents, seed=0):
+    """The parts of the 80/10/10 split that `num_documents` documents leave empty."""
+    from tfktopic.data import Corpus
+
+    parts = Corpus([[]] * int(num_documents)).split(SPLIT, seed=seed)
+    return [name for name, part in zip(("train", "valid", "test"), parts) if len(part) == 0]
+
+
+def _refuse_too_few_documents(source, format, kwargs, max_documents):
+    """Refuse, after a cheap count and before any parsing, a corpus too small to split."""
+    from tfktopic.data.corpora import count_documents
+
+    n = count_documents(source, format, kwargs.get("sentences_per_document", 10))
+    if max_documents:
+        n = min(n, int(max_documents))
+    empty = _empty_parts(n) if n < 1000 else []
+    if empty:
+        raise TfktopicError(
+            f"{source}: {n} documents leave the {'/'.join(empty)} split empty (80/10/10 by "
+            "document); use a corpus (or --max-documents) of at least 10 documents")
 
 
 def subset_documents(corpus, max_documents=None, subset_seed=None):
@@ -480,7 +506,7 @@ def prepare_data(settings, corpus, format=None, max_documents=None, seed=0, subs
     else:
         if isinstance(corpus, (str, pathlib.PurePath)):
             source = read_corpus(corpus, resolve_format(corpus, format), data, max_documents,
-                                 subset_seed)
+                                 subset_seed, will_split=True)
         else:
             source = subset_documents(corpus, max_documents, subset_seed)
         parts = split_corpus(source, seed)

@@ -1,0 +1,172 @@
+"""Prepared (streamed, sharded) corpora equal the in-memory examples; readers are
+bounded, resumable and shard per worker."""
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_file
+from tfktopic.data import TopicVocabulary, Vocabulary, read_tdlm
+from tfktopic.data.contexts import sentence_examples
+from tfktopic.data.shards import ShardReader, prepare_directory, read_manifest
+from tfktopic.data.streams import document_streams
+
+SETTINGS = dict(min_count=2, stopwords="gensim", max_freq_fraction=0.001, min_doc_freq=1)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    documents = read_tdlm(shared_file("apnews/toy-train.txt"))
+    return documents.subset(range(min(len(documents), 150)))
+
+
+@pytest.fixture(scope="module")
+def prepared(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("prepared")
+    manifest = prepare_directory(lambda: iter(corpus.documents), out,
+                                 kinds=("sentences", "streams"), shard_size=500, **SETTINGS)
+    return out, manifest
+
+
+def _in_memory_vocabularies(corpus):
+    lm = Vocabulary.build(corpus, min_count=SETTINGS["min_count"])
+    topic = TopicVocabulary.build(corpus, lm, stopwords="gensim", max_freq_fraction=0.001,
+                                  min_doc_freq=1)
+    return lm, topic
+
+
+def test_streamed_vocabularies_equal_in_memory_vocabularies(corpus, prepared):
+    out, _ = prepared
+    lm, topic = _in_memory_vocabularies(corpus)
+    assert Vocabulary.load(out / "lm_vocab.json") == lm
+    assert TopicVocabulary.load(out / "topic_vocab.json", lm).words == topic.words
+    assert lm.counts == Vocabulary.load(out / "lm_vocab.json").counts
+
+
+def test_sharded_sentence_windows_equal_in_memory_windows(corpus, prepared):
+    out, manifest = prepared
+    lm, topic = _in_memory_vocabularies(corpus)
+    expected = sentence_examples(corpus, lm, topic, max_len=30, context_len=300)
+    rows = list(ShardReader(out, "sentences", shuffle=False))
+    assert len(rows) == len(expected) > 500  # several shards
+    assert len(manifest["kinds"]["sentences"]["shards"]) > 1
+    np.testing.assert_array_equal(np.stack([r["tokens"] for r in rows]), expected.tokens)
+    np.testing.assert_array_equal(np.stack([r["targets"] for r in rows]), expected.targets)
+    np.testing.assert_array_equal([r["lengths"] for r in rows], expected.lengths)
+    np.testing.assert_array_equal([r["doc_targets"] for r in rows], expected.document_targets)
+    for i, row in enumerate(rows):
+        np.testing.assert_array_equal(row["context"], expected.context(i))
+    batch = ShardReader(out, "sentences", shuffle=False).collate(rows[:7])
+    np.testing.assert_array_equal(batch["context_bow"],
+                                  np.stack([expected.context_bow(i) for i in range(7)]))
+    np.testing.assert_array_equal(batch["mask"], expected.mask[:7])
+
+
+def test_sharded_streams_equal_in_memory_streams(corpus, prepared):
+    out, _ = prepared
+    lm, topic = _in_memory_vocabularies(corpus)
+    expected = document_streams(corpus, lm, topic)
+    rows = list(ShardReader(out, "streams", shuffle=False))
+    assert len(rows) == len(expected.streams)
+    for row, stream, ids in zip(rows, expected.streams, expected.topic_ids):
+        np.testing.assert_array_equal(row["stream"], stream)
+        np.testing.assert_array_equal(row["topic_ids"], ids)
+
+
+def _keys(rows):
+    return [(int(r["document_index"]), int(r.get("sentence_index", -1)),
+             tuple(r["tokens"].tolist()) if "tokens" in r else ()) for r in rows]
+
+
+def test_bounded_shuffle_covers_every_example_once_per_epoch(prepared):
+    out, _ = prepared
+    plain = _keys(ShardReader(out, "sentences", shuffle=False))
+    reader = ShardReader(out, "sentences", shuffle=True, buffer_size=64, seed=3)
+    first, second = _keys(reader), _keys(reader)
+    assert sorted(first) == sorted(plain) == sorted(second)
+    assert first != plain and first != second  # shuffled, reshuffled per epoch
+
+
+def test_resume_mid_epoch_continues_where_it_stopped(prepared):
+    out, _ = prepared
+    full = _keys(ShardReader(out, "sentences", shuffle=True, buffer_size=50, seed=1))
+    reader = ShardReader(out, "sentences", shuffle=True, buffer_size=50, seed=1)
+    iterator = iter(reader)
+    head = [next(iterator) for _ in range(321)]
+    state = reader.state()
+    assert state == {"epoch": 0, "position": 321}
+    resumed = ShardReader(out, "sentences", shuffle=True, buffer_size=50, seed=1)
+    resumed.restore(state)
+    assert _keys(head) + _keys(resumed) == full
+    assert resumed.state() == {"epoch": 1, "position": 0}
+
+
+def test_two_workers_see_disjoint_examples_whose_union_is_the_epoch(prepared):
+    out, _ = prepared
+    epoch = _keys(ShardReader(out, "sentences", shuffle=False))
+    a = _keys(ShardReader(out, "sentences", shuffle=True, seed=0, worker=0, num_workers=2))
+    b = _keys(ShardReader(out, "sentences", shuffle=True, seed=0, worker=1, num_workers=2))
+    assert a and b and not set(a) & set(b)
+    assert sorted(a + b) == sorted(epoch)
+
+
+def test_tf_dataset_over_shards_yields_the_reader_batches(prepared):
+    from tfktopic.data.shards import tf_dataset
+
+    out, manifest = prepared
+    reader = ShardReader(out, "sentences", shuffle=False)
+    expected = list(ShardReader(out, "sentences", shuffle=False).batches(64))
+    batches = list(tf_dataset(reader, 64))
+    assert len(batches) == len(expected)
+    for got, want in zip(batches[:3], expected[:3]):
+        for key in want:
+            np.testing.assert_array_equal(got[key].numpy(), want[key])
+    assert batches[0]["context_bow"].shape[1] == manifest["topic_vocab_size"]
+
+
+def test_manifest_lists_complete_shards_and_a_killed_preparation_is_not_trusted(
+        corpus, prepared, tmp_path):
+    out, manifest = prepared
+    assert read_manifest(out, verify=True) == manifest
+    assert not list(out.glob("*.tmp"))
+    assert sum(s["count"] for s in manifest["kinds"]["sentences"]["shards"]) == len(
+        list(ShardReader(out, "sentences", shuffle=False)))
+
+    def killed():
+        yield from corpus.documents[:20]
+        raise KeyboardInterrupt  # the process dies mid-preparation
+
+    with pytest.raises(KeyboardInterrupt):
+        prepare_directory(killed, tmp_path, kinds=("sentences",), shard_size=50, **SETTINGS)
+    with pytest.raises(ValueError, match="no manifest.json"):
+        ShardReader(tmp_path, "sentences")
+    # altering a shard is detected by the checksum
+    (out / manifest["kinds"]["streams"]["shards"][0]["file"]).write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="does not match its manifest checksum"):
+        read_manifest(out, verify=True)
+
+
+def test_prepare_command_splits_like_the_in_memory_path(tmp_path):
+    from tfktopic.cli import main
+    from tfktopic.data import Corpus
+    from tfktopic.data.shards import iter_documents
+
+    path = shared_file("apnews/toy-train.txt")
+    out = tmp_path / "prep"
+    assert main(["prepare", str(path), "--out", str(out), "--kinds", "sentences", "streams"]) == 0
+    corpus = Corpus(list(iter_documents(path, "tdlm")))
+    train, valid, _ = corpus.split((0.8, 0.1, 0.1), seed=0)
+    lm = Vocabulary.build(train, min_count=3)
+    assert Vocabulary.load(out / "train" / "lm_vocab.json") == lm
+    topic = TopicVocabulary.build(train, lm)
+    # the shards keep file order within a part (Corpus.split keeps the permutation's order)
+    from tfktopic.data.shards import split_membership
+    member = split_membership(len(corpus), (0.8, 0.1, 0.1), seed=0)
+    in_file_order = corpus.subset(np.flatnonzero(member == 1).tolist())
+    assert sorted(map(str, in_file_order.documents)) == sorted(map(str, valid.documents))
+    expected = sentence_examples(in_file_order, lm, topic)
+    rows = list(ShardReader(out / "valid", "sentences", shuffle=False))
+    np.testing.assert_array_equal(np.stack([r["tokens"] for r in rows]), expected.tokens)
+    for i, row in enumerate(rows):
+        np.testing.assert_array_equal(row["context"], expected.context(i))
+    assert len(list(ShardReader(out / "test", "streams", shuffle=False))) == len(corpus) - len(
+        train) - len(valid)

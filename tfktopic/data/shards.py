@@ -1,0 +1,485 @@
+"""Prepared corpora on disk: one streaming vocabulary pass, examples in numpy shards.
+
+`prepare_directory` reads a stream of documents twice (never keeping the list):
+
+1. one pass of counters (token counts, document frequencies, sentences) from
+   which `Vocabulary.from_counts` / `TopicVocabulary.from_counts` build the
+   same vocabularies as `Vocabulary.build` / `TopicVocabulary.build`;
+2. one pass writing the examples of a model kind to shards:
+
+   * ``sentences`` -- the sentence windows of `contexts.sentence_examples`
+     (tokens, targets, lengths, the topic context stored SPARSE as ragged
+     topic ids; the bag of words is made per batch);
+   * ``streams`` -- the document streams of `streams.document_streams`
+     (token stream and topic ids per document, ragged).
+
+Format: uncompressed ``.npz`` shards of fixed-width / ragged numpy arrays, read
+without TensorFlow (the package must train under JAX too; a TFRecord reader
+needs TF). A shard is written under a temporary name and renamed; the manifest
+(``manifest.json``: every complete shard with its example count and SHA-256)
+is written last, so a kill leaves no half shard that a rerun trusts.
+
+Readers: `ShardReader` yields numpy batches (TF-free), shuffled with a BOUNDED
+buffer (shard order shuffled per epoch + `buffer_size` examples in memory),
+resumable mid-epoch (`state()` / `restore()`: epoch and batches delivered) and
+sharded per worker by file (worker i of n reads shards i, i+n, ...).
+`tf_dataset` wraps it as a `tf.data.Dataset` for the TensorFlow backend.
+"""
+
+import collections
+import hashlib
+import json
+import os
+import pathlib
+
+import numpy as np
+
+from tfktopic.atomic import write_json
+from tfktopic.data.contexts import _document_windows, _window_contexts, _check_protocol
+from tfktopic.data.vocab import TopicVocabulary, Vocabulary
+
+__all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
+           "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS"]
+
+KINDS = ("sentences", "streams")
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+
+
+def count_vocabularies(documents, min_count=10, max_size=None, stopwords="gensim",
+                       max_freq_fraction=0.001, min_doc_freq=1):
+    """LM and topic vocabularies from ONE pass of counters over `documents`.
+
+    Args:
+        documents: an iterable of documents (lists of sentences of tokens);
+            consumed once, no document is kept.
+        min_count, max_size: as `Vocabulary.build`.
+        stopwords, max_freq_fraction, min_doc_freq: as `TopicVocabulary.build`.
+
+    Returns:
+        (lm_vocab, topic_vocab, num_documents).
+    """
+    counts, doc_freq = collections.Counter(), collections.Counter()
+    num_sentences = num_documents = 0
+    for document in documents:
+        num_documents += 1
+        seen = set()
+        for sentence in document:
+            counts.update(sentence)
+            seen.update(sentence)
+            num_sentences += 1
+        doc_freq.update(seen)
+    lm_vocab = Vocabulary.from_counts(counts, num_sentences, min_count, max_size)
+    topic_vocab = TopicVocabulary.from_counts(counts, doc_freq, lm_vocab, stopwords,
+                                              max_freq_fraction, min_doc_freq)
+    return lm_vocab, topic_vocab, num_documents
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class ShardWriter:
+    """Write examples as ragged columns into shards of `shard_size` examples.
+
+    Args:
+        directory: output folder (created).
+        prefix: shard file prefix (the example kind).
+        shard_size: examples per shard (the last one may be shorter).
+        fixed: names of fixed-width columns (one array row per example).
+        ragged: names of ragged columns (one 1-D array per example).
+    """
+
+    def __init__(self, directory, prefix, shard_size, fixed, ragged):
+        self.directory = pathlib.Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.prefix, self.shard_size = prefix, int(shard_size)
+        self.fixed, self.ragged = tuple(fixed), tuple(ragged)
+        self.shards = []
+        self._reset()
+
+    def _reset(self):
+        self._rows = {name: [] for name in self.fixed + self.ragged}
+
+    def add(self, **example):
+        """Append one example (every fixed and ragged column)."""
+        for name in self.fixed + self.ragged:
+            self._rows[name].append(np.asarray(example[name]))
+        if len(self._rows[self.fixed[0]]) >= self.shard_size:
+            self.flush()
+
+    def flush(self):
+        """Write the buffered examples as one shard (temporary name, then rename)."""
+        count = len(self._rows[self.fixed[0]])
+        if not count:
+            return
+        arrays = {name: np.stack(self._rows[name]) for name in self.fixed}
+        for name in self.ragged:
+            parts = self._rows[name]
+            lengths = np.array([len(p) for p in parts], np.int64)
+            arrays[name + "_splits"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            arrays[name + "_values"] = (np.concatenate(parts).astype(np.int32) if parts
+                                        else np.zeros(0, np.int32))
+        name = f"{self.prefix}-{len(self.shards):05d}.npz"
+        final = self.directory / name
+        temporary = self.directory / (name + ".tmp")
+        with open(temporary, "wb") as handle:
+            np.savez(handle, **arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, final)
+        self.shards.append({"file": name, "count": count, "sha256": _sha256(final)})
+        self._reset()
+
+
+def write_sentence_shards(documents, lm_vocab, topic_vocab, directory, max_len=30,
+                          context_len=300, protocol="preceding", truncate="first",
+                          shard_size=65536):
+    """Stream the sentence windows of `documents` into shards (see `sentence_examples`).
+
+    Returns:
+        The list of shard records (file, count, sha256).
+    """
+    _check_protocol(protocol, truncate)
+    writer = ShardWriter(directory, "sentences", shard_size,
+                         fixed=("tokens", "targets", "lengths", "document_index",
+                                "sentence_index", "doc_targets"),
+                         ragged=("context",))
+    for d, document in enumerate(documents):
+        windows, sentence_of, owned = _document_windows(document, lm_vocab, topic_vocab, max_len)
+        contexts = _window_contexts(sentence_of, owned, protocol, context_len, truncate)
+        doc_targets = float(sum(len(w) - 1 for w in windows))
+        for window, s, context in zip(windows, sentence_of, contexts):
+            n = len(window) - 1
+            tokens = np.zeros(max_len, np.int32)
+            targets = np.zeros(max_len, np.int32)
+            tokens[:n], targets[:n] = window[:-1], window[1:]
+            writer.add(tokens=tokens, targets=targets, lengths=np.int32(n),
+                       document_index=np.int64(d), sentence_index=np.int64(s),
+                       doc_targets=np.float32(doc_targets), context=context)
+    writer.flush()
+    return writer.shards
+
+
+def write_stream_shards(documents, lm_vocab, topic_vocab, directory, shard_size=4096):
+    """Stream every document as one token stream into shards (see `document_streams`).
+
+    Returns:
+        The list of shard records (file, count, sha256).
+    """
+    writer = ShardWriter(directory, "streams", shard_size, fixed=("document_index",),
+                         ragged=("stream", "topic_ids"))
+    lm_to_topic = np.asarray(topic_vocab.lm_to_topic) if topic_vocab is not None else None
+    for d, document in enumerate(documents):
+        stream = [lm_vocab.bos_id]
+        for sentence in document:
+            stream.extend(lm_vocab.encode(sentence))
+            stream.append(lm_vocab.eos_id)
+        stream = np.asarray(stream, np.int32)
+        if lm_to_topic is not None:
+            mapped = lm_to_topic[stream[1:].astype(np.int64)]
+            topic_ids = mapped[mapped >= 0].astype(np.int32)
+        else:
+            topic_ids = np.zeros(0, np.int32)
+        writer.add(document_index=np.int64(d), stream=stream, topic_ids=topic_ids)
+    writer.flush()
+    return writer.shards
+
+
+def prepare_directory(documents_factory, out, kinds=("sentences",), max_len=30,
+                      context_len=300, protocol="preceding", min_count=10, max_size=None,
+                      stopwords="gensim", max_freq_fraction=0.001, min_doc_freq=1,
+                      shard_size=65536):
+    """Vocabularies in one streaming pass, then the examples of each kind in shards.
+
+    Args:
+        documents_factory: a callable returning a fresh iterable of the
+            training documents (called once per pass: 1 + len(kinds)).
+        out: the prepared directory.
+        kinds: example kinds among `KINDS`.
+        others: as `count_vocabularies` and `write_sentence_shards`.
+
+    Returns:
+        The manifest dict (also written, last, to ``out/manifest.json``).
+    """
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown example kinds {unknown}; choose among {KINDS}")
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stale = out / MANIFEST
+    if stale.exists():
+        stale.unlink()  # a rerun trusts nothing until the new manifest is written
+    lm_vocab, topic_vocab, num_documents = count_vocabularies(
+        documents_factory(), min_count, max_size, stopwords, max_freq_fraction, min_doc_freq)
+    lm_vocab.save(out / "lm_vocab.json")
+    topic_vocab.save(out / "topic_vocab.json")
+    manifest = {"format_version": FORMAT_VERSION, "num_documents": num_documents,
+                "lm_vocab_checksum": lm_vocab.checksum,
+                "topic_vocab_checksum": topic_vocab.checksum,
+                "topic_vocab_size": len(topic_vocab), "kinds": {}}
+    for kind in kinds:
+        if kind == "sentences":
+            shards = write_sentence_shards(documents_factory(), lm_vocab, topic_vocab, out,
+                                           max_len, context_len, protocol,
+                                           shard_size=shard_size)
+            manifest["kinds"][kind] = {"max_len": max_len, "context_len": context_len,
+                                       "protocol": protocol, "shards": shards}
+        else:
+            shards = write_stream_shards(documents_factory(), lm_vocab, topic_vocab, out,
+                                         shard_size=max(1, shard_size // 16))
+            manifest["kinds"][kind] = {"shards": shards}
+    write_json(out / MANIFEST, manifest)
+    return manifest
+
+
+def read_manifest(directory, verify=False):
+    """The manifest of a prepared directory; with `verify`, check every shard's SHA-256.
+
+    Raises:
+        ValueError: no manifest (an unfinished preparation), or a shard missing
+            or altered -- naming the file.
+    """
+    directory = pathlib.Path(directory)
+    path = directory / MANIFEST
+    if not path.exists():
+        raise ValueError(f"{directory}: no {MANIFEST}: not a finished prepared directory "
+                         "(rerun `tfktopic prepare`)")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if verify:
+        for kind in manifest["kinds"].values():
+            for shard in kind["shards"]:
+                file = directory / shard["file"]
+                if not file.exists() or _sha256(file) != shard["sha256"]:
+                    raise ValueError(f"{file}: missing or does not match its manifest checksum")
+    return manifest
+
+
+def _load_shard(path):
+    with np.load(path) as arrays:
+        return {name: arrays[name] for name in arrays.files}
+
+
+def _example_rows(shard):
+    """Split a loaded shard into per-example dicts (ragged columns as 1-D arrays)."""
+    fixed = [n for n in shard if not n.endswith(("_splits", "_values"))]
+    ragged = [n[:-len("_splits")] for n in shard if n.endswith("_splits")]
+    count = len(shard[fixed[0]])
+    for i in range(count):
+        row = {name: shard[name][i] for name in fixed}
+        for name in ragged:
+            splits = shard[name + "_splits"]
+            row[name] = shard[name + "_values"][splits[i]:splits[i + 1]]
+        yield row
+
+
+class ShardReader:
+    """TF-free reader of one example kind of a prepared directory.
+
+    Args:
+        directory: the prepared directory.
+        kind: "sentences" or "streams".
+        shuffle: shuffle shard order per epoch and examples through a buffer.
+        buffer_size: examples held in the shuffle buffer (memory bound).
+        seed: shuffle seed (epoch e uses seed + e).
+        worker, num_workers: this worker reads shards worker, worker+n, ...
+
+    Memory: at most one loaded shard plus `buffer_size` examples.
+    """
+
+    def __init__(self, directory, kind="sentences", shuffle=True, buffer_size=10000, seed=0,
+                 worker=0, num_workers=1):
+        if not 0 <= int(worker) < int(num_workers):
+            raise ValueError(f"worker must be in [0, {num_workers}), got {worker}")
+        if int(buffer_size) < 1:
+            raise ValueError(f"buffer_size must be >= 1, got {buffer_size}")
+        self.directory = pathlib.Path(directory)
+        self.manifest = read_manifest(directory)
+        if kind not in self.manifest["kinds"]:
+            raise ValueError(f"{directory}: prepared without {kind!r} examples "
+                             f"(has {sorted(self.manifest['kinds'])})")
+        self.kind, self.shuffle, self.seed = kind, bool(shuffle), int(seed)
+        self.buffer_size = int(buffer_size)
+        self.shards = self.manifest["kinds"][kind]["shards"][int(worker)::int(num_workers)]
+        self.epoch, self.position = 0, 0
+
+    def __len__(self):
+        """Examples this worker sees per epoch."""
+        return sum(s["count"] for s in self.shards)
+
+    def examples(self, epoch=0):
+        """Yield the examples of `epoch` (dicts of numpy arrays), shuffled if asked."""
+        rng = np.random.default_rng([self.seed, int(epoch)])
+        order = rng.permutation(len(self.shards)) if self.shuffle else range(len(self.shards))
+        buffer = []
+        for index in order:
+            for row in _example_rows(_load_shard(self.directory / self.shards[index]["file"])):
+                if not self.shuffle:
+                    yield row
+                    continue
+                if len(buffer) < self.buffer_size:
+                    buffer.append(row)
+                    continue
+                pick = int(rng.integers(len(buffer)))
+                buffer[pick], row = row, buffer[pick]
+                yield row
+        while buffer:
+            pick = int(rng.integers(len(buffer)))
+            buffer[pick], buffer[-1] = buffer[-1], buffer[pick]
+            yield buffer.pop()
+
+    def state(self):
+        """Where the reader stands: {"epoch", "position"} (examples delivered this epoch)."""
+        return {"epoch": self.epoch, "position": self.position}
+
+    def restore(self, state):
+        """Continue from a `state()` (the same seed replays the epoch's order)."""
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+
+    def __iter__(self):
+        """Yield examples from the current state on, advancing it (endless over epochs
+        only through repeated iteration: one iteration finishes the current epoch)."""
+        skip = self.position
+        for i, row in enumerate(self.examples(self.epoch)):
+            if i < skip:
+                continue
+            self.position = i + 1
+            yield row
+        self.epoch, self.position = self.epoch + 1, 0
+
+    def batches(self, batch_size):
+        """Yield numpy batches of the current epoch (see `collate`)."""
+        rows = []
+        for row in self:
+            rows.append(row)
+            if len(rows) == batch_size:
+                yield self.collate(rows)
+                rows = []
+        if rows:
+            yield self.collate(rows)
+
+    def collate(self, rows):
+        """Example dicts -> one batch; sentences get the model contract with a dense
+        ``context_bow`` float32 [B, V_c] made here, per batch."""
+        if self.kind != "sentences":
+            return rows
+        max_len = self.manifest["kinds"]["sentences"]["max_len"]
+        width = max(int(self.manifest["topic_vocab_size"]), 1)
+        lengths = np.array([r["lengths"] for r in rows], np.int32)
+        bow = np.zeros((len(rows), width), np.float32)
+        for i, r in enumerate(rows):
+            np.add.at(bow[i], r["context"], 1.0)
+        return {"tokens": np.stack([r["tokens"] for r in rows]),
+                "targets": np.stack([r["targets"] for r in rows]),
+                "mask": (np.arange(max_len)[None, :] < lengths[:, None]).astype(np.float32),
+                "context_bow": bow,
+                "doc_targets": np.array([r["doc_targets"] for r in rows], np.float32)}
+
+
+def tf_dataset(reader, batch_size):
+    """A `tf.data.Dataset` of one epoch of `reader`'s sentence batches (TF backend)."""
+    import tensorflow as tf
+
+    max_len = reader.manifest["kinds"]["sentences"]["max_len"]
+    width = max(int(reader.manifest["topic_vocab_size"]), 1)
+    signature = {"tokens": tf.TensorSpec([None, max_len], tf.int32),
+                 "targets": tf.TensorSpec([None, max_len], tf.int32),
+                 "mask": tf.TensorSpec([None, max_len], tf.float32),
+                 "context_bow": tf.TensorSpec([None, width], tf.float32),
+                 "doc_targets": tf.TensorSpec([None], tf.float32)}
+    return tf.data.Dataset.from_generator(lambda: reader.batches(batch_size),
+                                          output_signature=signature)
+
+
+def iter_documents(path, format, sentences_per_document=10):
+    """Stream the documents of a TDLM or PTB file one at a time (none kept).
+
+    Yields the documents `read_tdlm` / `read_ptb` return (empty lines skipped).
+    """
+    from tfktopic.data.corpora import decoded_lines
+
+    if format == "tdlm":
+        for _, line in decoded_lines(path):
+            document = [s for s in (part.split() for part in line.split("\t")) if s]
+            if document:
+                yield document
+    elif format == "ptb":
+        block = []
+        for _, line in decoded_lines(path):
+            tokens = line.split()
+            if tokens:
+                block.append(tokens)
+            if len(block) == int(sentences_per_document):
+                yield block
+                block = []
+        if block:
+            yield block
+    else:
+        raise ValueError(f"streamed preparation reads tdlm or ptb files, got {format!r}")
+
+
+def split_membership(num_documents, fractions, seed=0):
+    """int8 [num_documents]: the part (0 train, 1 valid, 2 test) of each document,
+    the same parts as `Corpus.split(fractions, seed)`."""
+    import random
+
+    order = list(range(int(num_documents)))
+    random.Random(seed).shuffle(order)
+    member = np.zeros(int(num_documents), np.int8)
+    bounds, total = [0], 0.0
+    for fraction in fractions:
+        total += fraction
+        bounds.append(round(total * len(order)))
+    for part, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        member[order[a:b]] = part
+    return member
+
+
+def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
+                   sentences_per_document=10, **options):
+    """Split a TDLM/PTB file 80/10/10 by document (as `Corpus.split`) and prepare
+    ``out/train`` (vocabularies built there), ``out/valid`` and ``out/test``.
+
+    Returns:
+        dict part -> manifest.
+    """
+    from tfktopic.data.corpora import count_documents
+
+    member = split_membership(count_documents(path, format, sentences_per_document),
+                              fractions, seed)
+
+    def part(index):
+        return lambda: (d for d, m in zip(iter_documents(path, format, sentences_per_document),
+                                          member) if m == index)
+
+    out = pathlib.Path(out)
+    manifests = {"train": prepare_directory(part(0), out / "train", **options)}
+    lm_vocab = Vocabulary.load(out / "train" / "lm_vocab.json")
+    topic_vocab = TopicVocabulary.load(out / "train" / "topic_vocab.json", lm_vocab)
+    kinds = options.get("kinds", ("sentences",))
+    for index, name in ((1, "valid"), (2, "test")):
+        directory = out / name
+        directory.mkdir(parents=True, exist_ok=True)
+        manifest = {"format_version": FORMAT_VERSION, "lm_vocab_checksum": lm_vocab.checksum,
+                    "topic_vocab_checksum": topic_vocab.checksum,
+                    "topic_vocab_size": len(topic_vocab), "kinds": {}}
+        for kind in kinds:
+            if kind == "sentences":
+                max_len = options.get("max_len", 30)
+                context_len = options.get("context_len", 300)
+                shards = write_sentence_shards(part(index)(), lm_vocab, topic_vocab, directory,
+                                               max_len, context_len,
+                                               options.get("protocol", "preceding"))
+                manifest["kinds"][kind] = {"max_len": max_len, "context_len": context_len,
+                                           "protocol": options.get("protocol", "preceding"),
+                                           "shards": shards}
+            else:
+                manifest["kinds"][kind] = {"shards": write_stream_shards(
+                    part(index)(), lm_vocab, topic_vocab, directory)}
+        write_json(directory / MANIFEST, manifest)
+        manifests[name] = manifest
+    return manifests
