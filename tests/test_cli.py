@@ -372,6 +372,9 @@ def test_topics_and_generate_with_a_topic_model(tcnlm_run, tmp_path, capsys):
     code, first = _run_cli(generate)
     assert code == 0 and len(_printed_lines(first)) == 2
     assert _run_cli(generate)[1] == first  # seeded
+    code, nucleus = _run_cli([*generate, "--sampler", "top_p", "--top-p", "0.9"])
+    assert code == 0 and len(nucleus.strip().splitlines()) == 2
+    assert _run_cli([*generate, "--sampler", "top_p", "--top-p", "0.9"])[1] == nucleus
     document = tmp_path / "doc.txt"
     document.write_text("Fires burned near Sydney. Firefighters said the winds were strong.\n")
     code, text = _run_cli(["generate", out, "--document", document, "--method", "greedy",

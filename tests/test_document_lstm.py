@@ -346,7 +346,7 @@ def test_topicrnn_greedy_generation_is_the_arg_max_of_its_forward_pass(lee, num_
     model.gate.topic_word.assign(5.0 * np.asarray(model.gate.topic_word))
     bow = np.zeros(model.num_content, np.float32)
     bow[[3, 7, 11]] = [2.0, 1.0, 1.0]
-    generated = model.generate(num_sentences=1, max_len=12, context_bow=bow)[0]
+    generated = model.generate(num_sentences=1, max_len=12, context_bow=bow, sampler="greedy", allow_unk=True)[0]
     length = int(np.argmax(generated == 2)) + 1 if 2 in generated else len(generated)
     assert np.all(generated[length:] == 0) and np.all(generated[:length] >= 2)
     tokens = np.concatenate([[1], generated[:length - 1]])[None].astype(np.int32)
@@ -355,6 +355,6 @@ def test_topicrnn_greedy_generation_is_the_arg_max_of_its_forward_pass(lee, num_
     log_probs[:, :2] = -np.inf
     np.testing.assert_array_equal(log_probs.argmax(-1), generated[:length])
     # a topic moves theta, and with it the sentences
-    assert not np.array_equal(model.generate(4, 10, topic=0), model.generate(4, 10, topic=1))
+    assert not np.array_equal(model.generate(4, 10, topic=0, sampler="greedy", allow_unk=True), model.generate(4, 10, topic=1, sampler="greedy", allow_unk=True))
     with pytest.raises(ValueError, match="topic must be an int in"):
-        model.generate(1, 5, topic=4)
+        model.generate(1, 5, topic=4, sampler="greedy", allow_unk=True)

@@ -219,7 +219,7 @@ def test_generation_is_the_forward_pass_given_theta_from_a_context_a_topic_or_th
     _, valid, _, lm, topic, lda = lee
     model = _small(lm, topic, lda=lda, num_layers=2)
     bow = _dense(lda_bow_corpus(valid, topic)[:1], len(topic))[0]
-    ids = np.asarray(model.generate(2, max_len=10, context_bow=bow))
+    ids = np.asarray(model.generate(2, max_len=10, context_bow=bow, sampler="greedy", allow_unk=True))
     assert (ids[0] == ids[1]).all()
     end = list(ids[0]).index(2) + 1 if 2 in ids[0] else len(ids[0])
     tokens = np.concatenate([[1], ids[0, :end - 1]])[None].astype(np.int32)
@@ -247,14 +247,14 @@ def test_generation_is_the_forward_pass_given_theta_from_a_context_a_topic_or_th
     assert not np.array_equal(prior, model.generation_conditioning(4000, seed=2))
     np.testing.assert_allclose(prior.mean(axis=0), lda.alpha / lda.alpha.sum(), atol=0.02)
     # A topic changes what is generated.
-    by_topic = [np.asarray(model.generate(1, max_len=10, topic=k))[0] for k in range(NUM_TOPICS)]
+    by_topic = [np.asarray(model.generate(1, max_len=10, topic=k, sampler="greedy", allow_unk=True))[0] for k in range(NUM_TOPICS)]
     assert len({tuple(row) for row in by_topic}) > 1
     with pytest.raises(ValueError, match=r"topic must be in \[0, num_topics=8\)"):
-        model.generate(1, topic=NUM_TOPICS)
+        model.generate(1, topic=NUM_TOPICS, sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="at most one of topic and context_bow"):
-        model.generate(1, topic=0, context_bow=bow)
+        model.generate(1, topic=0, context_bow=bow, sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="context_bow must have shape"):
-        model.generate(1, context_bow=np.ones(len(topic) + 1, np.float32))
+        model.generate(1, context_bow=np.ones(len(topic) + 1, np.float32), sampler="greedy", allow_unk=True)
 
 
 def test_keras_round_trip_keeps_lda_weights_and_outputs(lee, tmp_path):

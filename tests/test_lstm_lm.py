@@ -163,7 +163,7 @@ def test_generation_steps_the_cells_as_the_forward_pass_runs_the_layers(cell):
         log_probs = np.asarray(log_probs)[0]
         np.testing.assert_allclose(log_probs, forward[t], atol=1e-5)
         assert np.exp(log_probs).sum() == pytest.approx(1.0, abs=1e-5)
-    greedy = np.asarray(model.generate(2, max_len=6))
+    greedy = np.asarray(model.generate(2, max_len=6, sampler="greedy"))
     assert greedy.shape == (2, 6) and (greedy[0] == greedy[1]).all()
     with pytest.raises(ValueError, match="has no topics"):
         model.generate(1, max_len=4, topic=2)

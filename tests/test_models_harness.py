@@ -192,10 +192,10 @@ def test_topics_of_topic_models(models, data, name):
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n in settings.GENERATING_MODELS])
 def test_generate_is_seeded_and_emits_valid_ids(models, data, name):
     model = models[name]
-    first = np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3))
+    first = np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3, allow_unk=True))
     assert first.shape == (3, 8)
     np.testing.assert_array_equal(
-        first, np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3)))
+        first, np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3, allow_unk=True)))
     assert first.min() >= 0 and first.max() < len(data["lm"])
     for row in first:
         end = list(row).index(2) if 2 in row else len(row)     # <eos>
@@ -239,7 +239,7 @@ def _live(ids):
 def test_compiled_greedy_generation_equals_an_eager_argmax_loop(models):
     for name in _base_generators(models):
         model = models[name]
-        ids = np.asarray(model.generate(3, max_len=9, topic=_topic(model, 1)))
+        ids = np.asarray(model.generate(3, max_len=9, topic=_topic(model, 1), sampler="greedy", allow_unk=True))
         conditioning = model.generation_conditioning(3, topic=_topic(model, 1))
         # Greedy by hand: every step's arg-max given the previous arg-max.
         state, token, reference = model.initial_generation_state(3), np.ones(3, np.int32), []
@@ -307,7 +307,7 @@ def test_a_model_without_topics_generates_its_forward_pass_s_arg_max_and_refuses
     """Greedy generation steps the cells from <bos> and a zero state; the model's call runs
     its layers over the window: every greedy token is the arg-max of that forward pass."""
     model = models[name]
-    ids = np.asarray(model.generate(2, max_len=10))
+    ids = np.asarray(model.generate(2, max_len=10, sampler="greedy", allow_unk=True))
     live = _live(ids)
     for row, keep in zip(ids, live):
         tokens = np.concatenate([[1], row[keep][:-1]])[None].astype(np.int32)
@@ -321,25 +321,33 @@ def test_a_model_without_topics_generates_its_forward_pass_s_arg_max_and_refuses
         log_probs[:, :2] = -np.inf
         np.testing.assert_array_equal(log_probs.argmax(-1), row[keep])
     with pytest.raises(ValueError, match="has no topics"):
-        model.generate(1, max_len=5, topic=0)
+        model.generate(1, max_len=5, topic=0, sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="has no topics"):
-        model.generate(1, max_len=5, context_bow=np.ones(len(data["topic"]), np.float32))
+        model.generate(1, max_len=5, context_bow=np.ones(len(data["topic"]), np.float32), sampler="greedy", allow_unk=True)
 
 
-def test_generate_defaults_are_one_greedy_sentence_of_30_tokens_and_top_10_at_temperature_1(
-        models):
-    """The documented defaults of `generate`: num_sentences=1, max_len=30, greedy;
+def test_generate_defaults_are_one_top_k_sentence_of_30_tokens_without_unk(models):
+    """The documented defaults of `generate`: num_sentences=1, max_length=30, the top-k
+    sampler with k = top_k = 10 (keras-hub's CausalLM default kind) and no ``<unk>``; the old `method` strings keep
     top_k=10 and temperature=1.0 where the method uses them."""
+    from tfktopic.models import samplers
+
     model = models["topicrnn"]
-    ids = np.asarray(model.generate())
+    ids = np.asarray(model.generate(seed=4))
     assert ids.shape == (1, 30)
-    np.testing.assert_array_equal(ids, model.generate(1, max_len=30, method="greedy"))
+    np.testing.assert_array_equal(ids, model.generate(1, max_length=30, seed=4,
+                                                      sampler=samplers.TopKSampler(k=10),
+                                                      allow_unk=False))
+    many = np.asarray(model.generate(20, max_length=12, seed=1))
+    assert not (many == 3).any()           # <unk> (id 3) is banned unless asked for
     for method, option in (("top_k", {"top_k": 10}), ("sample", {"temperature": 1.0})):
         by_default = np.asarray(model.generate(8, max_len=12, method=method, seed=4))
         explicit = np.asarray(model.generate(8, max_len=12, method=method, seed=4, **option))
         np.testing.assert_array_equal(by_default, explicit)
-    # (the options do change the draws: else the comparison above could not fail)
-    for changed in ({"method": "top_k", "top_k": 11}, {"method": "sample", "temperature": 2.0}):
+    # (the options do change the draws: else the comparison above could not fail; the noise
+    # is Gumbel-max, argmax(logits / T + g), so on this untrained, nearly flat model only a
+    # sharp temperature moves the draws)
+    for changed in ({"method": "top_k", "top_k": 11}, {"method": "sample", "temperature": 0.05}):
         assert not np.array_equal(np.asarray(model.generate(8, max_len=12, seed=4, **changed)),
                                   np.asarray(model.generate(8, max_len=12, seed=4,
                                                             method=changed["method"])))
@@ -347,23 +355,23 @@ def test_generate_defaults_are_one_greedy_sentence_of_30_tokens_and_top_10_at_te
 
 def test_generate_accepts_1_for_counts_and_names_an_argument_below_it(models):
     model = models["topicrnn"]
-    assert np.asarray(model.generate(1, max_len=1, method="top_k", top_k=1)).shape == (1, 1)
-    for name in ("num_sentences", "max_len", "top_k"):
+    assert np.asarray(model.generate(1, max_length=1, method="top_k", top_k=1)).shape == (1, 1)
+    for name in ("num_sentences", "max_length", "top_k"):
         with pytest.raises(ValueError, match=f"{name} must be an integer >= 1"):
-            model.generate(**{"num_sentences": 1, "max_len": 3, "top_k": 2, name: 0})
+            model.generate(**{"num_sentences": 1, "max_length": 3, "top_k": 2, name: 0})
 
 
 def test_a_seed_beyond_int32_folds_into_int32_and_no_seed_draws_a_fresh_one(models):
     """Seeds are folded modulo 2**31 - 1 (the stateless ops take an int32 seed)."""
     model = models["topicrnn"]
     big = 2 ** 40 + 12345
-    folded = np.asarray(model.generate(8, max_len=12, method="sample", seed=big % (2**31 - 1)))
+    folded = np.asarray(model.generate(8, max_len=12, method="sample", seed=big % (2**31 - 1), allow_unk=True))
     np.testing.assert_array_equal(
-        np.asarray(model.generate(8, max_len=12, method="sample", seed=big)), folded)
+        np.asarray(model.generate(8, max_len=12, method="sample", seed=big, allow_unk=True)), folded)
     for other in (big % (2**31 + 1), big % (2**32 - 1), big % (2**31 - 2)):
         assert not np.array_equal(
-            np.asarray(model.generate(8, max_len=12, method="sample", seed=other)), folded)
-    fresh = [np.asarray(model.generate(8, max_len=12, method="sample")) for _ in range(2)]
+            np.asarray(model.generate(8, max_len=12, method="sample", seed=other, allow_unk=True)), folded)
+    fresh = [np.asarray(model.generate(8, max_len=12, method="sample", allow_unk=True)) for _ in range(2)]
     assert not np.array_equal(*fresh)
 
 

@@ -643,18 +643,21 @@ def test_compiled_generation_step_equals_the_old_eager_decoder(trained):
     np.testing.assert_allclose(np.asarray(keras.ops.log_softmax(logits, axis=-1)), old,
                                atol=2e-5)
 
-    # Greedy generation on the compiled loop = the old decoder's greedy sentences: from
+    # Greedy generation on the compiled loop = the old decoder's greedy sentences (its
+    # defaults: greedy, <unk> allowed; `generate`'s are top-k without <unk> now): from
     # the contexts, a topic, the prior and a paragraph chain (theta drawn as before).
     def live(ids):
         return np.cumsum(ids == 2, axis=1) - (ids == 2) == 0
 
-    cases = [(model.generate(2, max_len=12, context_bow=document),
+    OLD_DEFAULTS = {"sampler": "greedy", "allow_unk": True}
+
+    cases = [(model.generate(2, max_len=12, context_bow=document, **OLD_DEFAULTS),
               [np.repeat(t, 2, axis=0) for t in thetas]),
-             (model.generate(3, max_len=12, topic=4),
+             (model.generate(3, max_len=12, topic=4, **OLD_DEFAULTS),
               [np.tile(t[None], (3, 1)) for t in topic_thetas(model.phis, 4)]),
-             (model.generate(3, max_len=12, seed=7),
+             (model.generate(3, max_len=12, seed=7, **OLD_DEFAULTS),
               prior_chain(model.topic_model, 3, 1, np.random.default_rng(7))[0]),
-             (model.generate_paragraph(4, max_len=12, seed=8),
+             (model.generate_paragraph(4, max_len=12, seed=8, **OLD_DEFAULTS),
               [np.concatenate([step[l] for step in prior_chain(
                   model.topic_model, 1, 4, np.random.default_rng(8))]) for l in range(2)])]
     for ids, case_thetas in cases:
@@ -662,12 +665,13 @@ def test_compiled_generation_step_equals_the_old_eager_decoder(trained):
         mask = live(ids)
         np.testing.assert_array_equal(ids[mask], reference[mask])
         assert (ids[~mask] == 0).all()
-    # With a tokenizer, the paragraph comes back as text of the same ids.
-    from tfktopic.tokenizer import Tokenizer
+    # With a tokenizer, the paragraph comes back as the detokenised text of the same ids.
+    from tfktopic.tokenizer import Tokenizer, detokenize
 
     tokenizer = Tokenizer(trained["lm"], trained["topic"])
-    assert model.generate_paragraph(4, max_len=12, seed=8, tokenizer=tokenizer) == \
-        tokenizer.decode_batch(cases[3][0])
+    assert model.generate_paragraph(4, max_len=12, seed=8, tokenizer=tokenizer,
+                                    **OLD_DEFAULTS) == \
+        [detokenize(text) for text in tokenizer.decode_batch(cases[3][0])]
 
 
 def test_topic_hierarchy_json_and_dot(trained, tmp_path):
@@ -1045,7 +1049,7 @@ def test_a_one_layer_model_generates_and_a_topic_is_of_layer_1_by_default(monkey
     # class's token-choice defaults ("as in `generate`").
     assert np.asarray(deep.generate_paragraph(seed=0)).shape == (5, 30)
     base = inspect.signature(TopicLanguageModel.generate).parameters
-    shared = ("max_len", "method", "temperature", "top_k", "allow_unk")
+    shared = ("max_length", "sampler", "method", "temperature", "top_k", "allow_unk", "max_len")
     for method in (RGBNRNN.generate, RGBNRNN.generate_paragraph):
         params = inspect.signature(method).parameters
         assert {name: params[name].default for name in shared} == \

@@ -338,12 +338,12 @@ def test_topic_conditioned_generation(lee, trained):
     a, b = np.unravel_index(total_variation.argmax(), total_variation.shape)
     assert total_variation[a, b] > 0.05, total_variation
     # The same random draws give different sentences under two distinct topics.
-    samples = [model.generate(8, max_len=12, topic=int(k), method="sample", seed=0)
+    samples = [model.generate(8, max_len=12, topic=int(k), method="sample", seed=0, allow_unk=True)
                for k in (a, b)]
     assert not np.array_equal(samples[0], samples[1])
-    greedy = model.generate(2, max_len=12, topic=1)
+    greedy = model.generate(2, max_len=12, topic=1, sampler="greedy", allow_unk=True)
     np.testing.assert_array_equal(model.generate(2, max_len=12, topic=1, method="top_k",
-                                                 top_k=1, seed=5), greedy)
+                                                 top_k=1, seed=5, allow_unk=True), greedy)
     assert (greedy[0] == greedy[1]).all()
     for ids in samples + [greedy]:
         assert ids.shape[1] == 12 and ids.dtype == np.int32
@@ -356,7 +356,7 @@ def test_topic_conditioned_generation(lee, trained):
     # top-k never emits a token outside the k most likely ones (re-scored teacher-forced).
     mixture = np.array([0.5, 0.5] + [0.0] * (K - 2), np.float32)
     ids = model.generate(6, max_len=10, topic=mixture, method="top_k", top_k=3, seed=1,
-                         temperature=2.0)
+                         temperature=2.0, allow_unk=True)
     inputs = np.concatenate([np.full((6, 1), lm.bos_id, np.int32), ids[:, :-1]], axis=1)
     scores = np.asarray(model.language_model(inputs, np.tile(mixture, (6, 1)))[0]).copy()
     scores[..., [lm.pad_id, lm.bos_id]] = -np.inf
@@ -366,8 +366,8 @@ def test_topic_conditioned_generation(lee, trained):
     no_unk = model.generate(6, max_len=10, topic=0, method="sample", seed=0, allow_unk=False)
     assert not (no_unk == lm.unk_id).any()
     # Conditioning on a context bag of words and on the prior also works.
-    assert model.generate(2, max_len=5, context_bow=np.ones(len(topic)), seed=0).shape == (2, 5)
-    assert model.generate(3, max_len=5, seed=0, method="sample").shape == (3, 5)
+    assert model.generate(2, max_len=5, context_bow=np.ones(len(topic)), seed=0, sampler="greedy", allow_unk=True).shape == (2, 5)
+    assert model.generate(3, max_len=5, seed=0, method="sample", allow_unk=True).shape == (3, 5)
 
 
 def test_naive_mixture_of_experts_variant(lee):
@@ -394,7 +394,7 @@ def test_naive_mixture_of_experts_variant(lee):
     history = model.fit(subset, epochs=2, verbose=0).history
     assert history["nll"][-1] < history["nll"][0] - 0.2, history["nll"]
     assert set(history) >= {"loss", "nll", "ppl", "kl", "tm_nll", "diversity_reg"}
-    assert model.generate(2, max_len=6, topic=0, method="top_k", seed=0).shape == (2, 6)
+    assert model.generate(2, max_len=6, topic=0, method="top_k", seed=0, allow_unk=True).shape == (2, 6)
 
 
 @pytest.mark.parametrize("mixture", ["factorized", "moe"])
@@ -413,8 +413,8 @@ def test_keras_round_trip_identical_outputs(tmp_path, mixture):
     assert isinstance(loaded, TCNLM) and loaded.get_config() == model.get_config()
     np.testing.assert_allclose(np.asarray(loaded(batch)), np.asarray(model(batch)), atol=1e-6)
     np.testing.assert_allclose(loaded.beta(), model.beta(), atol=1e-7)
-    np.testing.assert_array_equal(loaded.generate(2, max_len=5, topic=1),
-                                  model.generate(2, max_len=5, topic=1))
+    np.testing.assert_array_equal(loaded.generate(2, max_len=5, topic=1, sampler="greedy", allow_unk=True),
+                                  model.generate(2, max_len=5, topic=1, sampler="greedy", allow_unk=True))
 
 
 def test_fit_with_backup_and_restore(tmp_path, lee):
@@ -488,7 +488,7 @@ def test_presets_and_bad_arguments():
                          ({"context_bow": np.ones(5)}, "context_bow"),
                          ({"num_sentences": 0}, "num_sentences")]:
         with pytest.raises(ValueError, match=name):
-            model.generate(**kwargs)
+            model.generate(**kwargs, sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="top_n"):
         model.topics(13)
     with pytest.raises(ValueError, match="vocabulary"):

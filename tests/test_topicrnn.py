@@ -241,7 +241,7 @@ def test_cells_train_and_greedy_generation_matches_the_forward_pass(apnews, cell
     logs = model.train_on_batch(batch, return_dict=True)
     assert {"loss", "nll", "ppl", "kl", "token_nll", "stop_nll"} <= set(logs)
     bow = batch["context_bow"][3]
-    generated = model.generate(num_sentences=1, max_len=12, context_bow=bow)[0]
+    generated = model.generate(num_sentences=1, max_len=12, context_bow=bow, sampler="greedy", allow_unk=True)[0]
     length = int(np.argmax(generated == 2)) + 1 if 2 in generated else len(generated)
     assert np.all(generated[length:] == 0) and np.all(generated[:length] >= 2)
     tokens = np.concatenate([[1], generated[:length - 1]])[None].astype(np.int32)
@@ -254,17 +254,17 @@ def test_generation_options_and_topics(apnews):
     _, _, lm, topic = apnews
     model = _model(lm, topic)
     model.gate.topic_word.assign(10.0 * np.asarray(model.gate.topic_word))
-    a = model.generate(num_sentences=4, max_len=10, topic=0, method="top_k", top_k=3, seed=0)
+    a = model.generate(num_sentences=4, max_len=10, topic=0, method="top_k", top_k=3, seed=0, allow_unk=True)
     assert a.shape == (4, 10) and a.dtype == np.int32
-    np.testing.assert_array_equal(a, model.generate(4, 10, topic=0, method="top_k", top_k=3, seed=0))
-    assert not np.array_equal(model.generate(4, 10, topic=0), model.generate(4, 10, topic=1))
+    np.testing.assert_array_equal(a, model.generate(4, 10, topic=0, method="top_k", top_k=3, seed=0, allow_unk=True))
+    assert not np.array_equal(model.generate(4, 10, topic=0, sampler="greedy", allow_unk=True), model.generate(4, 10, topic=1, sampler="greedy", allow_unk=True))
     one_hot = np.eye(6, dtype=np.float32)[2]
-    np.testing.assert_array_equal(model.generate(2, 8, topic=2), model.generate(2, 8, topic=one_hot))
+    np.testing.assert_array_equal(model.generate(2, 8, topic=2, sampler="greedy", allow_unk=True), model.generate(2, 8, topic=one_hot, sampler="greedy", allow_unk=True))
     # top_k = 1 is greedy; sampling differs across seeds.
-    np.testing.assert_array_equal(model.generate(3, 8, topic=1, method="top_k", top_k=1, seed=5),
-                                  model.generate(3, 8, topic=1))
-    s1 = model.generate(8, 10, method="sample", temperature=2.0, seed=1)
-    assert not np.array_equal(s1, model.generate(8, 10, method="sample", temperature=2.0, seed=2))
+    np.testing.assert_array_equal(model.generate(3, 8, topic=1, method="top_k", top_k=1, seed=5, allow_unk=True),
+                                  model.generate(3, 8, topic=1, sampler="greedy", allow_unk=True))
+    s1 = model.generate(8, 10, method="sample", temperature=2.0, seed=1, allow_unk=True)
+    assert not np.array_equal(s1, model.generate(8, 10, method="sample", temperature=2.0, seed=2, allow_unk=True))
     ids = model.topics(top_n=5)
     assert ids.shape == (6, 5) and ids.max() < len(topic)
     weights = np.asarray(model.gate.topic_word)
@@ -430,13 +430,13 @@ def test_bad_arguments_raise_value_errors_naming_them():
     with pytest.raises(ValueError, match="method"):
         model.generate(method="beam")
     with pytest.raises(ValueError, match="topic"):
-        model.generate(topic=3)
+        model.generate(topic=3, sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="topic"):
-        model.generate(topic=np.ones(4))
+        model.generate(topic=np.ones(4), sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="topic"):                 # [N, K] at most
-        model.generate(topic=np.ones((1, 1, 3)))
+        model.generate(topic=np.ones((1, 1, 3)), sampler="greedy", allow_unk=True)
     with pytest.raises(ValueError, match="temperature"):
-        model.generate(method="sample", temperature=0)
+        model.generate(method="sample", temperature=0, allow_unk=True)
     with pytest.raises(ValueError, match="top_n"):
         model.topics(top_n=5)
     with pytest.raises(ValueError, match="name"):

@@ -17,7 +17,7 @@ import keras
 
 from tfktopic.errors import TfktopicError
 
-__all__ = ["name", "is_tensorflow", "is_jax", "require_tensorflow"]
+__all__ = ["name", "is_tensorflow", "is_jax", "require_tensorflow", "compile_function"]
 
 
 def name():
@@ -47,3 +47,20 @@ def require_tensorflow(feature):
     if not is_tensorflow():
         raise TfktopicError(f"{feature} needs the TensorFlow backend; this process runs "
                             f"Keras on {name()} (set KERAS_BACKEND=tensorflow)")
+
+
+def compile_function(fn):
+    """`fn` compiled for the running backend: `tf.function` on TensorFlow (retracing
+    reduced), `jax.jit` on JAX, `fn` itself elsewhere (eager).
+
+    Example:
+    >>> float(compile_function(lambda x: x * 2.0)(keras.ops.ones(())))
+    2.0
+    """
+    if is_tensorflow():
+        import tensorflow as tf
+        return tf.function(fn, reduce_retracing=True)
+    if is_jax():
+        import jax
+        return jax.jit(fn)
+    return fn

@@ -258,8 +258,8 @@ def _generate(args):
     texts = generate_text(run, num=args.num, max_len=args.max_len, topic=args.topic,
                           layer=args.layer, document=args.document, paragraph=args.paragraph,
                           method=args.method, temperature=args.temperature, top_k=args.top_k,
-                          seed=args.seed, allow_unk=args.unk,
-                          log=lambda line: print(line, file=sys.stderr))
+                          seed=args.seed, allow_unk=args.unk, sampler=args.sampler,
+                          top_p=args.top_p, log=lambda line: print(line, file=sys.stderr))
     print(("\n\n" if args.paragraph else "\n").join(texts))
     return 0
 
@@ -560,6 +560,10 @@ def _parser():
     generate.add_argument("--method", choices=["greedy", "temperature", "top_k"], default="top_k")
     generate.add_argument("--temperature", type=float, default=1.0)
     generate.add_argument("--top-k", type=int, default=10)
+    generate.add_argument("--sampler", choices=["greedy", "random", "top_k", "top_p"],
+                          default=None, help="the sampler (overrides --method)")
+    generate.add_argument("--top-p", type=float, default=0.9,
+                          help="nucleus mass of --sampler top_p")
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--unk", action=argparse.BooleanOptionalAction, default=None,
                           help="allow <unk> in the text (default: yes, but for TCNLM)")

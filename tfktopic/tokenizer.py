@@ -22,13 +22,15 @@ Example:
 
 import pathlib
 
+import re
+
 import numpy as np
 
 from tfktopic.data.text import sentences_from_text
 from tfktopic.data.vocab import TopicVocabulary, Vocabulary
 from tfktopic.errors import VocabularyError
 
-__all__ = ["Tokenizer", "LM_VOCAB_FILE", "TOPIC_VOCAB_FILE"]
+__all__ = ["Tokenizer", "LM_VOCAB_FILE", "TOPIC_VOCAB_FILE", "detokenize"]
 
 LM_VOCAB_FILE = "lm_vocab.json"
 TOPIC_VOCAB_FILE = "topic_vocab.json"
@@ -131,3 +133,49 @@ class Tokenizer:
     def __repr__(self):
         return (f"Tokenizer(vocab_size={self.vocab_size}, "
                 f"topic_vocab_size={self.topic_vocab_size})")
+
+
+# Tokens glued to the word before them: punctuation and the clitics the tokenizer splits off.
+_NO_SPACE_BEFORE = re.compile(r" (?=[,.!?;:%)\]}]|'(?:s|m|d|ll|re|ve)\b|n't\b|\.\.\.)",
+                              re.IGNORECASE)
+_NO_SPACE_AFTER = re.compile(r"(?<=[(\[{$]) ")
+
+
+def detokenize(text):
+    """Whitespace-tokenised text -> readable text (`Tokenizer.decode`'s output).
+
+    Punctuation and clitics join the word before them (``i 'm`` -> ``i'm``,
+    ``do n't`` -> ``don't``, ``it 's`` -> ``it's``, no space before
+    ``, . ! ? ; : ) %``); no space after ``( [ $``; double quotes pair up
+    (the opening one joins the next word, the closing one the previous).
+
+    Args:
+        text: a string of space-separated tokens.
+
+    Returns:
+        The string with those spaces removed.
+
+    Example:
+    >>> detokenize("i 'm sure they do n't know , he said ( again ) .")
+    "i'm sure they don't know, he said (again)."
+    >>> detokenize('he said " no way " and left')
+    'he said "no way" and left'
+    """
+    text = _NO_SPACE_AFTER.sub("", _NO_SPACE_BEFORE.sub("", " ".join(str(text).split())))
+    pieces = text.split(" ")
+    out, opening = [], True
+    for piece in pieces:
+        if piece == '"':
+            if opening:
+                out.append('"')
+            elif out:
+                out[-1] += '"'
+            else:
+                out.append('"')
+            opening = not opening
+            continue
+        if out and out[-1].endswith('"') and not opening and out[-1] == '"':
+            out[-1] += piece
+        else:
+            out.append(piece)
+    return " ".join(out)

@@ -11,7 +11,7 @@ are written here once (DESIGN.md §2a, §3); a model supplies
   Phi and Pi runs there, after the gradient step of the networks);
 * for generating models, `generation_conditioning`, `initial_generation_state`
   and `generation_step(token, state, conditioning)`: `generate` runs them in
-  one compiled `tf.while_loop`.
+  one compiled `keras.ops.while_loop` (`tfktopic.models.samplers` pick the tokens).
 
 **The objective contract.** `objective` returns a dict of float32 scalars:
 
@@ -57,16 +57,16 @@ Pi), `generates` (``generate()``).
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
-from tfktopic import pretrained
+from tfktopic import backend, pretrained
 from tfktopic.data.vocab import topic_words
 from tfktopic.distribute import global_logs
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import Perplexity
-from tfktopic.models import steps
-from tfktopic.models.decoding import GENERATION_METHODS, choose_tokens
+from tfktopic.models import samplers, steps
+from tfktopic.models.decoding import GENERATION_METHODS
+from tfktopic.tokenizer import detokenize
 
 __all__ = ["TopicLanguageModel"]
 
@@ -234,49 +234,69 @@ class TopicLanguageModel(keras.Model):
         """
         raise NotImplementedError(f"{type(self).__name__} does not generate")
 
-    def generate(self, num_sentences=1, max_len=30, topic=None, context_bow=None,
-                 method="greedy", temperature=1.0, top_k=10, seed=None, allow_unk=True,
-                 tokenizer=None, **options):
-        """Generate sentences from ``<bos>`` (a compiled `tf.while_loop` over the steps).
+    def compile(self, *args, sampler=None, **kwargs):
+        """`keras.Model.compile`, plus the default `sampler` of `generate` (as
+        keras-hub's CausalLM): a `tfktopic.models.samplers` instance, name or config."""
+        if sampler is not None:
+            object.__setattr__(self, "_default_sampler", samplers.get(sampler))
+        return super().compile(*args, **kwargs)
 
-        Every step feeds the previous token to `generation_step` and picks the
-        next with `tfktopic.models.decoding.choose_tokens`; ``<pad>`` and
-        ``<bos>`` are never emitted. Sampling uses stateless random ops keyed
-        on (`seed`, step), so a seed gives the same sentences every time.
+    def generate(self, prompt=None, max_length=30, sampler=None, num_sentences=1, topic=None,
+                 context_bow=None, seed=None, allow_unk=False, tokenizer=None, method=None,
+                 temperature=1.0, top_k=10, max_len=None, **options):
+        """Generate sentences from ``<bos>`` (one compiled `keras.ops.while_loop`).
+
+        Every step feeds the previous token to `generation_step` and lets the
+        `sampler` pick the next; ``<pad>`` and ``<bos>`` are never emitted,
+        ``<unk>`` only with ``allow_unk=True``; a row stops at ``<eos>``. The
+        prompt's tokens are fed first (teacher-forced), then generation
+        continues. Random samplers draw counter-based noise keyed on (`seed`,
+        step), so a seed gives the same sentences every time on a backend.
 
         Args:
+            prompt: `None`; text (needs a tokenizer: `model.tokenizer` or
+                `tokenizer=`; its final ``<eos>`` is dropped); LM ids [P] or
+                [N, P]. (An int here is the old positional `num_sentences`.)
+            max_length: maximum tokens per sentence, prompt and ``<eos>`` included.
+            sampler: a `tfktopic.models.samplers` sampler, name or config
+                (`None`: the one set at `compile(sampler=...)`, else top-k).
             num_sentences: sentences to generate.
-            max_len: maximum tokens per sentence (``<eos>`` included).
             topic: topic conditioning (see the model's `generation_conditioning`).
             context_bow: a context bag of words [V_c] / [N, V_c]; with a
-                `tokenizer`, raw text is accepted too.
-            method: "greedy", "sample" (temperature sampling) or "top_k".
-            temperature: > 0; divides the log-probabilities before sampling.
-            top_k: candidates kept by "top_k".
+                tokenizer, raw text is accepted too.
             seed: int seed (`None`: a fresh random one).
-            allow_unk: False never generates ``<unk>`` (id 3).
-            tokenizer: a `tfktopic.tokenizer.Tokenizer`: return text.
+            allow_unk: True lets the model generate ``<unk>`` (id 3).
+            tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`).
+            method, temperature, top_k: the old way to pick a sampler
+                ("greedy", "sample", "top_k"); used only if `sampler` is `None`.
+            max_len: old name of `max_length`.
             **options: model-specific conditioning options.
 
         Returns:
-            int32 array [N, max_len] of LM ids, one row per generated sentence
+            int32 array [N, max_length] of LM ids, one row per generated sentence
             (N = num_sentences unless the model's conditioning makes more rows;
             each row ends at its first ``<eos>``, then ``<pad>``), or with a
-            `tokenizer` the list of N strings.
+            tokenizer the list of N detokenised strings.
 
         Raises:
             ValueError: a bad argument (named).
         """
         if not self.generates:
             raise ValueError(f"{type(self).__name__} does not generate")
-        for name, value in (("num_sentences", num_sentences), ("max_len", max_len),
+        if isinstance(prompt, (int, np.integer)) and not isinstance(prompt, bool):
+            prompt, num_sentences = None, prompt              # generate(3, ...): the old API
+        if max_len is not None:
+            max_length = max_len
+        for name, value in (("num_sentences", num_sentences), ("max_length", max_length),
                             ("top_k", top_k)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if method not in GENERATION_METHODS:
-            raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
-        if not float(temperature) > 0.0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if tokenizer is None:
+            tokenizer = getattr(self, "tokenizer", None)
+        sampler = self._resolve_sampler(sampler, method, temperature, top_k)
+        if getattr(sampler, "num_beams", 1) > 1:
+            raise ValueError("BeamSampler with num_beams > 1 is not supported by generate yet "
+                             "(use num_beams=1, or greedy / top_k / top_p)")
         if isinstance(context_bow, str):
             if tokenizer is None:
                 raise ValueError("context_bow is text: pass the tokenizer to turn it into a "
@@ -288,48 +308,94 @@ class TopicLanguageModel(keras.Model):
                                                     context_bow=context_bow, seed=seed,
                                                     **options)
         # One row per generated sentence: num_sentences, or more (rGBN-RNN: per context row).
-        rows = int(tf.nest.flatten(conditioning)[0].shape[0])
+        rows = int(ops.shape(keras.tree.flatten(conditioning)[0])[0])
+        prompt_ids = self._prompt_ids(prompt, rows, int(max_length), tokenizer)
         state = self.initial_generation_state(rows)
         banned = np.zeros(self.vocab_size, bool)
         banned[[_PAD, _BOS] if allow_unk else [_PAD, _BOS, _UNK]] = True
-        loop = self._generation_loops
-        if method not in loop:
-            loop[method] = tf.function(lambda *args: self._generation_loop(method, *args),
-                                       reduce_retracing=True)
-        ids = loop[method](conditioning, state, tf.constant(banned),
-                           tf.constant(int(max_len), tf.int32),
-                           tf.constant(float(temperature), tf.float32),
-                           tf.constant(int(top_k), tf.int32),
-                           tf.constant(int(seed) % (2 ** 31 - 1), tf.int32))
-        ids = np.asarray(ids, np.int32)
-        ids = np.pad(ids, ((0, 0), (0, int(max_len) - ids.shape[1])))
-        return ids if tokenizer is None else tokenizer.decode_batch(ids)
+        key = (sampler, int(max_length), prompt_ids.shape[1])
+        loops = self._generation_loops
+        if key not in loops:
+            loops[key] = backend.compile_function(
+                lambda *args: self._generation_loop(sampler, int(max_length), *args))
+        ids = loops[key](conditioning, state, ops.convert_to_tensor(banned),
+                         ops.convert_to_tensor(prompt_ids),
+                         ops.convert_to_tensor(np.int32(int(seed) % (2 ** 31 - 1))))
+        ids = np.asarray(ops.convert_to_numpy(ids), np.int32)
+        return ids if tokenizer is None else [detokenize(text) for text in
+                                              tokenizer.decode_batch(ids)]
 
-    def _generation_loop(self, method, conditioning, state, banned, max_len, temperature, top_k,
-                         seed):
-        """The per-token loop (traced once per method): int32 [N, steps] ids."""
-        num = tf.shape(tf.nest.flatten(conditioning)[0])[0]     # N rows (the contract)
-        token = tf.fill([num], tf.constant(_BOS, tf.int32))
-        done = tf.zeros([num], tf.bool)
-        output = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
+    def _resolve_sampler(self, sampler, method, temperature, top_k):
+        """The sampler of one `generate` call (argument, `compile`'s, old `method`, top-k)."""
+        if sampler is not None:
+            return samplers.get(sampler)
+        if method is not None:
+            if method not in GENERATION_METHODS:
+                raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
+            if not float(temperature) > 0.0:
+                raise ValueError(f"temperature must be > 0, got {temperature}")
+            if method == "greedy":
+                return samplers.GreedySampler()
+            if method == "sample":
+                return samplers.RandomSampler(temperature=temperature)
+            return samplers.TopKSampler(k=top_k, temperature=temperature)
+        default = getattr(self, "_default_sampler", None)
+        return default if default is not None else samplers.TopKSampler(
+            k=top_k, temperature=temperature)
 
-        def keep_going(step, token, state, done, output):
-            return tf.logical_and(step < max_len, tf.logical_not(tf.reduce_all(done)))
+    def _prompt_ids(self, prompt, rows, max_length, tokenizer):
+        """The prompt as int32 [rows, P] LM ids (P = 0 without a prompt)."""
+        if prompt is None:
+            return np.zeros((rows, 0), np.int32)
+        if isinstance(prompt, str):
+            if tokenizer is None:
+                raise ValueError("prompt is text: attach a tokenizer (model.tokenizer, or "
+                                 "from_preset of a pretrained model) or pass LM ids")
+            ids = tokenizer.encode(prompt)
+            ids = ids[:-1] if ids and ids[-1] == _EOS else ids
+            prompt = np.asarray(ids, np.int64)
+        prompt = np.asarray(prompt)
+        if prompt.ndim == 1:
+            prompt = np.broadcast_to(prompt, (rows, prompt.shape[0]))
+        if prompt.ndim != 2 or prompt.shape[0] != rows or \
+                not np.issubdtype(prompt.dtype, np.integer):
+            raise ValueError(f"prompt ids must be integers of shape [P] or [{rows}, P], got "
+                             f"{prompt.dtype} {prompt.shape}")
+        if prompt.shape[1] >= max_length:
+            raise ValueError(f"the prompt has {prompt.shape[1]} tokens: max_length="
+                             f"{max_length} leaves no room to generate")
+        if prompt.size and (prompt.min() < 0 or prompt.max() >= self.vocab_size):
+            raise ValueError(f"prompt ids must be in [0, vocab_size={self.vocab_size})")
+        return prompt.astype(np.int32)
 
-        def body(step, token, state, done, output):
+    def _generation_loop(self, sampler, max_length, conditioning, state, banned, prompt, seed):
+        """The per-token loop in keras.ops (compiled once per sampler, length and prompt
+        width): int32 [N, max_length] ids, the prompt's first."""
+        num = ops.shape(keras.tree.flatten(conditioning)[0])[0]     # N rows (the contract)
+        prompt_len = int(prompt.shape[1])
+        token = ops.full([num], _BOS, dtype="int32")
+        done = ops.zeros([num], dtype="bool")
+        ids = ops.zeros([num, max_length], dtype="int32")            # preallocated buffer
+        minus_inf = ops.convert_to_tensor(-np.inf, "float32")
+
+        def keep_going(step, token, state, done, ids):
+            return ops.logical_and(step < max_length, ops.logical_not(ops.all(done)))
+
+        def body(step, token, state, done, ids):
             log_probs, state = self.generation_step(token, state, conditioning)
-            scores = tf.where(banned[None, :], tf.constant(-np.inf, tf.float32),
-                              tf.cast(log_probs, tf.float32))
-            chosen = choose_tokens(scores, method, temperature, top_k, tf.stack([seed, step]))
-            chosen = tf.where(done, tf.constant(_PAD, tf.int32), chosen)
-            output = output.write(step, chosen)
-            done = tf.logical_or(done, tf.equal(chosen, _EOS))
-            token = tf.where(done, tf.constant(_EOS, tf.int32), chosen)
-            return step + 1, token, state, done, output
+            scores = ops.where(banned[None, :], minus_inf, ops.cast(log_probs, "float32"))
+            chosen = sampler(scores, seed, step)
+            if prompt_len:
+                forced = ops.take(prompt, ops.minimum(step, prompt_len - 1), axis=1)
+                chosen = ops.where(step < prompt_len, forced, chosen)
+            chosen = ops.where(done, ops.zeros_like(chosen), chosen)
+            ids = ops.slice_update(ids, [ops.zeros_like(step), step], chosen[:, None])
+            done = ops.logical_or(done, ops.equal(chosen, _EOS))
+            token = ops.where(done, ops.full_like(chosen, _EOS), chosen)
+            return step + 1, token, state, done, ids
 
-        _, _, _, _, output = tf.while_loop(
-            keep_going, body, (tf.constant(0, tf.int32), token, state, done, output))
-        return tf.transpose(output.stack())
+        loop_vars = (ops.convert_to_tensor(0, "int32"), token, state, done, ids)
+        return ops.while_loop(keep_going, body, loop_vars)[4]
 
     #: Constructor arguments whose effect lives in the saved weights (e.g. an LDA
     #: start of the topic decoder): `from_config` rebuilds without them (the

@@ -62,7 +62,7 @@ class PlainGeneration:
         if topic is not None or context_bow is not None:
             raise ValueError(f"{type(self).__name__} has no topics: generate without topic "
                              "or context_bow")
-        return tf.zeros([int(num_sentences), 0])
+        return ops.zeros([int(num_sentences), 0])
 
     def initial_generation_state(self, num_sentences):
         return [[ops.convert_to_tensor(s) for s in cell.get_initial_state(num_sentences)]

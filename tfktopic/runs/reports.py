@@ -385,7 +385,7 @@ def document_bow(run, path):
 
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
                   paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0,
-                  allow_unk=None, log=None):
+                  allow_unk=None, log=None, sampler=None, top_p=0.9):
     """Generate sentences with a run's model (`GENERATING_MODELS`).
 
     Args:
@@ -399,6 +399,8 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
             evolve through Pi (GBN: independent sentences).
         method: "greedy", "temperature" (or "sample") or "top_k".
         temperature, top_k: sampling settings.
+        sampler: instead of `method`, a `tfktopic.models.samplers` name ("greedy",
+            "random", "top_k", "top_p"); `top_p`: the nucleus mass of "top_p".
         seed: sampling seed.
         allow_unk: whether ``<unk>`` may be generated (`None`: the model's habit --
             TCNLM never, as Wang et al.'s samples; the others may).
@@ -442,6 +444,14 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         allow_unk = name != "tcnlm"
     options = {"method": method, "temperature": float(temperature), "top_k": int(top_k),
                "allow_unk": bool(allow_unk)}
+    if sampler is not None:
+        from tfktopic.models import samplers
+        config = {"greedy": {}, "random": {"temperature": float(temperature)},
+                  "top_k": {"k": int(top_k), "temperature": float(temperature)},
+                  "top_p": {"p": float(top_p), "temperature": float(temperature)}}
+        if sampler not in config:
+            raise ValueError(f"--sampler must be one of {sorted(config)}, got {sampler!r}")
+        options["sampler"] = samplers.get({"class_name": sampler, "config": config[sampler]})
     for key, value in (("--max-len", max_len), ("--top-k", top_k), ("--num", num),
                        ("--paragraph", paragraph)):
         if value is not None and int(value) < 1:

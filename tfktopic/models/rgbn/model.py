@@ -508,9 +508,9 @@ class RGBNRNN(TopicLanguageModel):
             object.__setattr__(self, "_generation_cells", cells)
         return cells
 
-    def generate(self, num_sentences=1, max_len=30, topic=None, topic_layer=0, context_bow=None,
-                 method="greedy", temperature=1.0, top_k=10, seed=None, sample_theta=False,
-                 allow_unk=True, tokenizer=None):
+    def generate(self, prompt=None, max_length=30, sampler=None, num_sentences=1, topic=None,
+                 context_bow=None, seed=None, allow_unk=False, tokenizer=None, method=None,
+                 temperature=1.0, top_k=10, max_len=None, topic_layer=0, sample_theta=False):
         """Generate sentences guided by topics (reference rgbn_rnn.md §6.3).
 
         The theta of each sentence comes from (in this order of precedence):
@@ -526,36 +526,34 @@ class RGBNRNN(TopicLanguageModel):
           Gam(tau0 Phi^{l+1} theta^{l+1}, tau0) top-down, one draw per sentence.
 
         Each theta is max-normalised; the LM runs from zero states, starting at
-        ``<bos>`` and stopping at ``<eos>`` or `max_len` tokens; ``<pad>`` and
+        ``<bos>`` and stopping at ``<eos>`` or `max_length` tokens; ``<pad>`` and
         ``<bos>`` are never produced. The tokens are chosen by the base class's
         compiled loop (`TopicLanguageModel.generate` over `generation_step`).
 
         Args:
+            prompt, max_length, sampler, allow_unk, tokenizer, method,
+                temperature, top_k, max_len: as in `TopicLanguageModel.generate`
+                (the authors' code samples at temperature 0.75).
             num_sentences: sentences (per context row when `context_bow`).
-            max_len: maximum tokens per sentence.
             topic, topic_layer: see above (layers are 0-based, 0 = word level).
             context_bow: see above.
-            method: "greedy", "sample" (temperature) or "top_k" (temperature,
-                restricted to the `top_k` most likely tokens).
-            temperature: p ~ exp(logit / temperature) (the code uses 0.75).
-            top_k: k of "top_k".
             seed: seed of theta draws and token sampling.
             sample_theta: with `context_bow`, draw theta from q instead of
                 using its mean.
-            allow_unk: False never generates ``<unk>``.
-            tokenizer: a `tfktopic.tokenizer.Tokenizer`: return text.
 
         Returns:
-            int32 [N, max_len] LM ids; each row ends at its ``<eos>`` (kept),
+            int32 [N, max_length] LM ids; each row ends at its ``<eos>`` (kept),
             followed by ``<pad>`` = 0; with a `tokenizer` the N strings.
         """
-        return super().generate(num_sentences, max_len, topic=topic, context_bow=context_bow,
-                                method=method, temperature=temperature, top_k=top_k, seed=seed,
-                                allow_unk=allow_unk, tokenizer=tokenizer,
-                                topic_layer=topic_layer, sample_theta=sample_theta)
+        return super().generate(prompt, max_length, sampler, num_sentences, topic=topic,
+                                context_bow=context_bow, seed=seed, allow_unk=allow_unk,
+                                tokenizer=tokenizer, method=method, temperature=temperature,
+                                top_k=top_k, max_len=max_len, topic_layer=topic_layer,
+                                sample_theta=sample_theta)
 
-    def generate_paragraph(self, num_sentences=5, max_len=30, context_bow=None, method="greedy",
-                           temperature=1.0, top_k=10, seed=None, allow_unk=True, tokenizer=None):
+    def generate_paragraph(self, num_sentences=5, max_length=30, sampler=None, context_bow=None,
+                           seed=None, allow_unk=False, tokenizer=None, method=None,
+                           temperature=1.0, top_k=10, max_len=None):
         """Generate a paragraph whose topics evolve through Pi (rGBN only).
 
         Sentence 1's theta is drawn top-down from the prior (or, with
@@ -570,15 +568,16 @@ class RGBNRNN(TopicLanguageModel):
             num_sentences: sentences of the paragraph.
             context_bow: optional [J, V_c] contexts of a document to continue
                 (rGBN-RNN only).
-            max_len, method, temperature, top_k, seed, allow_unk, tokenizer: as
-                in `generate`.
+            max_length, sampler, seed, allow_unk, tokenizer, method, temperature,
+                top_k, max_len: as in `generate`.
 
         Returns:
-            int32 [num_sentences, max_len] (with a `tokenizer`, the sentences' text).
+            int32 [num_sentences, max_length] (with a `tokenizer`, the sentences' text).
         """
-        return super().generate(num_sentences, max_len, context_bow=context_bow, method=method,
-                                temperature=temperature, top_k=top_k, seed=seed,
-                                allow_unk=allow_unk, tokenizer=tokenizer, paragraph=True)
+        return super().generate(None, max_length, sampler, num_sentences,
+                                context_bow=context_bow, seed=seed, allow_unk=allow_unk,
+                                tokenizer=tokenizer, method=method, temperature=temperature,
+                                top_k=top_k, max_len=max_len, paragraph=True)
 
     # ---------------------------------------------------------------- config
     def get_config(self):
