@@ -6,10 +6,8 @@ and returns numpy values only.
 
 Families: ``bigram`` (the doctest model of `tfktopic.models.base`), ``lstm`` (the sentence
 LSTM LM), ``doc_lstm`` (the streamed document LSTM), and the topic models ``topicrnn``,
-``tcnlm``, ``rgbn_rnn`` (TLASGR inside the step), built small.
+``tcnlm``, ``lda_lstm``, ``rgbn_rnn`` (TLASGR inside the step), built small.
 """
-
-import os
 
 import keras
 import numpy as np
@@ -19,6 +17,10 @@ from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.models.base import TopicLanguageModel
 
 V, T, B, V_C = 12, 5, 6, 9
+#: The topic models' LM-id -> topic-id map: ids 0..2 special, 3..11 the V_C content words.
+LM_TO_TOPIC = np.array([-1, -1, -1] + list(range(V_C)), np.int32)
+#: The families whose batches carry a document context (``context_bow``, ``doc_targets``).
+TOPIC_FAMILIES = ("topicrnn", "tcnlm", "lda_lstm")
 
 
 @keras.saving.register_keras_serializable(package="tfktopic_tests")
@@ -71,14 +73,25 @@ def build(family, dropout=0.0, seed=0):
         model = DocumentLSTM(V, 8, 16, dropout=dropout)
     elif family == "topicrnn":
         from tfktopic.models.topicrnn import TopicRNN
-        model = TopicRNN(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16)
+        model = TopicRNN(V, LM_TO_TOPIC, num_topics=3, embedding_dim=8, hidden_dim=16,
+                         encoder_units=(16,), dropout=dropout)
     elif family == "tcnlm":
         from tfktopic.models.tcnlm import TCNLM
-        model = TCNLM(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16)
+        model = TCNLM(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16, ntm_units=(16,),
+                      dropout=dropout)
+    elif family == "lda_lstm":
+        from tfktopic.models.lda_lstm import LDALSTMLanguageModel
+        model = LDALSTMLanguageModel(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16,
+                                     dropout=dropout)
+    elif family in ("rgbn_rnn", "gbn_rnn"):
+        from tfktopic.models.rgbn.model import RGBNRNN
+        model = RGBNRNN(V, V_C, num_documents=4, num_layers=2, hidden_sizes=(16, 8),
+                        topic_sizes=(3, 2), embedding_dim=8, dropout=dropout,
+                        recurrent=family == "rgbn_rnn", seed=seed)
     else:
         raise ValueError(f"unknown family {family!r}")
     model.compile(optimizer=keras.optimizers.Adam(0.05))
-    data = stream_batch() if family == "doc_lstm" else batch()
+    data = family_batch(family)
     model.test_on_batch(data)  # builds every weight
     return model, data
 
@@ -88,6 +101,30 @@ def stream_batch():
     data = batch()
     return {**{k: data[k] for k in ("tokens", "targets", "mask")},
             "reset": np.ones((B,), np.float32)}
+
+
+def topic_batch():
+    """`batch()` with each sentence's document context: ``context_bow`` (counts over the
+    V_C topic words) and ``doc_targets`` (the document's tokens: one window per document)."""
+    data = batch()
+    return {**{k: data[k] for k in ("tokens", "targets", "mask")}, "context_bow": data["bow"],
+            "doc_targets": data["mask"].sum(axis=-1).astype(np.int32)}
+
+
+def chunk_batch():
+    """`topic_batch()` as document chunks [2 documents, 3 sentences, T]."""
+    data = topic_batch()
+    return {k: data[k].reshape((2, B // 2) + data[k].shape[1:])
+            for k in ("tokens", "targets", "mask", "context_bow")}
+
+
+def family_batch(family):
+    """The batch `family` reads."""
+    if family in ("rgbn_rnn", "gbn_rnn"):
+        return chunk_batch()
+    if family == "doc_lstm":
+        return stream_batch()
+    return topic_batch() if family in TOPIC_FAMILIES else batch()
 
 
 def _gradients(model, data):
@@ -155,7 +192,6 @@ def save_and_load(family, path):
 
 def load_outputs(family, path):
     """The logits on `batch()` of the model saved at `path`."""
-    del family
     loaded = keras.saving.load_model(path)
-    data = stream_batch() if "doc" in os.path.basename(path) else batch()
+    data = family_batch(family)
     return {"outputs": np.asarray(loaded(data, training=False))}

@@ -20,27 +20,27 @@ from tests.backends import run_in_backend
 
 pytestmark = pytest.mark.backends
 
-_LSTM_REASON = ("tfktopic.layers.hoisted_lstm.run_lstm / CarriedStateLSTM run on TensorFlow "
-                "only until the `layers` branch lands")
-
-
-def _lstm_family(name, cross_backend):
-    """`name` expected to fail (strictly: remove the mark when it passes) where it needs
-    the recurrent layers on JAX."""
-    on_jax = cross_backend or keras.backend.backend() != "tensorflow"
-    return pytest.param(name, marks=pytest.mark.xfail(on_jax, strict=True, reason=_LSTM_REASON))
-
-
 #: The families checked in this process.
-FAMILIES = ["bigram", _lstm_family("lstm", False), _lstm_family("doc_lstm", False)]
+FAMILIES = ["bigram", "lstm", "doc_lstm", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
 #: The families checked across backends.
-CROSS = ["bigram", _lstm_family("lstm", True), _lstm_family("doc_lstm", True)]
+CROSS = ["bigram", "lstm", "doc_lstm", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
+
+
+def _assert_learned(family, result):
+    """The fit's loss fell, and its loss (or its language model's perplexity) by 20%."""
+    # TCNLM's loss is dominated by its topic model's bag-of-words NLL (~6 of ~9 nats per
+    # token on this batch), which falls slowly, and (r)GBN-RNN's by its sampled Weibull
+    # ELBO terms (noisy: 102, 136, 106, ... 87 per chunk on JAX): their language models'
+    # perplexity is checked.
+    learned = result["ppl"] if family in ("tcnlm", "rgbn_rnn", "gbn_rnn") else result["loss"]
+    assert learned[-1] < 0.8 * learned[0], learned
+    assert result["loss"][-1] < result["loss"][0], result["loss"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fit_lowers_the_loss_and_evaluate_reports_it(family):
     result = cases.fit(family)
-    assert result["loss"][-1] < 0.8 * result["loss"][0], result["loss"]
+    _assert_learned(family, result)
     assert np.isfinite(result["eval_loss"])
     assert result["eval_loss"] < result["loss"][0]
 
@@ -79,7 +79,7 @@ def test_jax_fit_lowers_the_loss_and_repeats_with_its_seed(family):
         pytest.skip("the in-process tests cover this backend")
     first = run_in_backend("jax", "tests.models_backend_cases:fit", family=family)
     second = run_in_backend("jax", "tests.models_backend_cases:fit", family=family)
-    assert first["loss"][-1] < 0.8 * first["loss"][0], first["loss"]
+    _assert_learned(family, first)
     for a, b in zip(first["weights"], second["weights"]):
         np.testing.assert_array_equal(a, b)
 

@@ -69,6 +69,29 @@ def lgamma(x):
     return torch.lgamma(x)
 
 
+def digamma(x):
+    """digamma(x) = d log Gamma(x) / dx elementwise.
+
+    `keras.ops` has no digamma: like `lgamma`, this picks the framework's kernel
+    (TensorFlow ``tf.math.digamma``, JAX ``jax.lax.digamma``, PyTorch ``torch.digamma``).
+
+    Args:
+        x: float tensor (> 0 where used here).
+
+    Returns:
+        float tensor, same shape and dtype.
+    """
+    x = ops.convert_to_tensor(x)
+    if backend.is_tensorflow():
+        import tensorflow as tf
+        return tf.math.digamma(x)
+    if backend.is_jax():
+        import jax
+        return jax.lax.digamma(x)
+    import torch
+    return torch.digamma(x)
+
+
 def _as(value, dtype):
     return ops.cast(ops.convert_to_tensor(value), dtype)
 

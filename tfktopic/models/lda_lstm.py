@@ -51,6 +51,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from tfktopic.distributions import digamma
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.models import lda_lstm_presets
 from tfktopic.models.decoding import simplex_topics, stacked_cell_step
@@ -139,8 +140,7 @@ def _lda_parameters(lda):
 
 def _dirichlet_expectation(concentration):
     """E[log x] under Dirichlet(concentration) along the last axis."""
-    return tf.math.digamma(concentration) - tf.math.digamma(
-        tf.reduce_sum(concentration, axis=-1, keepdims=True))
+    return digamma(concentration) - digamma(ops.sum(concentration, axis=-1, keepdims=True))
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -224,36 +224,38 @@ class LDATopicInference(keras.layers.Layer):
         return topic_word / topic_word.sum(axis=1, keepdims=True)
 
     def call(self, bow):
-        bow = tf.stop_gradient(tf.cast(bow, tf.float32))
-        alpha = tf.stop_gradient(tf.cast(self.alpha, tf.float32))
-        exp_elog_beta = tf.stop_gradient(
-            tf.exp(_dirichlet_expectation(tf.cast(self.topic_word, tf.float32))))  # [K, V]
+        bow = ops.stop_gradient(ops.cast(bow, "float32"))
+        alpha = ops.stop_gradient(ops.cast(self.alpha, "float32"))
+        exp_elog_beta = ops.stop_gradient(
+            ops.exp(_dirichlet_expectation(ops.cast(self.topic_word, "float32"))))  # [K, V]
         epsilon = np.finfo(np.float32).eps  # gensim's phinorm floor
 
         def expectations(gamma):
-            exp_elog_theta = tf.exp(_dirichlet_expectation(gamma))             # [B, K]
-            phinorm = tf.matmul(exp_elog_theta, exp_elog_beta) + epsilon       # [B, V]
+            exp_elog_theta = ops.exp(_dirichlet_expectation(gamma))            # [B, K]
+            phinorm = ops.matmul(exp_elog_theta, exp_elog_beta) + epsilon      # [B, V]
             return exp_elog_theta, phinorm
 
-        gamma = tf.ones(tf.stack([tf.shape(bow)[0], self.num_topics]), tf.float32)
-        done = tf.zeros(tf.shape(bow)[:1], tf.bool)
+        # The loop state keeps fixed shapes (no gathers): jax.jit traces it once.
+        gamma = ops.zeros_like(bow[:, :1]) + ops.ones((self.num_topics,))       # [B, K]
+        done = ops.zeros_like(gamma[:, 0], dtype="bool")
         exp_elog_theta, phinorm = expectations(gamma)
 
         def keep_going(i, gamma, done, exp_elog_theta, phinorm):
-            return tf.logical_and(i < self.iterations, tf.logical_not(tf.reduce_all(done)))
+            return ops.logical_and(i < self.iterations, ops.logical_not(ops.all(done)))
 
         def update(i, gamma, done, exp_elog_theta, phinorm):
-            new = alpha + exp_elog_theta * tf.matmul(bow / phinorm, exp_elog_beta,
-                                                     transpose_b=True)
-            change = tf.reduce_mean(tf.abs(new - gamma), axis=-1)
-            new = tf.where(done[:, None], gamma, new)       # converged documents stay put
-            done = tf.logical_or(done, change < self.gamma_threshold)
+            new = alpha + exp_elog_theta * ops.matmul(bow / phinorm,
+                                                      ops.transpose(exp_elog_beta))
+            change = ops.mean(ops.abs(new - gamma), axis=-1)
+            new = ops.where(done[:, None], gamma, new)      # converged documents stay put
+            done = ops.logical_or(done, change < self.gamma_threshold)
             return (i + 1, new, done) + expectations(new)
 
-        _, gamma, _, _, _ = tf.while_loop(
-            keep_going, update, (tf.constant(0), gamma, done, exp_elog_theta, phinorm),
+        _, gamma, _, _, _ = ops.while_loop(
+            keep_going, update,
+            (ops.convert_to_tensor(0, "int32"), gamma, done, exp_elog_theta, phinorm),
             maximum_iterations=self.iterations)
-        return tf.stop_gradient(gamma / tf.reduce_sum(gamma, axis=-1, keepdims=True))
+        return ops.stop_gradient(gamma / ops.sum(gamma, axis=-1, keepdims=True))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.num_topics,)

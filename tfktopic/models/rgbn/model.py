@@ -45,6 +45,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
@@ -302,17 +303,20 @@ class RGBNRNN(TopicLanguageModel):
         if return_topics and return_features:
             # Sentences are independent given theta (zero LSTM state per
             # window), so dropping the empty windows changes no real token.
-            if "mask" in inputs:
+            if "mask" in inputs and backend.is_tensorflow():
+                # Dropping windows gives a data-dependent shape: TensorFlow only (jax.jit
+                # needs static shapes; under JAX every window runs and the mask zeroes
+                # the empty ones' tokens).
                 used = ops.any(ops.reshape(inputs["mask"], (-1, shape[-1])) > 0, axis=-1)
                 # Keep at least one window (the first used one, else window 0):
                 # Keras LSTMs cannot run on an empty batch.
                 first = ops.argmax(ops.cast(used, "int32"))
                 used = ops.logical_or(used, ops.arange(ops.shape(used)[0]) == first)
                 windows = tf.where(used)
-                tokens = tf.gather_nd(tokens, windows)
-                flat = [tf.gather_nd(t, windows) for t in flat]
+                tokens = ops.take(tokens, windows[:, 0], axis=0)
+                flat = [ops.take(t, windows[:, 0], axis=0) for t in flat]
             else:
-                windows = ops.expand_dims(ops.arange(shape[0] * shape[1], dtype="int64"), -1)
+                windows = ops.expand_dims(ops.arange(shape[0] * shape[1], dtype="int32"), -1)
             features = self._softmax_inputs(tokens, flat, training)
             return {"features": features, "windows": windows, **topics}
         features = self._softmax_inputs(tokens, flat, training)

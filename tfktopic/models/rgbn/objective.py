@@ -16,7 +16,6 @@ Example:
 ...               model.kl_weights, model.tm_weight)["loss"]           # doctest: +SKIP
 """
 
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.evaluation.perplexity import gathered_token_nll, masked_token_nll
@@ -49,8 +48,8 @@ def token_nll(softmax, data, outputs):
         return masked_token_nll(data["targets"], outputs["logits"], mask)
     length = ops.shape(mask)[-1]
     windows = outputs["windows"]
-    mask = tf.gather_nd(ops.reshape(mask, (-1, length)), windows)
-    targets = tf.gather_nd(ops.reshape(data["targets"], (-1, length)), windows)
+    mask = ops.take(ops.reshape(mask, (-1, length)), windows[:, 0], axis=0)
+    targets = ops.take(ops.reshape(data["targets"], (-1, length)), windows[:, 0], axis=0)
     return gathered_token_nll(softmax, outputs["features"], targets, mask)
 
 
