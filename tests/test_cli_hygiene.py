@@ -250,12 +250,6 @@ def test_train_piped_to_a_file_writes_no_backspaces_and_names_the_diversity_regu
 
 
 # ----------------------------------------------------------------------------- callbacks
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 51, open: Keras' EarlyStopping(mode='auto') looks a metric's `_direction` up only "
-    "among CompileMetrics / MetricsList entries of model.metrics (keras "
-    "EarlyStopping._set_monitor_op); Perplexity needs `_direction = 'down'` (core) AND "
-    "TopicLanguageModel.metrics, a plain list, must expose it there. Measured: with "
-    "_direction set on Perplexity alone, the same ValueError. Remove this marker when fixed."))
 def test_early_stopping_on_val_ppl_picks_min_without_mode():
     import keras
     from keras import ops

@@ -58,6 +58,7 @@ Pi), `generates` (``generate()``).
 import keras
 import numpy as np
 from keras import ops
+from keras.src.trainers.compile_utils import MetricsList as _KerasMetricsList
 
 from tfktopic import backend, pretrained
 from tfktopic.data.vocab import topic_words
@@ -71,6 +72,15 @@ from tfktopic.tokenizer import detokenize
 __all__ = ["TopicLanguageModel"]
 
 _PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
+
+
+class _MetricGroup(_KerasMetricsList):
+    """The model's logged metrics as one Keras metrics list: Keras' callbacks look up a
+    metric's direction (`Perplexity` is "down") only inside such lists, so that
+    ``EarlyStopping(monitor="val_ppl")`` picks "min" without being told."""
+
+    def result(self):
+        return self.get_result()
 
 
 class TopicLanguageModel(keras.Model):
@@ -143,6 +153,8 @@ class TopicLanguageModel(keras.Model):
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.perplexity = Perplexity(name="ppl")
         self.term_trackers = [keras.metrics.Mean(name=name) for name in self.reported_terms]
+        object.__setattr__(self, "_metrics_list", _MetricGroup([self.perplexity,
+                                                                *self.term_trackers]))
         # The compiled generation loops, one per method (not tracked by Keras).
         object.__setattr__(self, "_generation_loops", {})
 
@@ -198,7 +210,7 @@ class TopicLanguageModel(keras.Model):
 
     @property
     def metrics(self):
-        return [self.loss_tracker, self.perplexity, *self.term_trackers]
+        return [self.loss_tracker, self._metrics_list]
 
     # --------------------------------------------------------------- generation
     def generation_conditioning(self, num_sentences, topic=None, context_bow=None, seed=None,
