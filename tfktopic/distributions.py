@@ -45,12 +45,26 @@ LOG_FLOOR = 2.2e-20
 MIN_GAMMA_SHAPE = 1e-10
 
 
-def lgamma(x):
-    """log Gamma(x) elementwise, with its gradient digamma(x).
+def _framework_special(name, x):
+    """The framework's own kernel `name` (``lgamma`` / ``digamma``) applied to x.
 
-    `keras.ops` has no lgamma (reference rgbn_rnn.md §8.1): this is the one
-    place that picks the framework's kernel (TensorFlow ``tf.math.lgamma``,
-    JAX ``jax.lax.lgamma``, PyTorch ``torch.lgamma``).
+    `keras.ops` has neither (reference rgbn_rnn.md §8.1): this is the one place
+    that picks TensorFlow's ``tf.math.<name>``, JAX's ``jax.lax.<name>`` or
+    PyTorch's ``torch.<name>``.
+    """
+    x = ops.convert_to_tensor(x)
+    if backend.is_tensorflow():
+        import tensorflow as tf
+        return getattr(tf.math, name)(x)
+    if backend.is_jax():
+        import jax
+        return getattr(jax.lax, name)(x)
+    import torch
+    return getattr(torch, name)(x)
+
+
+def lgamma(x):
+    """log Gamma(x) elementwise, with its gradient digamma(x) (`_framework_special`).
 
     Args:
         x: float tensor (> 0 where used here).
@@ -58,22 +72,11 @@ def lgamma(x):
     Returns:
         float tensor, same shape and dtype.
     """
-    x = ops.convert_to_tensor(x)
-    if backend.is_tensorflow():
-        import tensorflow as tf
-        return tf.math.lgamma(x)
-    if backend.is_jax():
-        import jax
-        return jax.lax.lgamma(x)
-    import torch
-    return torch.lgamma(x)
+    return _framework_special("lgamma", x)
 
 
 def digamma(x):
-    """digamma(x) = d log Gamma(x) / dx elementwise.
-
-    `keras.ops` has no digamma: like `lgamma`, this picks the framework's kernel
-    (TensorFlow ``tf.math.digamma``, JAX ``jax.lax.digamma``, PyTorch ``torch.digamma``).
+    """digamma(x) = d log Gamma(x) / dx elementwise (`_framework_special`).
 
     Args:
         x: float tensor (> 0 where used here).
@@ -81,15 +84,7 @@ def digamma(x):
     Returns:
         float tensor, same shape and dtype.
     """
-    x = ops.convert_to_tensor(x)
-    if backend.is_tensorflow():
-        import tensorflow as tf
-        return tf.math.digamma(x)
-    if backend.is_jax():
-        import jax
-        return jax.lax.digamma(x)
-    import torch
-    return torch.digamma(x)
+    return _framework_special("digamma", x)
 
 
 def _as(value, dtype):

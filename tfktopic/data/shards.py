@@ -26,7 +26,6 @@ sharded per worker by file (worker i of n reads shards i, i+n, ...).
 `tf_dataset` wraps it as a `tf.data.Dataset` for the TensorFlow backend.
 """
 
-import collections
 import hashlib
 import json
 import os
@@ -36,7 +35,7 @@ import numpy as np
 
 from tfktopic.atomic import write_json
 from tfktopic.data.contexts import _document_windows, _window_contexts, _check_protocol
-from tfktopic.data.vocab import TopicVocabulary, Vocabulary
+from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
 
 __all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
            "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS"]
@@ -59,16 +58,7 @@ def count_vocabularies(documents, min_count=10, max_size=None, stopwords="gensim
     Returns:
         (lm_vocab, topic_vocab, num_documents).
     """
-    counts, doc_freq = collections.Counter(), collections.Counter()
-    num_sentences = num_documents = 0
-    for document in documents:
-        num_documents += 1
-        seen = set()
-        for sentence in document:
-            counts.update(sentence)
-            seen.update(sentence)
-            num_sentences += 1
-        doc_freq.update(seen)
+    counts, doc_freq, num_sentences, num_documents = count_tokens(documents)
     lm_vocab = Vocabulary.from_counts(counts, num_sentences, min_count, max_size)
     topic_vocab = TopicVocabulary.from_counts(counts, doc_freq, lm_vocab, stopwords,
                                               max_freq_fraction, min_doc_freq)

@@ -27,7 +27,7 @@ import numpy as np
 from tfktopic.atomic import write_json
 from tfktopic.errors import VocabularyError
 
-__all__ = ["Vocabulary", "TopicVocabulary", "load_stopwords", "topic_words", "PAD", "BOS", "EOS",
+__all__ = ["Vocabulary", "TopicVocabulary", "count_tokens", "load_stopwords", "topic_words", "PAD", "BOS", "EOS",
            "UNK"]
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -66,18 +66,26 @@ def _read_json(path, kind):
     return payload
 
 
-def _count_documents(documents):
-    """Token counts and document frequencies over documents of sentences."""
+def count_tokens(documents):
+    """Token counts and document frequencies over documents of sentences, in one pass.
+
+    Args:
+        documents: an iterable of documents (lists of token lists), consumed once.
+
+    Returns:
+        (counts, doc_freq, num_sentences, num_documents).
+    """
     counts, doc_freq = collections.Counter(), collections.Counter()
-    num_sentences = 0
+    num_sentences = num_documents = 0
     for document in documents:
+        num_documents += 1
         seen = set()
         for sentence in document:
             counts.update(sentence)
             seen.update(sentence)
             num_sentences += 1
         doc_freq.update(seen)
-    return counts, doc_freq, num_sentences
+    return counts, doc_freq, num_sentences, num_documents
 
 
 class Vocabulary:
@@ -124,7 +132,7 @@ class Vocabulary:
         """
         if min_count < 1:
             raise ValueError(f"min_count must be >= 1, got {min_count}")
-        counts, _, num_sentences = _count_documents(documents)
+        counts, _, num_sentences, _ = count_tokens(documents)
         return cls.from_counts(counts, num_sentences, min_count, max_size)
 
     @classmethod
@@ -324,7 +332,7 @@ class TopicVocabulary:
         """
         if not 0.0 <= max_freq_fraction < 1.0:
             raise ValueError(f"max_freq_fraction must be in [0, 1), got {max_freq_fraction}")
-        counts, doc_freq, _ = _count_documents(documents)
+        counts, doc_freq, _, _ = count_tokens(documents)
         return cls.from_counts(counts, doc_freq, lm_vocab, stopwords, max_freq_fraction,
                                min_doc_freq, max_size)
 

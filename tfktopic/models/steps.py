@@ -35,10 +35,13 @@ def train_step(model, *args):
 
     Args:
         model: a `TopicLanguageModel`.
-        *args: ``(data,)`` under TensorFlow / PyTorch, ``(state, data)`` under JAX.
+        *args: ``(data,)`` under TensorFlow, ``(state, data)`` under JAX.
 
     Returns:
         The logs dict (JAX: ``(logs, new_state)``).
+
+    Raises:
+        NotImplementedError: under PyTorch (not supported yet).
     """
     if backend.is_jax():
         return _jax_train_step(model, *args)
