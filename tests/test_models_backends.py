@@ -50,7 +50,11 @@ def test_seeded_fit_is_bit_reproducible(family):
     first, second = cases.fit(family), cases.fit(family)
     for a, b in zip(first["weights"], second["weights"]):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(first["loss"], second["loss"])
+    # The weights (what the seed decides) are compared bit for bit; the reported loss may
+    # differ by an ulp on TensorFlow, whose CPU reductions split over threads differently
+    # under load (seen in CI: 7.6e-6 of 100 for gbn_rnn / rgbn_rnn, weights identical).
+    rtol = 1e-6 if keras.backend.backend() == "tensorflow" else 0.0
+    np.testing.assert_allclose(first["loss"], second["loss"], rtol=rtol, atol=0.0)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -161,21 +161,16 @@ def detokenize(text):
     >>> detokenize('he said " no way " and left')
     'he said "no way" and left'
     """
-    text = _NO_SPACE_AFTER.sub("", _NO_SPACE_BEFORE.sub("", " ".join(str(text).split())))
-    pieces = text.split(" ")
     out, opening = [], True
-    for piece in pieces:
+    for piece in str(text).split():
         if piece == '"':
-            if opening:
-                out.append('"')
-            elif out:
-                out[-1] += '"'
+            if opening or not out:
+                out.append('"')                               # joins the next word
             else:
-                out.append('"')
+                out[-1] += '"'                                # joins the previous word
             opening = not opening
-            continue
-        if out and out[-1].endswith('"') and not opening and out[-1] == '"':
+        elif out and out[-1] == '"' and not opening:
             out[-1] += piece
         else:
             out.append(piece)
-    return " ".join(out)
+    return _NO_SPACE_AFTER.sub("", _NO_SPACE_BEFORE.sub("", " ".join(out)))

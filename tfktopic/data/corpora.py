@@ -226,11 +226,15 @@ def count_documents(path, format, sentences_per_document=10):
     Returns:
         The number of documents `read_tdlm` / `read_ptb` would return (without
         `skip_empty`, an empty line is an error there anyway).
+
+    Raises:
+        CorpusFormatError: a damaged compressed file, or a file evidently in
+            the other line format (as `read_tdlm` / `read_ptb` refuse it).
     """
     if format not in ("tdlm", "ptb"):
         raise ValueError(f"count_documents reads tdlm or ptb files, got {format!r}")
     path = _check_file(path)
-    lines, blank, tail = 0, 0, b""
+    lines, blank, tabs, tail = 0, 0, 0, b""
     with _open_binary(path) as handle:
         try:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -238,13 +242,15 @@ def count_documents(path, format, sentences_per_document=10):
                 tail = pieces.pop()
                 lines += len(pieces)
                 blank += sum(1 for p in pieces if not p.strip())
+                tabs += sum(1 for p in pieces if b"\t" in p.strip())
         except (EOFError, gzip.BadGzipFile, OSError, zlib.error) as error:
             raise CorpusFormatError(path, f"compressed data is damaged or truncated ({error})"
                                     ) from None
     if tail.strip():
-        lines += 1
+        lines, tabs = lines + 1, tabs + (b"\t" in tail.strip())
     elif tail:
         lines, blank = lines + 1, blank + 1
+    _sniff(path, format, lines, tabs)
     documents = lines - blank
     if format == "ptb":
         documents = -(-documents // int(sentences_per_document))

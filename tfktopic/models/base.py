@@ -303,6 +303,8 @@ class TopicLanguageModel(keras.Model):
                             ("top_k", top_k)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if isinstance(temperature, bool) or not float(temperature) > 0.0:
+            raise ValueError(f"temperature must be > 0, got {temperature!r}")
         if tokenizer is None:
             tokenizer = getattr(self, "tokenizer", None)
         sampler = self._resolve_sampler(sampler, method, temperature, top_k)
@@ -339,13 +341,14 @@ class TopicLanguageModel(keras.Model):
 
     def _resolve_sampler(self, sampler, method, temperature, top_k):
         """The sampler of one `generate` call (argument, `compile`'s, old `method`, top-k)."""
+        if sampler is not None and method is not None:
+            raise ValueError(f"give one of sampler ({sampler!r}) and the old method "
+                             f"({method!r}), not both")
         if sampler is not None:
             return samplers.get(sampler)
         if method is not None:
             if method not in GENERATION_METHODS:
                 raise ValueError(f"method must be one of {GENERATION_METHODS}, got {method!r}")
-            if not float(temperature) > 0.0:
-                raise ValueError(f"temperature must be > 0, got {temperature}")
             if method == "greedy":
                 return samplers.GreedySampler()
             if method == "sample":

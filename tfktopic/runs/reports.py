@@ -452,6 +452,7 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         if sampler not in config:
             raise ValueError(f"--sampler must be one of {sorted(config)}, got {sampler!r}")
         options["sampler"] = samplers.get({"class_name": sampler, "config": config[sampler]})
+        del options["method"]                                 # the sampler replaces it
     for key, value in (("--max-len", max_len), ("--top-k", top_k), ("--num", num),
                        ("--paragraph", paragraph)):
         if value is not None and int(value) < 1:
