@@ -28,6 +28,7 @@ Usage::
     python -m benchmarks.bleu_claim score RUN_DIR --arm ARM [--setting sample|top_k10]
         # -> results/bleu_claim/<setting>/<arm>.json
     python -m benchmarks.bleu_claim report [--setting ...]   # -> .../<setting>/summary.{json,md}
+        # and the verdict rows of every setting into docs/results/study.md (`paste_verdicts`)
 """
 
 import argparse
@@ -153,6 +154,61 @@ def welch(a, b):
     return ma - mb, ma - mb - half, ma - mb + half
 
 
+#: The claim as the paper makes it, beside our rows (Guo et al. 2020, Fig. 3 plots the scores
+#: as bars, without intervals or seeds).
+PAPER_FIGURE = ("Guo et al. 2020, Fig. 3: rGBN-RNN has the highest test-BLEU and the lowest "
+                "self-BLEU of all models (bars, one run, no interval)")
+#: docs/results/study.md's markers around the generated verdict rows.
+MARKERS = ("<!-- claim:bleu -->", "<!-- /claim:bleu -->")
+
+
+def joint_verdict(quality, diversity):
+    """The claim "better (higher test-BLEU) AND more diverse (lower self-BLEU)".
+
+    Held when both parts are held, not held when either is not held, otherwise
+    inconclusive.
+    """
+    if "not held" in (quality, diversity):
+        return "not held"
+    return "held" if quality == diversity == "held" else "inconclusive"
+
+
+def verdict_markdown(summaries):
+    """The claim's verdict rows of every setting's summary (dict setting -> summary)."""
+    lines = ["| comparison (claimed better first) | generation | BLEU-n | test-BLEU difference "
+             "[95 % CI] | self-BLEU difference [95 % CI] | better and more diverse? |",
+             "|---|---|---|---|---|---|"]
+    for setting, summary in summaries.items():
+        rows = {(row["claim"], row["metric"]): row for row in summary["claims"]}
+        for claim in dict.fromkeys(row["claim"] for row in summary["claims"]):
+            for n in ORDERS:
+                test, own = rows[(claim, f"test_bleu_{n}")], rows[(claim, f"self_bleu_{n}")]
+                cells = [f"{r['difference']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}] "
+                         f"{r['verdict']}" for r in (test, own)]
+                lines.append(f"| {claim} | {setting} | {n} | {cells[0]} | {cells[1]} | "
+                             f"{joint_verdict(test['verdict'], own['verdict'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def paste_verdicts(path=None):
+    """Write every setting's verdict rows between `MARKERS` of docs/results/study.md.
+
+    Returns:
+        bool: whether the markers were there (without them nothing is written).
+    """
+    path = pathlib.Path(path) if path else REPO / "docs" / "results" / "study.md"
+    summaries = {setting: json.loads((RESULTS / setting / "summary.json").read_text())
+                 for setting in SETTINGS if (RESULTS / setting / "summary.json").exists()}
+    old = path.read_text() if path.exists() else ""
+    if MARKERS[0] not in old or MARKERS[1] not in old:
+        return False
+    head, rest = old.split(MARKERS[0], 1)
+    tail = rest.split(MARKERS[1], 1)[1]
+    body = f"\nThe paper: {PAPER_FIGURE}.\n\n{verdict_markdown(summaries)}"
+    path.write_text(head + MARKERS[0] + body + MARKERS[1] + tail)
+    return True
+
+
 def verdict(low, high, better_is_higher):
     """'held' / 'not held' / 'inconclusive' for a claimed direction."""
     if low > 0.0:
@@ -198,6 +254,7 @@ def report(setting="sample"):
         lines.append(f"| {row['claim']} | {row['metric']} | {row['difference']:+.4f} "
                      f"[{row['low']:+.4f}, {row['high']:+.4f}] | {row['verdict']} |")
     (results / "summary.md").write_text("\n".join(lines) + "\n")
+    paste_verdicts()
     print("\n".join(lines))
     return summary
 

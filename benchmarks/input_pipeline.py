@@ -159,7 +159,7 @@ def run(arms=ARMS, steps=200, rounds=3, quick=False):
 
 
 def records(summary, steps, rounds):
-    """BENCHMARKS.md's rows: per arm, the package's pipelines against the same with tf.data's
+    """docs/results/benchmarks.md's rows: per arm, the package's pipelines against the same with tf.data's
     autotuning on (means over the rounds; ratio = ours / autotuned, lower is faster)."""
     protocol = (f"`python -m benchmarks.input_pipeline`: APNEWS study arm (medium preset), "
                 f"{steps} training steps of model.fit (call to return) and one evaluate pass "

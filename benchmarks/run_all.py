@@ -1,15 +1,15 @@
-"""Run every benchmark of the model issues and write ``BENCHMARKS.md``.
+"""Run every benchmark of the model issues and write ``docs/results/benchmarks.md``.
 
 Each family's speed and quality entries run in their own Python process (so one
 family's memory and traced functions do not slow down or inflate the next one's),
 one after another, each writing its records to
 ``benchmarks/results/<mode>/<kind>_<family>.json``; then `benchmarks.report` renders
-every mode's records into ``BENCHMARKS.md``.
+every mode's records into ``docs/results/benchmarks.md``.
 
     python -m benchmarks.run_all --quick          # every entry, tiny sizes (minutes)
     python -m benchmarks.run_all --mode medium    # whole corpora, about an hour per family
     python -m benchmarks.run_all --mode full      # the papers' sizes (many hours)
-    python -m benchmarks.run_all --render-only    # only rewrite BENCHMARKS.md
+    python -m benchmarks.run_all --render-only    # only rewrite docs/results/benchmarks.md
 
 A missing corpus skips its entries with a message (the runner's `MissingData`); a
 failing entry is reported, the others still run, and the exit status is 1.
@@ -67,7 +67,7 @@ def main(argv=None):
     parser.add_argument("--families", default=",".join(f.rsplit(".", 1)[-1] for f in FAMILIES),
                         help="comma-separated subset of the benchmark modules")
     parser.add_argument("--render-only", action="store_true",
-                        help="do not run anything; rewrite BENCHMARKS.md from the records")
+                        help="do not run anything; rewrite docs/results/benchmarks.md from the records")
     args = parser.parse_args(argv)
     failures = []
     if not args.render_only:

@@ -1,7 +1,7 @@
 """Training speed of every model against a plain Keras LSTM LM (DESIGN.md §7).
 
     python -m benchmarks.speed --mode medium --models tcnlm --out benchmarks/results/medium/x.json
-    python -m benchmarks.run_all --quick    # every benchmark, then BENCHMARKS.md
+    python -m benchmarks.run_all --quick    # every benchmark, then docs/results/benchmarks.md
 """
 
 from benchmarks import rgbn, sgmcmc, topic_models, topicrnn_ptb

@@ -1,4 +1,4 @@
-"""BENCHMARKS.md is rendered from the record files alone (benchmarks/report.py): plain record
+"""docs/results/benchmarks.md is rendered from the record files alone (benchmarks/report.py): plain record
 lists and record files with their context (``{"records": [...], ...}``) alike."""
 
 import json

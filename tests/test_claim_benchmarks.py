@@ -39,6 +39,27 @@ def test_verdict_directions_of_test_bleu_and_self_bleu():
     assert bleu_claim.verdict(-0.01, 0.01, better_is_higher=False) == "inconclusive"
 
 
+def test_better_and_more_diverse_needs_both_parts_held():
+    assert bleu_claim.joint_verdict("held", "held") == "held"
+    assert bleu_claim.joint_verdict("held", "inconclusive") == "inconclusive"
+    assert bleu_claim.joint_verdict("held", "not held") == "not held"
+    assert bleu_claim.joint_verdict("inconclusive", "not held") == "not held"
+
+
+def test_verdict_rows_are_pasted_between_the_markers_only(tmp_path):
+    page = tmp_path / "study.md"
+    page.write_text("before\n<!-- claim:bleu -->\nold rows\n<!-- /claim:bleu -->\nafter\n")
+    assert bleu_claim.paste_verdicts(page)
+    text = page.read_text()
+    assert text.startswith("before\n<!-- claim:bleu -->") and text.endswith(
+        "<!-- /claim:bleu -->\nafter\n")
+    assert "old rows" not in text and "Guo et al. 2020" in text
+    untouched = tmp_path / "other.md"
+    untouched.write_text("no markers\n")
+    assert not bleu_claim.paste_verdicts(untouched)
+    assert untouched.read_text() == "no markers\n"
+
+
 def test_ngram_matrix_is_binary_and_drops_unseen_ngrams_of_later_documents():
     train, vocabulary = imdb_sentiment.ngram_matrix([["a", "b", "a"], ["b", "c"]], (1, 2))
     assert set(vocabulary) == {"a", "b", "c", "a b", "b a", "b c"}

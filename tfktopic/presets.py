@@ -19,7 +19,7 @@ frozen `Preset`:
     3
 
 ``small`` and ``medium`` name the same LM size in every family (the
-BENCHMARKS.md ``quick`` and ``medium`` sizes: 32-d embeddings and 1 x 64
+the benchmarks' ``quick`` and ``medium`` sizes: 32-d embeddings and 1 x 64
 units; 128-d and 1 x 256; rGBN-RNN's first layer), so ``--preset small``
 compares like with like;
 ``paper`` (and ``paper_*``) are each paper's own setups.

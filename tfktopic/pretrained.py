@@ -46,7 +46,7 @@ def directory():
 
     Returns:
         `pathlib.Path`: the installed package data (``tfktopic.pretrained_models``,
-        mapped from the repository's ``pretrained/`` by setup.py) or, in a source
+        mapped from the repository's ``pretrained/`` by pyproject.toml) or, in a source
         checkout, the repository's ``pretrained/`` folder.
     """
     installed = pathlib.Path(str(importlib.resources.files("tfktopic"))) / "pretrained_models"

@@ -3,7 +3,7 @@
 Pure data in the `tfktopic.presets` schema (``model`` = `LDALSTMLanguageModel`
 constructor arguments, ``data``, ``training`` -- ``lda_passes`` is the gensim
 LDA fit's budget --, ``description``, ``reference_documents``). ``small`` and
-``medium`` are the LM sizes shared by every family (BENCHMARKS.md quick /
+``medium`` are the LM sizes shared by every family (the benchmarks' quick /
 medium).
 """
 

@@ -4,14 +4,14 @@ Every entry has ``model`` (constructor arguments of `LSTMLanguageModel`),
 ``data`` (vocabulary and window settings), ``training`` (optimizer settings),
 ``description`` and ``reference_documents`` (the corpus size the data rules
 were given for; `None`: no rule to scale). ``small`` and ``medium`` are the
-LM sizes every family shares (BENCHMARKS.md modes ``quick`` and ``medium``), so
+LM sizes every family shares (the benchmarks' modes ``quick`` and ``medium``), so
 ``--preset small`` trains the same LSTM in every family; ``paper`` is the
 1-layer LSTM of 600 units that TCNLM (Table 2) and LDA+LSTM compare with.
 """
 
 PRESETS = {
     "small": {
-        "description": "the shared small LM (BENCHMARKS.md quick size): 32-d embeddings, "
+        "description": "the shared small LM (the benchmarks' quick size): 32-d embeddings, "
                        "1 x 64 LSTM; trains in a minute on 2 CPU cores",
         "model": {"embedding_dim": 32, "hidden_dim": 64, "num_layers": 1, "dropout": 0.0},
         "data": {"min_count": 3, "stopwords": "gensim", "max_freq_fraction": 0.001,
@@ -19,7 +19,7 @@ PRESETS = {
         "training": {"optimizer": "adam", "learning_rate": 3e-3, "batch_size": 64, "epochs": 8},
     },
     "medium": {
-        "description": "the shared medium LM (BENCHMARKS.md medium size): 128-d embeddings, "
+        "description": "the shared medium LM (the benchmarks' medium size): 128-d embeddings, "
                        "1 x 256 LSTM, dropout 0.3",
         "model": {"embedding_dim": 128, "hidden_dim": 256, "num_layers": 1, "dropout": 0.3},
         "data": {"min_count": 10, "stopwords": "gensim", "max_freq_fraction": 0.001,

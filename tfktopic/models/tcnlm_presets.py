@@ -5,7 +5,7 @@ arguments, ``data``, ``training``, ``description``, ``reference_documents``).
 The paper's topic-vocabulary rule ``min_doc_freq=100`` is given for the 50K
 APNEWS training documents (``reference_documents``): `tfktopic.presets.Preset.
 resolve_data` scales it down for a smaller corpus. ``small`` and ``medium`` are
-the LM sizes shared by every family (BENCHMARKS.md quick / medium); n_f = n_h.
+the LM sizes shared by every family (the benchmarks' quick / medium); n_f = n_h.
 """
 
 _PAPER_DATA = {

@@ -4,7 +4,7 @@ Pure data in the `tfktopic.presets` schema (``model`` = `TopicRNN` constructor
 arguments, ``data``, ``training``, ``description``, ``reference_documents``).
 The paper does not give the batch size, learning rate or BPTT length for PTB:
 ours are marked "ours". ``small`` and ``medium`` are the LM sizes shared by
-every family (BENCHMARKS.md quick / medium).
+every family (the benchmarks' quick / medium).
 """
 
 _PTB_DATA = {

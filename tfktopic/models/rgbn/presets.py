@@ -6,7 +6,7 @@ are per-layer tuples; `cut_layers` (called by `RGBNRNN.from_preset`, the one
 place that does it) cuts them to the requested number of layers, so ``--set
 num_layers=1`` of the 3-layer presets gives their first layer. ``small`` and
 ``medium`` have the first layer of the LM sizes shared by every family
-(BENCHMARKS.md quick / medium: 32-d embeddings and 64 units; 128-d and 256) with
+(the benchmarks' quick / medium: 32-d embeddings and 64 units; 128-d and 256) with
 deeper layers of half the width. The Adam optimizer of a preset's ``training``
 (learning-rate decay, clipping) is `tfktopic.runs.training.adam_optimizer`.
 
