@@ -27,10 +27,25 @@ The unsupervised feature extractors use the paper's split of the 75,000 training
   features being each review's topic proportions. Seeds change the split, LDA and the
   classifier.
 
+* ``topicrnn``: TopicRNN (plain RNN cell, as the paper's IMDB model) trained as a language
+  model on the 65,000 reviews, each review one sequence of at most 400 predicted tokens with
+  its whole review as context (`tfktopic.data.contexts.document_examples`), early-stopped on
+  the 10,000 held-out reviews (patience 2, at most the paper's 13 epochs); features
+  [mean of q(theta | X_c), last RNN state h_T] (`TopicRNN.encode`);
+* ``rnn``: the same-size RNN language model without topics, trained identically; features
+  its last state h_T (is it the topics that help?).
+  Sizes (`SIZES`): the paper's (RNN 2 x 300, inference network 2 x 500), or ``small``
+  (RNN 1 x 100, 100-d embeddings, inference network 1 x 200), what 2 CPU cores allow; the
+  record states which. Training resumes from the run directory's checkpoint
+  (`tfktopic.runs.checkpoints`: an interrupted epoch is replayed exactly), then the
+  classifier is fitted on the best epoch's features.
+
 Usage::
 
     python -m benchmarks.imdb_sentiment baselines [--limit N]   # -> results/imdb_sentiment/*.json
     python -m benchmarks.imdb_sentiment lda --seed S            # -> results/imdb_sentiment/lda-sS.json
+    python -m benchmarks.imdb_sentiment topicrnn --seed S [--size small] [--runs DIR]
+        # -> results/imdb_sentiment/topicrnn-small-sS.json (rnn likewise)
 """
 
 import argparse
@@ -189,11 +204,22 @@ def paper_split(seed, limit=None):
     a seeded 65,000 / 10,000 of the 75,000 training reviews, as Dieng et al. (§4.2)."""
     from tfktopic.data import read_imdb
 
-    pool = read_imdb(DATA, split="train", limit=limit)
+    from tfktopic.data.corpora import Corpus
+
+    def read(split, labels):
+        """All reviews of `labels`, or (with `limit`) `limit` of each label."""
+        if limit is None:
+            return read_imdb(DATA, split=split, labels=labels)
+        parts = [read_imdb(DATA, split=split, labels=(label,), limit=limit) for label in labels]
+        return Corpus([d for c in parts for d in c.documents],
+                      [l for c in parts for l in c.labels], [i for c in parts for i in c.ids],
+                      str(DATA))
+
+    pool = read("train", ("pos", "neg", "unsup"))
     order = np.random.default_rng(seed).permutation(len(pool)).tolist()
     lm_reviews = min(LM_REVIEWS, len(pool) * 13 // 15)
     train = pool.subset([i for i, label in enumerate(pool.labels) if label in ("pos", "neg")])
-    test = read_imdb(DATA, split="test", labels=("pos", "neg"), limit=limit)
+    test = read("test", ("pos", "neg"))
     return (pool.subset(order[:lm_reviews]), pool.subset(order[lm_reviews:lm_reviews + VALID_REVIEWS]),
             train, test)
 
@@ -267,6 +293,153 @@ def lda_features(seed, limit=None, out=RESULTS):
     return record
 
 
+#: The feature extractors' sizes. ``paper``: Dieng et al. §4.2. ``small``: what 2 CPU cores
+#: allow for 3 seeds of 2 arms (the paper's size is about 30x the compute per token).
+SIZES = {"paper": {"hidden_dim": 300, "num_layers": 2, "embedding_dim": 300,
+                   "encoder_units": (500, 500)},
+         "small": {"hidden_dim": 100, "num_layers": 1, "embedding_dim": 100,
+                   "encoder_units": (200,)}}
+#: Reviews cut at this many predicted tokens (Walter1218's port), the paper's epoch limit,
+#: early-stopping patience, batch and Adam step (the `imdb` preset's).
+MAX_LEN, LM_EPOCHS, LM_PATIENCE, LM_BATCH, LM_LEARNING_RATE = 400, 13, 2, 32, 3e-4
+RUNS = REPO / "runs" / "imdb_sentiment"
+
+
+def feature_model(arm, size, lm_vocab, topic_vocab, seed):
+    """The ``topicrnn`` or ``rnn`` language model of `size` (plain RNN cells)."""
+    from tfktopic.models import LSTMLanguageModel
+    from tfktopic.models.topicrnn import TopicRNN
+
+    sizes = SIZES[size]
+    if arm == "topicrnn":
+        return TopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, num_topics=NUM_TOPICS,
+                        cell="rnn", dropout=0.0, seed=seed, **sizes)
+    return LSTMLanguageModel(len(lm_vocab), cell="rnn", dropout=0.0,
+                             **{k: v for k, v in sizes.items() if k != "encoder_units"})
+
+
+def last_states(model, dataset):
+    """[N, H]: the top RNN layer's output after each row's last real token."""
+    import keras.ops as ops
+
+    parts = []
+    for batch in dataset:
+        inputs = batch[0] if isinstance(batch, tuple) else batch
+        tokens = ops.convert_to_tensor(inputs["tokens"], "int32")
+        hidden = model(inputs, training=False, return_features=True)
+        last = ops.maximum(ops.sum(ops.cast(ops.not_equal(tokens, 0), "int32"), -1) - 1, 0)
+        parts.append(np.asarray(ops.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0]))
+    return np.concatenate(parts)
+
+
+def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log=print):
+    """Train (or resume) the ``topicrnn`` / ``rnn`` language model, then score its features.
+
+    Args:
+        arm: "topicrnn" or "rnn".
+        seed: the split, initialisation, data order and classifier seed.
+        size: a `SIZES` name.
+        limit: reviews of each label per split (a quick check; `None`: all).
+        out: the records' folder.
+        runs: the folder of the run directories (checkpoints).
+        log: callable receiving progress lines.
+
+    Returns:
+        The record (also written to ``out/ARM-SIZE-sSEED.json``).
+    """
+    import keras
+
+    from tfktopic.data import TopicVocabulary, Vocabulary
+    from tfktopic.data.contexts import document_examples
+    from tfktopic.data.pipeline import sentence_dataset
+    from tfktopic.runs import checkpoints, stopping
+
+    if arm not in ("topicrnn", "rnn") or size not in SIZES:
+        raise ValueError(f"arm must be topicrnn or rnn and size one of {sorted(SIZES)}, got "
+                         f"{arm!r}, {size!r}")
+    if not DATA.exists():
+        raise SystemExit(f"IMDB not found at {DATA}: the shared data folder is absent")
+    start = time.time()
+    name = f"{arm}-{size}-s{seed}" + (f"-limit{limit}" if limit else "")
+    run = pathlib.Path(runs) / name
+    lm_corpus, valid_corpus, train, test = paper_split(seed, limit)
+    lm_vocab = Vocabulary.build(lm_corpus, min_count=1, max_size=VOCAB_SIZE)
+    topic_vocab = TopicVocabulary.build(lm_corpus, lm_vocab, stopwords=str(STOPWORDS),
+                                        max_freq_fraction=0.0)
+    examples = lambda corpus: document_examples(corpus, lm_vocab, topic_vocab, max_len=MAX_LEN)
+    batches = lambda corpus, shuffle: sentence_dataset(
+        examples(corpus), batch_size=LM_BATCH, shuffle=shuffle, seed=seed,
+        document_targets=True)
+    keras.utils.set_random_seed(seed)
+    model = feature_model(arm, size, lm_vocab, topic_vocab, seed)
+    model.compile(optimizer=keras.optimizers.Adam(LM_LEARNING_RATE))
+    train_ds, valid_ds = batches(lm_corpus, True), batches(valid_corpus, False)
+    model(next(iter(valid_ds)))                      # built, so a checkpoint can be restored
+    run.mkdir(parents=True, exist_ok=True)
+    history_file = run / "history.json"
+    state = checkpoints.restore_state(run / "backup", model, log)
+    done = int(state["epoch"]) if state else 0
+    history = json.loads(history_file.read_text())[:done] if done else []
+    best = state.get("best_val_ppl") if state else None
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.started = time.time()
+
+        def on_epoch_end(self, epoch, logs=None):
+            history.append({**{k: float(v) for k, v in (logs or {}).items()},
+                            "seconds": round(time.time() - self.started, 1)})
+            history_file.write_text(json.dumps(history) + "\n")
+            log(f"{name} epoch {epoch + 1}: " + ", ".join(
+                f"{k} {v:.4g}" for k, v in history[-1].items()))
+
+    guard, safety = checkpoints.training_callbacks(run, best, LM_LEARNING_RATE)
+    callbacks = [Record(), *safety, stopping.EarlyStopping(lambda: history, LM_PATIENCE)]
+    if stopping.stop_reason(history, LM_PATIENCE, LM_EPOCHS) is None:
+        log(f"{name}: training from epoch {done} ({len(lm_corpus)} reviews, "
+            f"{model.count_params():,} parameters)")
+        stream, steps = checkpoints.epoch_data(train_ds, done)
+        fit_start = time.time()
+        model.fit(stream, steps_per_epoch=steps, initial_epoch=done, epochs=LM_EPOCHS,
+                  validation_data=valid_ds, callbacks=callbacks, verbose=0, shuffle=False)
+        log(f"{name}: trained in {time.time() - fit_start:.0f} s")
+    if guard.diverged is not None:
+        raise SystemExit(guard.message(run))
+    stop = stopping.stop_reason(history, LM_PATIENCE, LM_EPOCHS)
+    if stop is None:
+        raise SystemExit(f"{name}: training was interrupted; run the command again to resume")
+    model = keras.saving.load_model(run / "model.keras")      # the best epoch
+
+    def features(corpus):
+        dataset = batches(corpus, False)
+        if arm == "topicrnn":
+            return model.encode(dataset)
+        return last_states(model, dataset)
+
+    label = lambda corpus: np.array([1.0 if l == "pos" else -1.0 for l in corpus.labels])
+    train_x, test_x = features(train), features(test)
+    correct, epochs = classify(train_x, label(train), test_x, label(test), seed)
+    tokens_per_epoch = int(sum(min(len(tokens(d)) + 1, MAX_LEN) for d in lm_corpus.documents))
+    record = {"arm": arm, "size": size, "sizes": {k: list(v) if isinstance(v, tuple) else v
+                                                  for k, v in SIZES[size].items()},
+              "seed": seed, "error": float(1.0 - correct.mean()),
+              "num_topics": NUM_TOPICS if arm == "topicrnn" else None,
+              "features": int(train_x.shape[1]), "lm_vocabulary": len(lm_vocab),
+              "topic_vocabulary": len(topic_vocab), "lm_reviews": len(lm_corpus),
+              "valid_reviews": len(valid_corpus), "train_reviews": len(train),
+              "test_reviews": len(test), "max_len": MAX_LEN,
+              "training": {"batch_size": LM_BATCH, "learning_rate": LM_LEARNING_RATE,
+                           "max_epochs": LM_EPOCHS, "patience": LM_PATIENCE, **stop},
+              "history": history, "tokens_per_epoch_approx": tokens_per_epoch,
+              "classifier_epochs": epochs, "seconds_this_call": round(time.time() - start, 1),
+              "test_ids_checksum": hash_ids(list(test.ids)),
+              "correct": "".join("1" if c else "0" for c in correct)}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(record) + "\n")
+    log(f"{name}: test error {record['error']:.2%}")
+    return record
+
+
 def hash_ids(ids):
     """A checksum of the test reviews' order (records are paired review by review)."""
     import hashlib
@@ -276,16 +449,23 @@ def hash_ids(ids):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["baselines", "lda"])
+    parser.add_argument("action", choices=["baselines", "lda", "topicrnn", "rnn"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=None,
                         help="reviews per split and label (a quick check; default: all)")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--size", choices=sorted(SIZES), default="small",
+                        help="the topicrnn / rnn arms' RNN size (default: %(default)s)")
+    parser.add_argument("--runs", default=str(RUNS),
+                        help="folder of the topicrnn / rnn run directories (checkpoints)")
     args = parser.parse_args(argv)
     if args.action == "baselines":
         baselines(args.limit, pathlib.Path(args.out))
-    else:
+    elif args.action == "lda":
         lda_features(args.seed, args.limit, pathlib.Path(args.out))
+    else:
+        feature_arm(args.action, args.seed, args.size, args.limit, pathlib.Path(args.out),
+                    pathlib.Path(args.runs), log=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

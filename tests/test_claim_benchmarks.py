@@ -88,3 +88,29 @@ def test_linear_classifier_separates_a_separable_problem(loss):
     w, b, fit = imdb_sentiment.fit_linear(scipy.sparse.csr_matrix(x), y, loss, c=10.0)
     assert fit["converged"]
     assert np.mean(np.sign(x @ w + b) == y) >= 0.97
+
+
+def test_rnn_features_are_the_state_after_each_rows_last_token():
+    """The ``rnn`` arm's feature of a padded row is the top layer's output at its last real
+    token: the same as running the unpadded row alone."""
+    import keras
+
+    from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
+
+    corpus = load_corpus("lee").subset(range(20))
+    lm_vocab = Vocabulary.build(corpus, min_count=1, max_size=300)
+    topic_vocab = TopicVocabulary.build(corpus, lm_vocab, max_freq_fraction=0.0)
+    keras.utils.set_random_seed(0)
+    rnn = imdb_sentiment.feature_model("rnn", "small", lm_vocab, topic_vocab, seed=0)
+    topicrnn = imdb_sentiment.feature_model("topicrnn", "small", lm_vocab, topic_vocab, seed=0)
+    assert (rnn.hidden_dim, rnn.num_layers) == (topicrnn.hidden_dim, topicrnn.num_layers) == (
+        imdb_sentiment.SIZES["small"]["hidden_dim"], imdb_sentiment.SIZES["small"]["num_layers"])
+    assert topicrnn.num_topics == imdb_sentiment.NUM_TOPICS and topicrnn.cell == "rnn"
+    rows = np.array([[1, 5, 9, 4, 0, 0], [1, 7, 3, 8, 6, 2]], np.int32)
+    states = imdb_sentiment.last_states(rnn, [{"tokens": rows}])
+    assert states.shape == (2, rnn.hidden_dim)
+    for row, length in ((0, 4), (1, 6)):
+        alone = rnn({"tokens": rows[row:row + 1, :length]}, training=False, return_features=True)
+        np.testing.assert_allclose(states[row], np.asarray(alone)[0, -1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="arm must be"):
+        imdb_sentiment.feature_arm("lstm", 0)
