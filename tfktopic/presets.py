@@ -27,7 +27,7 @@ compares like with like;
 **Data rules** given for a paper's corpus size (TCNLM: topic words must occur in
 >= 100 of the 50K APNEWS training documents) are stated with the
 ``reference_documents`` they were given for, and resolved in one place,
-`tfktopic.runs.data.resolve_data_rules` (which `Preset.resolve_data` and
+`resolve_data_rules` (which `Preset.resolve_data` and
 ``tfktopic train`` both call): on a smaller corpus the ``min_doc_freq``
 threshold scales with the number of training documents (never below 1, never
 above the stated value).
@@ -47,12 +47,13 @@ from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, tcnlm, tc
 from tfktopic.models.rgbn import presets as rgbn_presets
 
 __all__ = ["Preset", "RELATIVE_DATA_KEYS", "REFERENCE_DATA_KEY", "preset", "names", "available",
+           "resolve_data_rules",
            "get"]
 
 #: Data settings given for a corpus of `Preset.reference_documents` documents.
 RELATIVE_DATA_KEYS = ("min_doc_freq",)
 #: The data key that carries `Preset.reference_documents` to
-#: `tfktopic.runs.data.resolve_data_rules` (`Preset.run_data`).
+#: `resolve_data_rules` (`Preset.run_data`).
 REFERENCE_DATA_KEY = "min_doc_freq_reference_docs"
 _PARTS = ("model", "data", "training")
 _ENTRY_KEYS = set(_PARTS) | {"description", "reference_documents"}
@@ -117,7 +118,7 @@ class Preset:
 
         With `reference_documents`, a data rule of `RELATIVE_DATA_KEYS`
         carries its corpus size as ``data[REFERENCE_DATA_KEY]``, for
-        `tfktopic.runs.data.resolve_data_rules`.
+        `resolve_data_rules`.
 
         Returns:
             dict of data settings.
@@ -130,7 +131,7 @@ class Preset:
     def resolve_data(self, num_documents):
         """The data settings for a training corpus of `num_documents` documents.
 
-        `tfktopic.runs.data.resolve_data_rules` (the one implementation of the
+        `resolve_data_rules` (the one implementation of the
         data rules) applied to `run_data`: ``min_doc_freq`` given for
         `reference_documents` documents is scaled by ``num_documents /
         reference_documents`` when the corpus is smaller (rounded, at least 1);
@@ -142,12 +143,49 @@ class Preset:
         Returns:
             dict of data settings (the preset's keys, no rule bookkeeping).
         """
-        from tfktopic.runs.data import resolve_data_rules  # tfktopic.runs reads the presets
-
         if isinstance(num_documents, bool) or int(num_documents) < 1:
             raise ValueError(f"num_documents must be >= 1, got {num_documents!r}")
         data, _ = resolve_data_rules(self.run_data(), int(num_documents))
         return {key: data[key] for key in self.data}
+
+
+def resolve_data_rules(data, num_train_documents):
+    """Resolve the data rules given for another corpus size (the one place they are resolved).
+
+    A document-frequency threshold of the topic vocabulary given with its
+    reference corpus size (``min_doc_freq`` with ``min_doc_freq_reference_docs``;
+    TCNLM §4: "words in fewer than 100 documents" of 50K APNEWS training
+    documents) keeps its *share* of the training documents:
+    ``max(1, round(min_doc_freq * N_train / reference_docs))`` when the
+    training split is smaller than the reference (never scaled up). An
+    explicit ``--set min_doc_freq=N`` is absolute (`apply_overrides` drops the
+    reference). `Preset.resolve_data` and `tfktopic.runs` call this function.
+
+    Args:
+        data: data settings (not changed).
+        num_train_documents: documents of the training split.
+
+    Returns:
+        (resolved data settings, list of note strings). The resolved settings
+        hold the value used in ``min_doc_freq`` and, when a rule applied,
+        ``min_doc_freq_rule`` = {given, reference_docs, train_documents}; the
+        reference key is removed, so resolving again changes nothing.
+    """
+    data = dict(data)
+    notes = []
+    reference = data.pop("min_doc_freq_reference_docs", None)
+    if reference:
+        given = int(data["min_doc_freq"])
+        value = given
+        if num_train_documents < int(reference):
+            value = max(1, round(given * num_train_documents / int(reference)))
+        data["min_doc_freq"] = value
+        data["min_doc_freq_rule"] = {"given": given, "reference_docs": int(reference),
+                                     "train_documents": int(num_train_documents)}
+        if value != given:
+            notes.append(f"topic-vocabulary min_doc_freq {given} (given for {reference} "
+                         f"training documents) scaled to {value} for {num_train_documents}")
+    return data, notes
 
 
 #: model name -> its preset module's entries (static: adding a family = one line).

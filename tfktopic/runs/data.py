@@ -15,6 +15,7 @@ import pathlib
 import numpy as np
 
 from tfktopic.errors import TfktopicError
+from tfktopic.presets import resolve_data_rules  # noqa: F401  (re-exported)
 from tfktopic.runs.settings import CHUNKED_MODELS, SPLIT, STREAMED_MODELS, TOPIC_MODELS
 
 __all__ = ["RunData", "StreamExamples", "prepare_data", "resolve_format", "read_corpus",
@@ -149,46 +150,6 @@ def split_corpus(corpus, seed):
             "split empty (80/10/10 by document); use a corpus (or --max-documents) of at "
             "least 10 documents")
     return parts
-
-
-# ------------------------------------------------------------------------- data rules
-def resolve_data_rules(data, num_train_documents):
-    """Resolve the data rules given for another corpus size (the one place they are resolved).
-
-    A document-frequency threshold of the topic vocabulary given with its
-    reference corpus size (``min_doc_freq`` with ``min_doc_freq_reference_docs``;
-    TCNLM §4: "words in fewer than 100 documents" of 50K APNEWS training
-    documents) keeps its *share* of the training documents:
-    ``max(1, round(min_doc_freq * N_train / reference_docs))`` when the
-    training split is smaller than the reference (never scaled up). An
-    explicit ``--set min_doc_freq=N`` is absolute (`apply_overrides` drops the
-    reference). `tfktopic.presets.Preset.resolve_data` calls this function too.
-
-    Args:
-        data: data settings (not changed).
-        num_train_documents: documents of the training split.
-
-    Returns:
-        (resolved data settings, list of note strings). The resolved settings
-        hold the value used in ``min_doc_freq`` and, when a rule applied,
-        ``min_doc_freq_rule`` = {given, reference_docs, train_documents}; the
-        reference key is removed, so resolving again changes nothing.
-    """
-    data = dict(data)
-    notes = []
-    reference = data.pop("min_doc_freq_reference_docs", None)
-    if reference:
-        given = int(data["min_doc_freq"])
-        value = given
-        if num_train_documents < int(reference):
-            value = max(1, round(given * num_train_documents / int(reference)))
-        data["min_doc_freq"] = value
-        data["min_doc_freq_rule"] = {"given": given, "reference_docs": int(reference),
-                                     "train_documents": int(num_train_documents)}
-        if value != given:
-            notes.append(f"topic-vocabulary min_doc_freq {given} (given for {reference} "
-                         f"training documents) scaled to {value} for {num_train_documents}")
-    return data, notes
 
 
 def build_vocabularies(train, data):
