@@ -133,7 +133,7 @@ def render_mode(mode, records):
 
 STUDY_HEADER = """## The comparison study (converged runs, seeds, verdicts)
 
-Written by `python -m benchmarks.study report` from the run records in
+Written by `python -m benchmarks.study_report` from the run records in
 `benchmarks/results/study/<corpus>/` (protocol: `benchmarks/study.py`, DESIGN.md §5a). A
 verdict needs every run of both arms converged (3 seeds each); until then a row is
 "pending" and says what is missing.

@@ -1,6 +1,6 @@
 """Tables of the comparison study, from its committed run records alone (DESIGN.md §5a).
 
-``python -m benchmarks.study report`` reads ``benchmarks/results/study/<corpus>/*/*.json``
+``python -m benchmarks.study_report --corpus CORPUS`` reads ``benchmarks/results/study/<corpus>/*/*.json``
 (written by `benchmarks.study` as each run finishes) and writes
 
 * ``benchmarks/results/study/<corpus>_summary.json`` -- per arm: the chosen
@@ -28,15 +28,17 @@ protocol accounts for. The arm table also shows each topic model with every cont
 (`benchmarks.study.NO_CONTEXT`): what its topics are worth to it.
 """
 
+import argparse
 import json
 import pathlib
 import re
+import sys
 
 import numpy as np
 
 from benchmarks.common import spread
-from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, VARIANTS, arms_of,
-                              base_arm, chosen_config, finished, grid, record_path,
+from benchmarks.study import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS, STUDIES, VARIANTS,
+                              arms_of, base_arm, chosen_config, finished, grid, record_path,
                               sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
 from tfktopic.runs.settings import TOPIC_MODELS
@@ -451,3 +453,13 @@ def markdown(summary):
                      f"{row['paper_figure']} | {counts} | {_ci(row)} | {verdict} | "
                      f"{_papers_ci(row)} |")
     return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", default="apnews", choices=sorted(STUDIES))
+    return report(parser.parse_args(argv).corpus)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
