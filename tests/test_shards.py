@@ -170,3 +170,52 @@ def test_prepare_command_splits_like_the_in_memory_path(tmp_path):
         np.testing.assert_array_equal(row["context"], expected.context(i))
     assert len(list(ShardReader(out / "test", "streams", shuffle=False))) == len(corpus) - len(
         train) - len(valid)
+
+
+def _small_imdb(path, n=40):
+    import gzip
+    import json
+
+    rng = np.random.default_rng(0)
+    words = ["film", "great", "plot", "bad", "actor", "story", "boring", "music", "scene", "fun"]
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for i in range(n):
+            text = "<br />".join(" ".join(rng.choice(words, 6)) + "." for _ in range(3))
+            handle.write(json.dumps({"split": ("train", "test")[i % 2], "id": i,
+                                     "label": ("pos", "neg", "unsup")[i % 3],
+                                     "text": text}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("format", ["imdb", "text"])
+def test_imdb_and_raw_text_stream_the_documents_their_readers_return(tmp_path, format):
+    from tfktopic.cli import main
+    from tfktopic.data import read_imdb, read_text
+    from tfktopic.data.shards import count_streamed_documents, iter_documents
+
+    if format == "imdb":
+        path = _small_imdb(tmp_path / "reviews.jsonl.gz")
+        corpus = read_imdb(path)
+    else:
+        path = tmp_path / "book.txt"
+        path.write_text("\n\n".join(f"Chapter {i} begins. The {'old ' * (i % 3)}man walked "
+                                    f"home, slowly.\nIt rained {i} times." for i in range(30)))
+        corpus = read_text(path)
+    assert list(iter_documents(path, format)) == corpus.documents
+    assert count_streamed_documents(path, format) == len(corpus) > 10
+    out = tmp_path / "prep"
+    assert main(["prepare", str(path), "--format", format, "--out", str(out),
+                 "--min-count", "1"]) == 0
+    train, _, _ = corpus.split((0.8, 0.1, 0.1), seed=0)
+    assert Vocabulary.load(out / "train" / "lm_vocab.json") == Vocabulary.build(train,
+                                                                               min_count=1)
+    counts = {part: sum(s["count"] for s in read_manifest(out / part)["kinds"]["sentences"][
+        "shards"]) for part in ("train", "valid", "test")}
+    assert counts["train"] == sum(len(d) for d in train.documents)
+
+
+def test_an_unknown_streamed_format_is_one_clear_error():
+    from tfktopic.data.shards import iter_documents
+
+    with pytest.raises(ValueError, match="streamed preparation reads tdlm, ptb, imdb, text"):
+        next(iter_documents("x.txt", "lee"))

@@ -332,7 +332,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _prepare(args):
-    """`tfktopic prepare`: stream a TDLM/PTB corpus into sharded examples on disk."""
+    """`tfktopic prepare`: stream a corpus into sharded examples on disk."""
     from tfktopic.data.shards import prepare_corpus
 
     manifests = prepare_corpus(
@@ -602,9 +602,11 @@ def _parser():
         "prepare", help="stream a corpus into sharded examples on disk (bounded memory)",
         description="Split a TDLM/PTB corpus 80/10/10, build the vocabularies in one streaming "
                     "pass and write the examples to .npz shards with a manifest.")
-    prepare.add_argument("corpus", help="a TDLM or PTB file")
+    prepare.add_argument("corpus", help="a TDLM, PTB, IMDB (.jsonl.gz or aclImdb/) or raw text "
+                                        "file")
     prepare.add_argument("--out", required=True, help="the prepared directory")
-    prepare.add_argument("--format", choices=("tdlm", "ptb"), default="tdlm")
+    prepare.add_argument("--format", choices=("tdlm", "ptb", "imdb", "text"), default="tdlm",
+                         help="text: documents separated by blank lines (default: %(default)s)")
     prepare.add_argument("--kinds", nargs="+", choices=("sentences", "streams"),
                          default=["sentences"])
     prepare.add_argument("--min-count", type=int, default=3)

@@ -40,6 +40,8 @@ __all__ = [
     "read_ptb",
     "read_imdb",
     "read_text",
+    "iter_imdb",
+    "iter_text",
     "read_lee",
     "lee_corpus_path",
     "decoded_lines",
@@ -385,6 +387,32 @@ def _imdb_directory_records(root, split, labels):
                 yield f"{split_name}/{label}/{file.stem}", label, text
 
 
+def iter_imdb(path, split=None, labels=None, limit=None):
+    """Stream the reviews of the Large Movie Review Dataset one at a time (none kept).
+
+    Args:
+        path, split, labels, limit: as `read_imdb`.
+
+    Yields:
+        (document, label, id) of each review with tokens, in file order:
+        ``document`` a list of sentences of tokens (HTML stripped, lower-cased).
+    """
+    path = pathlib.Path(path)
+    if split not in (None, "train", "test"):
+        raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
+    labels = tuple(labels) if labels else None
+    records = (_imdb_directory_records if path.is_dir() else _imdb_jsonl_records)(
+        path, split, labels)
+    count = 0
+    for review_id, label, text in records:
+        if limit is not None and count >= limit:
+            return
+        document = text_lib.sentences_from_text(text, strip_html=True)
+        if document:
+            count += 1
+            yield document, label, review_id
+
+
 def read_imdb(path, split=None, labels=None, limit=None):
     """Read the Large Movie Review Dataset (Maas et al. 2011) with labels.
 
@@ -400,23 +428,42 @@ def read_imdb(path, split=None, labels=None, limit=None):
         A `Corpus` whose `labels` are "pos" / "neg" / "unsup" and `ids`
         "split/label/id".
     """
-    path = pathlib.Path(path)
-    if split not in (None, "train", "test"):
-        raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
-    labels = tuple(labels) if labels else None
-    records = (_imdb_directory_records if path.is_dir() else _imdb_jsonl_records)(
-        path, split, labels)
     documents, doc_labels, ids = [], [], []
-    for review_id, label, text in records:
-        document = text_lib.sentences_from_text(text, strip_html=True)
-        if not document:
-            continue
+    for document, label, review_id in iter_imdb(path, split, labels, limit):
         documents.append(document)
         doc_labels.append(label)
         ids.append(review_id)
-        if limit is not None and len(documents) >= limit:
-            break
-    return _finish(documents, path, labels=doc_labels, ids=ids)
+    return _finish(documents, pathlib.Path(path), labels=doc_labels, ids=ids)
+
+
+def iter_text(path, documents="paragraph", lowercase=True):
+    """Stream the documents of a raw text file one at a time (none kept).
+
+    Args:
+        path, documents, lowercase: as `read_text`.
+
+    Yields:
+        Each document with tokens: a list of sentences of tokens.
+    """
+    if documents not in ("paragraph", "line", "file"):
+        raise ValueError(f"documents must be 'paragraph', 'line' or 'file', got {documents!r}")
+
+    def parsed(lines):
+        return text_lib.sentences_from_text(" ".join(lines), lowercase=lowercase)
+
+    current = []
+    for _, line in decoded_lines(path):
+        if documents == "line" or (documents == "paragraph" and not line.strip()):
+            if documents == "line":
+                current.append(line)
+            document = parsed(current) if current else None
+            if document:
+                yield document
+            current = []
+        else:
+            current.append(line)
+    if current and (document := parsed(current)):
+        yield document
 
 
 def read_text(path, documents="paragraph", lowercase=True):
@@ -431,22 +478,7 @@ def read_text(path, documents="paragraph", lowercase=True):
     Returns:
         A `Corpus`.
     """
-    if documents not in ("paragraph", "line", "file"):
-        raise ValueError(f"documents must be 'paragraph', 'line' or 'file', got {documents!r}")
-    blocks, current = [], []
-    for _, line in decoded_lines(path):
-        if documents == "line" or (documents == "paragraph" and not line.strip()):
-            if documents == "line":
-                current.append(line)
-            if current:
-                blocks.append(" ".join(current))
-            current = []
-        else:
-            current.append(line)
-    if current:
-        blocks.append(" ".join(current))
-    parsed = [text_lib.sentences_from_text(block, lowercase=lowercase) for block in blocks]
-    return _finish([d for d in parsed if d], path)
+    return _finish(list(iter_text(path, documents, lowercase)), path)
 
 
 def lee_corpus_path():

@@ -38,7 +38,8 @@ from tfktopic.data.contexts import _document_windows, _window_contexts, _check_p
 from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
 
 __all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
-           "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS"]
+           "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS",
+           "STREAMED_FORMATS", "iter_documents", "count_streamed_documents", "prepare_corpus"]
 
 KINDS = ("sentences", "streams")
 MANIFEST = "manifest.json"
@@ -385,12 +386,25 @@ def tf_dataset(reader, batch_size):
                                           output_signature=signature)
 
 
-def iter_documents(path, format, sentences_per_document=10):
-    """Stream the documents of a TDLM or PTB file one at a time (none kept).
+#: The formats `iter_documents` streams (`tfktopic prepare --format`).
+STREAMED_FORMATS = ("tdlm", "ptb", "imdb", "text")
 
-    Yields the documents `read_tdlm` / `read_ptb` return (empty lines skipped).
+
+def iter_documents(path, format, sentences_per_document=10):
+    """Stream the documents of a corpus file one at a time (none kept).
+
+    Args:
+        path: the file (IMDB: its ``.jsonl.gz`` or ``aclImdb`` directory).
+        format: one of `STREAMED_FORMATS`: "tdlm", "ptb", "imdb" (every review,
+            labelled or not, as ``--format imdb`` reads them) or "text"
+            (documents separated by blank lines).
+        sentences_per_document: PTB sentences per document.
+
+    Yields:
+        The documents `read_tdlm` / `read_ptb` / `read_imdb` / `read_text`
+        return, in the same order (empty lines skipped).
     """
-    from tfktopic.data.corpora import decoded_lines
+    from tfktopic.data.corpora import decoded_lines, iter_imdb, iter_text
 
     if format == "tdlm":
         for _, line in decoded_lines(path):
@@ -408,8 +422,24 @@ def iter_documents(path, format, sentences_per_document=10):
                 block = []
         if block:
             yield block
+    elif format == "imdb":
+        for document, _, _ in iter_imdb(path):
+            yield document
+    elif format == "text":
+        yield from iter_text(path)
     else:
-        raise ValueError(f"streamed preparation reads tdlm or ptb files, got {format!r}")
+        raise ValueError(f"streamed preparation reads {', '.join(STREAMED_FORMATS)} files, "
+                         f"got {format!r}")
+
+
+def count_streamed_documents(path, format, sentences_per_document=10):
+    """The number of documents `iter_documents` yields: a cheap line count for TDLM / PTB
+    (`count_documents`), one streaming pass for IMDB and raw text."""
+    from tfktopic.data.corpora import count_documents
+
+    if format in ("tdlm", "ptb"):
+        return count_documents(path, format, sentences_per_document)
+    return sum(1 for _ in iter_documents(path, format, sentences_per_document))
 
 
 def split_membership(num_documents, fractions, seed=0):
@@ -431,15 +461,16 @@ def split_membership(num_documents, fractions, seed=0):
 
 def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
                    sentences_per_document=10, **options):
-    """Split a TDLM/PTB file 80/10/10 by document (as `Corpus.split`) and prepare
+    """Split a corpus file 80/10/10 by document (as `Corpus.split`) and prepare
     ``out/train`` (vocabularies built there), ``out/valid`` and ``out/test``.
+
+    The file is streamed (`iter_documents`, any of `STREAMED_FORMATS`): once to
+    count its documents, once for the vocabularies, once per part.
 
     Returns:
         dict part -> manifest.
     """
-    from tfktopic.data.corpora import count_documents
-
-    member = split_membership(count_documents(path, format, sentences_per_document),
+    member = split_membership(count_streamed_documents(path, format, sentences_per_document),
                               fractions, seed)
 
     def part(index):
