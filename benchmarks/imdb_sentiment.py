@@ -46,6 +46,13 @@ Usage::
     python -m benchmarks.imdb_sentiment lda --seed S            # -> results/imdb_sentiment/lda-sS.json
     python -m benchmarks.imdb_sentiment topicrnn --seed S [--size small] [--runs DIR]
         # -> results/imdb_sentiment/topicrnn-small-sS.json (rnn likewise)
+    python -m benchmarks.imdb_sentiment report
+        # -> results/imdb_sentiment/summary.json and the rows of docs/results/study.md
+
+The report's differences: error(A) - error(B) with a 95 % percentile bootstrap interval
+that resamples the test reviews (paired: the same reviews for both arms) and each arm's
+seeds (`error_difference`); inside the interval is "inconclusive". A trained arm needs
+`SEEDS` seeds before its rows get a verdict.
 """
 
 import argparse
@@ -440,6 +447,126 @@ def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log
     return record
 
 
+#: Seeds of the arms a seed changes (lda, topicrnn, rnn).
+SEEDS = (0, 1, 2)
+#: Published test errors (percent) beside ours: Dieng et al. 2017 Table 4 (TopicRNN, and the
+#: state of the art it cites), Wang & Manning 2012 (NBSVM-bi), Le & Mikolov 2014 (Paragraph
+#: Vector, which later work could not reproduce).
+PAPER = {"topicrnn": 6.28, "state_of_the_art": 5.91, "nbsvm_bi": 8.78, "paragraph_vector": 7.42}
+#: docs/results/study.md's markers around the generated rows.
+MARKERS = ("<!-- claim:imdb_sentiment -->", "<!-- /claim:imdb_sentiment -->")
+
+
+def error_difference(correct_a, correct_b, num_resamples=2000, seed=0, level=0.95):
+    """error(A) - error(B) with a percentile bootstrap interval over test reviews and seeds.
+
+    Args:
+        correct_a: bool [S_A, N] (or [N]): per seed, whether each test review was right.
+        correct_b: bool [S_B, N] (or [N]) on the same reviews in the same order.
+        num_resamples: bootstrap replicates.
+        seed: the bootstrap's seed.
+        level: coverage of the interval.
+
+    Returns:
+        (difference of the seed-mean errors, low, high).
+    """
+    a = np.atleast_2d(np.asarray(correct_a, bool))
+    b = np.atleast_2d(np.asarray(correct_b, bool))
+    if a.shape[1] != b.shape[1] or a.shape[1] == 0:
+        raise ValueError(f"the arms must be scored on the same test reviews, got {a.shape} "
+                         f"and {b.shape}")
+    rng = np.random.default_rng(seed)
+    n = a.shape[1]
+    diffs = np.empty(num_resamples)
+    for r in range(num_resamples):
+        reviews = rng.integers(0, n, n)
+        rows_a, rows_b = rng.integers(0, len(a), len(a)), rng.integers(0, len(b), len(b))
+        diffs[r] = (1.0 - a[rows_a][:, reviews].mean()) - (1.0 - b[rows_b][:, reviews].mean())
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(diffs, [tail, 100.0 - tail])
+    return float((1.0 - a.mean()) - (1.0 - b.mean())), float(low), float(high)
+
+
+def _arm_of(stem):
+    """Record file stem -> (arm, seed): ``lda-s1`` -> (lda, 1); ``bow_lr`` -> (bow_lr, None)."""
+    if "-limit" in stem:
+        return None, None
+    head, _, tail = stem.rpartition("-s")
+    if head and tail.isdigit():
+        return head, int(tail)
+    return stem, None
+
+
+def report(results=RESULTS, page=None):
+    """Per-arm errors and the claim's rows -> results/summary.json and docs/results/study.md."""
+    arms = {}
+    for path in sorted(pathlib.Path(results).glob("*.json")):
+        arm, seed = _arm_of(path.stem)
+        if arm is None or path.stem == "summary":
+            continue
+        record = json.loads(path.read_text())
+        arms.setdefault(arm, {})[seed] = record
+    checksums = {r["test_ids_checksum"] for runs in arms.values() for r in runs.values()}
+    if len(checksums) > 1:
+        raise SystemExit(f"records scored on different test reviews: {sorted(checksums)}")
+    correct = {arm: np.array([[c == "1" for c in runs[s]["correct"]] for s in sorted(
+        runs, key=lambda s: -1 if s is None else s)]) for arm, runs in arms.items()}
+    table = {}
+    for arm, runs in arms.items():
+        errors = [100.0 * runs[s]["error"] for s in sorted(runs, key=lambda s: s or 0)]
+        table[arm] = {"seeds": [s for s in runs if s is not None], "errors": errors,
+                      "mean": float(np.mean(errors)),
+                      "sd": float(np.std(errors, ddof=1)) if len(errors) > 1 else None,
+                      "published": PAPER.get(arm.split("-")[0])}
+    rows = []
+    for trained in sorted(a for a in arms if a.startswith("topicrnn-")):
+        size = trained.split("-", 1)[1]
+        for other in (f"rnn-{size}", "lda", "nbsvm_bi", "bow_lr"):
+            row = {"claim": f"{trained} vs {other}", "better": trained, "other": other}
+            missing = [f"{arm}: {len(table[arm]['seeds'])}/{len(SEEDS)} seeds" if arm in table
+                       else f"{arm}: no record" for arm in (trained, other)
+                       if arm not in table or (table[arm]["seeds"] and
+                                               len(table[arm]["seeds"]) < len(SEEDS))]
+            if missing:
+                row.update(verdict="pending", missing=missing)
+            else:
+                diff, low, high = error_difference(correct[trained], correct[other])
+                row.update(difference=100 * diff, low=100 * low, high=100 * high,
+                           verdict="held" if high < 0 else "not held" if low > 0
+                           else "inconclusive")
+            rows.append(row)
+    summary = {"arms": table, "claims": rows, "paper": PAPER}
+    pathlib.Path(results).mkdir(parents=True, exist_ok=True)
+    (pathlib.Path(results) / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    lines = [f"The paper: TopicRNN's features {PAPER['topicrnn']} % test error (Dieng et al. "
+             f"2017, Table 4; state of the art then {PAPER['state_of_the_art']} %; "
+             f"Paragraph Vector {PAPER['paragraph_vector']} %).", "",
+             "| arm | seeds | test error % (mean +- sd) | published % |", "|---|---|---|---|"]
+    for arm, t in sorted(table.items()):
+        spread = f"{t['mean']:.2f}" + (f" +- {t['sd']:.2f}" if t["sd"] is not None else "")
+        lines.append(f"| {arm} | {len(t['seeds']) or '--'} | {spread} | "
+                     f"{t['published'] if t['published'] is not None else '--'} |")
+    lines += ["", "| claim (first is claimed better) | error difference, points [95 % CI] | "
+                  "verdict |", "|---|---|---|"]
+    for row in rows:
+        if row["verdict"] == "pending":
+            lines.append(f"| {row['claim']} | -- | pending: {'; '.join(row['missing'])} |")
+        else:
+            lines.append(f"| {row['claim']} | {row['difference']:+.2f} [{row['low']:+.2f}, "
+                         f"{row['high']:+.2f}] | {row['verdict']} |")
+    if not rows:
+        lines += ["| TopicRNN's features beat the baselines | -- | pending: no TopicRNN "
+                  "record yet |"]
+    text = "\n".join(lines) + "\n"
+    page = pathlib.Path(page) if page else REPO / "docs" / "results" / "study.md"
+    old = page.read_text() if page.exists() else ""
+    if MARKERS[0] in old and MARKERS[1] in old:
+        head, rest = old.split(MARKERS[0], 1)
+        page.write_text(head + MARKERS[0] + "\n" + text + MARKERS[1] + rest.split(MARKERS[1], 1)[1])
+    print(text)
+    return summary
+
+
 def hash_ids(ids):
     """A checksum of the test reviews' order (records are paired review by review)."""
     import hashlib
@@ -449,7 +576,7 @@ def hash_ids(ids):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["baselines", "lda", "topicrnn", "rnn"])
+    parser.add_argument("action", choices=["baselines", "lda", "topicrnn", "rnn", "report"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=None,
                         help="reviews per split and label (a quick check; default: all)")
@@ -461,6 +588,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.action == "baselines":
         baselines(args.limit, pathlib.Path(args.out))
+    elif args.action == "report":
+        report(pathlib.Path(args.out))
     elif args.action == "lda":
         lda_features(args.seed, args.limit, pathlib.Path(args.out))
     else:

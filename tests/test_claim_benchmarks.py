@@ -114,3 +114,48 @@ def test_rnn_features_are_the_state_after_each_rows_last_token():
         np.testing.assert_allclose(states[row], np.asarray(alone)[0, -1], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="arm must be"):
         imdb_sentiment.feature_arm("lstm", 0)
+
+
+def test_error_difference_is_paired_over_reviews_and_seeds():
+    rng = np.random.default_rng(0)
+    base = rng.random(4000) < 0.8                                   # 80 % right
+    same = imdb_sentiment.error_difference(base, base, num_resamples=300)
+    assert same == (0.0, 0.0, 0.0)                                  # paired: no spread at all
+    better = base.copy()
+    better[np.flatnonzero(~base)[:200]] = True                      # 200 more right: -5 points
+    diff, low, high = imdb_sentiment.error_difference(better, base, num_resamples=500)
+    assert diff == pytest.approx(-0.05) and low < diff < high < 0
+    # two seeds that disagree widen the interval against one seed
+    seeds = np.stack([better, base])
+    _, low2, high2 = imdb_sentiment.error_difference(seeds, base, num_resamples=500)
+    assert high2 - low2 > high - low
+    with pytest.raises(ValueError, match="same test reviews"):
+        imdb_sentiment.error_difference(base, base[:10])
+
+
+def _sentiment_record(path, arm, seed, correct):
+    import json
+
+    record = {"arm": arm, "seed": seed, "error": 1.0 - float(np.mean(correct)),
+              "test_ids_checksum": "same", "correct": "".join("1" if c else "0" for c in correct)}
+    name = arm if seed is None else f"{arm}-s{seed}"
+    (path / f"{name}.json").write_text(json.dumps(record))
+
+
+def test_sentiment_report_waits_for_three_seeds_then_decides(tmp_path):
+    rng = np.random.default_rng(1)
+    base = rng.random(2000) < 0.85
+    _sentiment_record(tmp_path, "nbsvm_bi", None, base)
+    good = base | (rng.random(2000) < 0.5)                          # about 7 points better
+    _sentiment_record(tmp_path, "topicrnn-small", 0, good)
+    page = tmp_path / "study.md"
+    page.write_text("<!-- claim:imdb_sentiment -->\n<!-- /claim:imdb_sentiment -->\n")
+    summary = imdb_sentiment.report(tmp_path, page)
+    row = next(r for r in summary["claims"] if r["other"] == "nbsvm_bi")
+    assert row["verdict"] == "pending" and "1/3 seeds" in row["missing"][0]
+    for seed in (1, 2):
+        _sentiment_record(tmp_path, "topicrnn-small", seed, good)
+    summary = imdb_sentiment.report(tmp_path, page)
+    row = next(r for r in summary["claims"] if r["other"] == "nbsvm_bi")
+    assert row["verdict"] == "held" and row["high"] < 0
+    assert "| topicrnn-small vs nbsvm_bi |" in page.read_text()
