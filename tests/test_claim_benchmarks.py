@@ -159,3 +159,22 @@ def test_sentiment_report_waits_for_three_seeds_then_decides(tmp_path):
     row = next(r for r in summary["claims"] if r["other"] == "nbsvm_bi")
     assert row["verdict"] == "held" and row["high"] < 0
     assert "| topicrnn-small vs nbsvm_bi |" in page.read_text()
+
+
+def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
+    from benchmarks import defaults
+
+    def rec(model, ppl, npmi=None, lda=None):
+        return {"model": model, "test_ppl": ppl, "npmi": npmi, "lda_npmi": lda}
+
+    records = {"lstm": [rec("lstm", 100.0)], "doc_lstm": [rec("doc_lstm", 98.0)],
+               "tcnlm": [rec("tcnlm", 95.0, 0.14, 0.15)],          # 0.933 x LDA: passes
+               "topicrnn": [rec("topicrnn", 101.0, 0.03, 0.15)]}   # fails both
+    rows = {(r["criterion"].split()[0], r["family"]): r["passed"]
+            for r in defaults.verdicts(records)}
+    assert rows[("NPMI", "tcnlm")] and rows[("test", "tcnlm")]
+    assert rows[("NPMI", "topicrnn")] is False and rows[("test", "topicrnn")] is False
+    assert rows[("test", "doc_lstm")] is True
+    assert rows[("NPMI", "rgbn_rnn")] is None                     # no record: pending
+    cmd = defaults.command("war_and_peace", "tcnlm", 0, "out")
+    assert cmd[3:6] == ["train", "tcnlm", "--corpus"] and "--preset" not in cmd
