@@ -44,35 +44,10 @@ Decisions the paper leaves open (reference §1.7), as implemented:
 LSTMs, p(y) = sum_k t_k softmax(V h^(k))), the paper's Table 6 comparison.
 It materialises [B, T, K, V] expert log-probabilities: keep B * T * K * V small.
 
-**Topic quality (issue 14; `benchmarks/topic_causes.py`, results and commands in
-``benchmarks/results/topics/causes.md``).** APNEWS, the study's data rules, K = 50,
-NPMI of the top 10 words against the training split, diversity of the top 25;
-gensim LDA on the same split: NPMI 0.068, diversity 0.50. The ``medium`` model
-reaches NPMI 0.027 (0.40 x LDA). The cause is in the NTM, not the joint training:
-the NTM trained *alone* on the same bags of words for the same 2,520 steps gets
-0.024 (best 0.034), and ends with nearly the same topics as the joint model (42 of
-50 share at least 5 of their top 10 words). Its topics collapse: the posterior
-carries ~2 nats per context (KL of the NTM alone on raw counts; 15 in the
-LDA-started joint model), so t hardly depends on the document and every decoder
-row gets nearly the same gradient. Without the diversity regulariser all
-50 topics become nearly the same few words (lambda = 0: NPMI 0.083, diversity
-0.08); with lambda = 0.1 (or 1.0: NPMI 0.011, diversity 0.82) R keeps the rows
-apart with mid-frequency words that share no context. Neither KL annealing
-(``kl_warmup_steps`` 1,260: 0.020), the BoW scaling (``log1p`` 0.021, ``none``
-0.018) nor the learning rate (5e-4: 0.034, 1e-2: 0.016) changes that. Breaking the
-symmetry with a sensible start does: ``decoder_init="lda"`` (the decoder's logits
-= log beta of a gensim LDA of the training split, fitted by
-`tfktopic.runs.build_model`) gives the NTM alone NPMI 0.084 (1.25 x LDA) at
-diversity 0.57, and the joint ``coherent`` preset (``medium`` with that start)
-NPMI 0.085 (1.26 x LDA), diversity 0.57, test perplexity 83.41 (leak-free; the
-``medium`` run: 84.07); training improves on the LDA it starts from (0.068 at
-step 0). Over three seeds (6 medium epochs, ``python -m benchmarks.topic_seeds
-report``): NPMI 0.087 +- 0.003 (1.24 / 1.15 / 1.24 x each seed's LDA) against 0.025
-for ``medium``, diversity 0.55 (LDA 0.47-0.50), test perplexity 84.43 +- 0.13 against
-84.62 +- 0.29 (ratio 0.998, 95% bootstrap interval [0.988, 1.007]: no cost). ``kl_warmup_steps`` and ``topic_warmup_steps`` (an NTM-only warm-up: the
-LM's NLL is left out for the first steps) are available too; their defaults (0)
-keep the paper's objective, and the NTM-alone result says a warm-up alone cannot
-fix the collapse.
+**Topic quality.** The randomly started NTM's topics collapse (APNEWS, K = 50: NPMI
+0.40 x LDA); ``decoder_init="lda"`` (the ``coherent`` and ``small`` presets) starts the
+decoder from an LDA of the training split and reaches 1.24 x LDA at no perplexity cost
+(the measurements: docs/models/tcnlm.md, "Topic quality").
 """
 
 import numbers

@@ -40,33 +40,10 @@ Inputs are the pipeline dicts: sentence windows ``tokens`` [B, T] with
 J windows are laid end to end and the RNN state is carried across them
 (padding steps are masked), one theta per window from its own context.
 
-**Topic quality (issue 14; `benchmarks/topic_causes.py`, results and commands in
-``benchmarks/results/topics/causes.md``).** APNEWS, the study's data rules, K = 50,
-NPMI of the top 10 words against the training split; gensim LDA on the same split:
-NPMI 0.068, diversity (top 25) 0.50. The ``medium`` model: NPMI 0.047 (0.70 x LDA),
-its topics mixing real themes with rare, document-specific words. The topic part
-(inference network and B) trained alone shows why: NPMI peaks after 1-2 epochs
-(0.050) and falls to 0.031 at epoch 6 while the KL per context grows from 12 to 46
-nats and the diversity to 0.88 -- theta becomes a per-document code (each training
-document is seen ~17 times per epoch through its sentences' ``all_other``
-contexts) and the rows of B fill with rare words (median training-document
-frequency of the top 10 words: 14, and 13 for the joint ``medium`` model, against
-LDA's 109). Starting B from an
-LDA of the training split (``decoder_init="lda"``, B = centred log beta, fitted by
-`tfktopic.runs.build_model`) keeps it on corpus-level topics: the topic part alone
-reaches NPMI 0.091 (1.34 x LDA), diversity 0.69, and the joint ``medium`` model
-with it NPMI 0.086 (1.28 x LDA), diversity 0.66 -- but test perplexity 86.79
-against 80.80. Scaled down (``lda_scale=0.1``: each topic keeps its ranking with
-smaller logit offsets) the start costs nothing: ``medium``, 6 epochs, seed 0,
-test perplexity 78.11 against 81.45 for the random start run in the same session,
-NPMI 0.093 (1.37 x LDA) against 0.046, diversity 0.81
-(`benchmarks/results/topics/topicrnn_lda_scale.json`). Over seeds 0-2
-(`benchmarks.topic_seeds`, same split): test perplexity 76.97 +- 0.99 against
-80.32 +- 1.02 (lower by 3.0-3.7 in every seed), NPMI 0.089 +- 0.008 against
-0.047 +- 0.003 (1.15-1.37 x the same seed's LDA), diversity 0.82 against 0.69:
-the preset ``coherent`` (``medium`` with ``decoder_init="lda"``, ``lda_scale=0.1``).
-``kl_warmup_steps`` (KL annealing) is available; its default (0) and
-``decoder_init="random"`` keep the paper's model.
+**Topic quality.** With a random start the rows of B fill with rare, document-specific
+words (APNEWS, K = 50: NPMI 0.70 x LDA); ``decoder_init="lda"`` with ``lda_scale=0.1``
+(the ``coherent`` preset) keeps corpus-level topics (1.15-1.37 x LDA) and lowers the test
+perplexity (the measurements: docs/models/topicrnn.md, "Topic quality").
 """
 
 import warnings
