@@ -63,8 +63,8 @@ def run_topics(run, top_n=10):
     if top_n < 1:
         raise ValueError(f"--top-n must be >= 1, got {top_n}")
     if run.name in HIERARCHICAL_MODELS:
-        return [run.model.topics(top_n, run.topic_vocab, layer=l)
-                for l in range(run.model.num_layers)]
+        return [run.model.topics(top_n, run.topic_vocab, layer=level)
+                for level in range(1, run.model.num_layers + 1)]
     return run.model.topics(top_n, run.topic_vocab)
 
 
@@ -408,8 +408,8 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
             (`tfktopic.runs.usage.unused_topic_note`); None: no note.
 
     Returns:
-        A list of strings (sentences; with `paragraph`, paragraphs with one
-        sentence per line).
+        A list of detokenised strings (sentences; with `paragraph`, paragraphs with
+        one sentence per line).
 
     Raises:
         ValueError: an option that does not apply to the model (message names it).
@@ -472,26 +472,24 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         if note:
             say(log, note)
     bow = None if document is None else document_bow(run, document)
-    decode = run.tokenizer.decode_batch
+    options["tokenizer"] = run.tokenizer          # detokenised text (`tokenizer.detokenize`)
     if paragraph is not None:
         texts = []
         for i in range(int(num or 1)):
-            rows = model.generate_paragraph(int(paragraph), max_len=int(max_len),
-                                            context_bow=None if bow is None else bow[None],
-                                            seed=None if seed is None else int(seed) + i,
-                                            **options)
-            texts.append("\n".join(decode(rows)))
+            lines = model.generate_paragraph(int(paragraph), max_len=int(max_len),
+                                             context_bow=None if bow is None else bow[None],
+                                             seed=None if seed is None else int(seed) + i,
+                                             **options)
+            texts.append("\n".join(lines))
         return texts
     num = int(num or 3)
     kwargs = dict(options, seed=seed, max_len=int(max_len))
     if hierarchical:
         if topic is not None:
-            kwargs.update(topic=int(topic), topic_layer=int(layer or 1) - 1)
-        rows = model.generate(num, context_bow=None if bow is None else bow[None], **kwargs)
-    else:
-        rows = model.generate(num, topic=None if topic is None else int(topic),
-                              context_bow=bow, **kwargs)
-    return decode(rows)
+            kwargs.update(topic=int(topic), layer=int(layer or 1))
+        return model.generate(num, context_bow=None if bow is None else bow[None], **kwargs)
+    return model.generate(num, topic=None if topic is None else int(topic), context_bow=bow,
+                          **kwargs)
 
 
 def export_run(run, saved_model):
