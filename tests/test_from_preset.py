@@ -15,7 +15,7 @@ from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
 from tfktopic.models import TCNLM, LSTMLanguageModel, TopicRNN
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.document_topicrnn import DocumentTopicRNN
-from tfktopic.models.lda_lstm import fit_lda
+from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
 from tfktopic.models.registry import MODELS
 from tfktopic.models.rgbn.model import RGBNRNN
 from tfktopic.runs import generate_text, load_run
@@ -81,6 +81,13 @@ def test_a_pretrained_name_takes_no_arguments_and_an_unknown_one_is_named():
         RGBNRNN.from_preset("pretrained:rgbn-apnews")
 
 
+def test_rgbn_paragraphs_of_a_pretrained_model_are_text():
+    model = TopicLanguageModel.from_preset("gbn-rnn-apnews")
+    paragraph = model.generate_paragraph(3, max_length=10, seed=0)
+    assert len(paragraph) == 3 and all(isinstance(line, str) and line for line in paragraph)
+    assert all(line == detokenize(line) for line in paragraph)
+
+
 def test_load_run_and_the_generate_command_give_detokenised_text():
     run = load_run("pretrained:tcnlm-apnews")
     assert run.model.tokenizer.vocab_size == len(run.lm_vocab)
@@ -132,6 +139,15 @@ def test_tcnlm_small_with_documents_starts_its_decoder_from_the_lda_of_those_doc
     lda = fit_lda(docs, tokenizer.topic_vocab, num_topics=4, passes=10, seed=0)
     np.testing.assert_allclose(model.beta(), lda.get_topics(), atol=1e-5)
     assert model.tokenizer is tokenizer and model.decoder_init == "lda"
+
+
+def test_lda_lstm_with_documents_fits_its_lda_with_the_presets_passes(lee):
+    docs, tokenizer = lee
+    model = LDALSTMLanguageModel.from_preset("small", tokenizer=tokenizer, documents=docs,
+                                             num_topics=3, hidden_dim=8, embedding_dim=8)
+    lda = fit_lda(docs, tokenizer.topic_vocab, num_topics=3, passes=5, seed=0)
+    np.testing.assert_allclose(model.topic_word_matrix(), lda.get_topics(), atol=1e-5)
+    assert isinstance(model.topics(2, weights=True)[0][0][0], str)
 
 
 def test_the_from_preset_docstring_example_runs():

@@ -473,8 +473,10 @@ class TopicLanguageModel(keras.Model):
                 `tfktopic.data.Corpus`) for a preset whose topic decoder starts
                 from an LDA (``decoder_init="lda"``, e.g. TCNLM ``small``): an
                 LDA of `tokenizer`'s topic vocabulary is fitted on them
-                (`tfktopic.models.lda_lstm.fit_lda`, 10 passes, seed 0, as
-                ``tfktopic train``) unless ``topic_word_init=`` is given.
+                (`tfktopic.models.lda_lstm.fit_lda` with the preset's
+                ``lda_passes``, default 10, and the model's seed or 0, as
+                ``tfktopic train``) unless ``topic_word_init=`` is given
+                (LDA+LSTM: its LDA, unless ``lda=`` is given).
             **overrides: constructor arguments replacing the preset's.
 
         Returns:
@@ -622,14 +624,35 @@ class TopicLanguageModel(keras.Model):
                              "(decoder_init='lda'): pass topic_word_init= (a [K, V_c] "
                              "topic-word matrix) or documents= (the tokenised training "
                              "documents, with tokenizer=)")
-        if tokenizer is None or tokenizer.topic_vocab is None:
-            raise ValueError(f"{where}: documents= needs tokenizer= (its topic vocabulary "
-                             "indexes the LDA's words)")
         from tfktopic.models.lda_lstm import fit_lda  # lda_lstm imports this module
 
-        lda = fit_lda(documents, tokenizer.topic_vocab, num_topics=cls._lda_topics(merged),
-                      passes=10, seed=merged.get("seed") or 0)
+        lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
+                      num_topics=cls._lda_topics(merged),
+                      passes=cls._preset_training(preset).get("lda_passes", 10),
+                      seed=merged.get("seed") or 0)
         return {**overrides, "topic_word_init": lda.get_topics()}
+
+    @classmethod
+    def _preset_training(cls, preset):
+        """The ``training`` settings of a preset name or `Preset` (else none)."""
+        if hasattr(preset, "model") and hasattr(preset, "training"):
+            return dict(preset.training)
+        if isinstance(preset, str) and preset in cls.presets:
+            return dict(cls.presets[preset].get("training", {}))
+        return {}
+
+    @classmethod
+    def _documents_vocabulary(cls, tokenizer, preset):
+        """The topic vocabulary that indexes an LDA of ``documents=`` (`tokenizer`'s).
+
+        Raises:
+            ValueError: no tokenizer with a topic vocabulary (one line).
+        """
+        if tokenizer is None or tokenizer.topic_vocab is None:
+            raise ValueError(f"{cls.__name__}.from_preset("
+                             f"{str(getattr(preset, 'name', preset))!r}): documents= needs "
+                             "tokenizer= (its topic vocabulary indexes the LDA's words)")
+        return tokenizer.topic_vocab
 
     # ------------------------------------------------------------------- topics
     def topic_word_matrix(self):
