@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfktopic import pretrained
+from tfktopic import cli, pretrained
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
 from tfktopic.models import TCNLM, LSTMLanguageModel, TopicRNN
 from tfktopic.models.base import TopicLanguageModel
@@ -88,11 +88,18 @@ def test_rgbn_paragraphs_of_a_pretrained_model_are_text():
     assert all(line == detokenize(line) for line in paragraph)
 
 
-def test_load_run_and_the_generate_command_give_detokenised_text():
+def test_load_run_and_the_generate_command_give_detokenised_text(capsys):
     run = load_run("pretrained:tcnlm-apnews")
     assert run.model.tokenizer.vocab_size == len(run.lm_vocab)
     texts = generate_text(run, num=3, max_len=20, topic=3, seed=0, method="sample")
-    assert len(texts) == 3 and all(isinstance(text, str) for text in texts)
+    ids = run.model.generate(3, max_len=20, topic=3, seed=0, method="sample", allow_unk=False,
+                             tokenizer=False)
+    assert ids.shape == (3, 20) and ids.dtype == np.int32
+    raw = run.tokenizer.decode_batch(ids)
+    assert texts == [detokenize(text) for text in raw] and texts != raw  # seed 0 has tokens to join
+    code = cli.main(["generate", "pretrained:tcnlm-apnews", "--topic", "3", "--num", "3",
+                     "--max-len", "20", "--seed", "0", "--method", "temperature"])
+    assert code == 0 and capsys.readouterr().out.splitlines() == texts
     assert all(text == detokenize(text) and " ," not in text and " 's" not in text
                for text in texts)
 

@@ -290,7 +290,8 @@ class TopicLanguageModel(keras.Model):
                 tokenizer, raw text is accepted too.
             seed: int seed (`None`: a fresh random one).
             allow_unk: True lets the model generate ``<unk>`` (id 3).
-            tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`).
+            tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`);
+                `False`: LM ids even when a tokenizer is attached.
             method, temperature, top_k: the old way to pick a sampler
                 ("greedy", "sample", "top_k"); used only if `sampler` is `None`.
             max_len: old name of `max_length`.
@@ -319,6 +320,8 @@ class TopicLanguageModel(keras.Model):
             raise ValueError(f"temperature must be > 0, got {temperature!r}")
         if tokenizer is None:
             tokenizer = getattr(self, "tokenizer", None)
+        elif tokenizer is False:                              # ids, whatever is attached
+            tokenizer = None
         sampler = self._resolve_sampler(sampler, method, temperature, top_k)
         if getattr(sampler, "num_beams", 1) > 1:
             raise ValueError("BeamSampler with num_beams > 1 is not supported by generate yet "
