@@ -14,6 +14,7 @@ from tfktopic import cli, pretrained
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
 from tfktopic.models import TCNLM, LSTMLanguageModel, TopicRNN
 from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
 from tfktopic.models.document_topicrnn import DocumentTopicRNN
 from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
 from tfktopic.models.registry import MODELS
@@ -119,6 +120,18 @@ def test_a_hyperparameter_preset_takes_its_sizes_from_a_tokenizer_and_attaches_i
     rgbn = RGBNRNN.from_preset("small", tokenizer=tokenizer, num_documents=10, num_layers=1)
     assert (rgbn.vocab_size, rgbn.topic_vocab_size) == (tokenizer.vocab_size,
                                                          tokenizer.topic_vocab_size)
+
+
+@pytest.mark.parametrize("family", [LDALSTMLanguageModel, DocumentLSTMLanguageModel,
+                                    DocumentTopicRNN])
+def test_every_family_built_with_a_tokenizer_generates_text(lee, family):
+    _, tokenizer = lee
+    sizes = {"hidden_dim": 8, "embedding_dim": 8}
+    if family is not DocumentLSTMLanguageModel:
+        sizes["num_topics"] = 3
+    model = family.from_preset("small", tokenizer=tokenizer, **sizes)
+    texts = model.generate("the fire", max_length=6, seed=0, num_sentences=2)
+    assert len(texts) == 2 and all(text.startswith("the fire") for text in texts)
 
 
 def test_preset_errors_are_one_line(lee):
