@@ -159,7 +159,8 @@ def load_run(directory):
         directory: a run directory (or ``pretrained:NAME``, see `resolve_run_dir`).
 
     Returns:
-        A `Run`.
+        A `Run`; ``run.model.tokenizer`` is the run's tokenizer (`Run.tokenizer`), so
+        ``run.model.generate`` returns text and ``run.model.topics`` words.
 
     Raises:
         TfktopicError: missing directory, missing or corrupt ``run.json`` /
