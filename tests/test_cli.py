@@ -273,7 +273,8 @@ def test_evaluate_recomputes_the_test_split_and_scores_other_corpora(tcnlm_run, 
     from tfktopic.runs import GENERATION, generate_text, load_run, run_splits
 
     run = load_run(out)
-    generated = [h.split() for h in generate_text(run, num=20, seed=0, **GENERATION)]
+    generated = [h.split() for h in generate_text(run, num=20, seed=0, detokenized=False,
+                                                  **GENERATION)]
     hypotheses = [h for h in generated if h]
     references = [run.lm_vocab.map_unknown(s) for s in run_splits(run.config)["test"].sentences()]
     bleu = report["bleu"]

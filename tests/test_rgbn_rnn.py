@@ -681,7 +681,7 @@ def test_topic_hierarchy_json_and_dot(trained, tmp_path):
     assert hierarchy["num_layers"] == 2 and hierarchy["recurrent"]
     assert [len(layer["topics"]) for layer in hierarchy["layers"]] == [12, 6]
     assert hierarchy["layers"][0]["topics"][3]["words"] == model.topics(6, topic)[3]
-    assert hierarchy["layers"][1]["topics"][0]["words"] == model.topics(6, topic, layer=1)[0]
+    assert hierarchy["layers"][1]["topics"][0]["words"] == model.topics(6, topic, layer=2)[0]
     assert len(hierarchy["hierarchical_edges"]) == 6 * 2
     assert len(hierarchy["temporal_edges"]) == (12 + 6) * 2
     phi2, pi1 = np.asarray(model.phis[1]), np.asarray(model.pis[0])

@@ -17,6 +17,9 @@ PosixPath('.../pretrained/tcnlm-apnews')
 >>> from tfktopic.runs import load_run
 >>> run = load_run("pretrained:tcnlm-apnews")                       # doctest: +SKIP
 >>> run.model.topics(top_n=5, vocabulary=run.topic_vocab)[:2]       # doctest: +SKIP
+>>> from tfktopic.models.base import TopicLanguageModel
+>>> model = TopicLanguageModel.from_preset("pretrained:tcnlm-apnews")  # doctest: +SKIP
+>>> model.generate(topic=42, max_length=30)       # text: tokenizer attached  # doctest: +SKIP
 
 On the command line: ``tfktopic generate pretrained:tcnlm-apnews --topic 42`` (one of the
 topics it uses: ``tfktopic topics pretrained:tcnlm-apnews`` marks the unused ones).

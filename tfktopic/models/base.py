@@ -55,6 +55,9 @@ streams, state carried), `hierarchical` (layers of topics, Phi and
 Pi), `generates` (``generate()``).
 """
 
+import inspect
+import pathlib
+
 import keras
 import numpy as np
 from keras import ops
@@ -67,11 +70,17 @@ from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import Perplexity
 from tfktopic.models import samplers, steps
 from tfktopic.models.decoding import GENERATION_METHODS
-from tfktopic.tokenizer import detokenize
+from tfktopic.tokenizer import LM_VOCAB_FILE, Tokenizer, detokenize
 
 __all__ = ["TopicLanguageModel"]
 
 _PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
+
+
+def _other_class(shipped, found, wanted):
+    """The one-line error of a pretrained model loaded through a class it is not."""
+    return (f"pretrained:{shipped} is a {found.__name__}, not a {wanted.__name__}: load it with "
+            f"{found.__name__}.from_preset({shipped!r}) (or TopicLanguageModel.from_preset)")
 
 
 class _MetricGroup(_KerasMetricsList):
@@ -150,6 +159,9 @@ class TopicLanguageModel(keras.Model):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        #: The attached `tfktopic.tokenizer.Tokenizer` (`from_preset`, `load_assets`) or
+        #: `None`: with one, `generate` returns text and `topics` words.
+        self.tokenizer = None
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.perplexity = Perplexity(name="ppl")
         self.term_trackers = [keras.metrics.Mean(name=name) for name in self.reported_terms]
@@ -278,7 +290,8 @@ class TopicLanguageModel(keras.Model):
                 tokenizer, raw text is accepted too.
             seed: int seed (`None`: a fresh random one).
             allow_unk: True lets the model generate ``<unk>`` (id 3).
-            tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`).
+            tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`);
+                `False`: LM ids even when a tokenizer is attached.
             method, temperature, top_k: the old way to pick a sampler
                 ("greedy", "sample", "top_k"); used only if `sampler` is `None`.
             max_len: old name of `max_length`.
@@ -307,6 +320,8 @@ class TopicLanguageModel(keras.Model):
             raise ValueError(f"temperature must be > 0, got {temperature!r}")
         if tokenizer is None:
             tokenizer = getattr(self, "tokenizer", None)
+        elif tokenizer is False:                              # ids, whatever is attached
+            tokenizer = None
         sampler = self._resolve_sampler(sampler, method, temperature, top_k)
         if getattr(sampler, "num_beams", 1) > 1:
             raise ValueError("BeamSampler with num_beams > 1 is not supported by generate yet "
@@ -428,19 +443,43 @@ class TopicLanguageModel(keras.Model):
         return model
 
     # ------------------------------------------------------------------ presets
+    #: Constructor arguments a `tfktopic.tokenizer.Tokenizer` supplies (`from_preset`'s
+    #: ``tokenizer=``): argument name -> how it is read from the tokenizer.
+    _TOKENIZER_ARGUMENTS = {
+        "vocab_size": lambda tokenizer: tokenizer.vocab_size,
+        "topic_vocab_size": lambda tokenizer: tokenizer.topic_vocab_size,
+        "lm_to_topic": lambda tokenizer: tokenizer.topic_vocab.lm_to_topic,
+    }
+
     @classmethod
-    def from_preset(cls, preset, *args, **overrides):
+    def from_preset(cls, preset, *args, tokenizer=None, documents=None, **overrides):
         """A model from a hyperparameter preset, or a shipped pretrained model.
 
         As keras-hub's ``from_preset``, one name space: a preset name of the
         family (`presets`, e.g. "small", "paper"), a `tfktopic.presets.Preset`,
         or a pretrained model (`tfktopic.pretrained.available`, optionally
-        written ``pretrained:NAME``).
+        written ``pretrained:NAME``). A pretrained model comes back with its
+        tokenizer attached (``model.tokenizer``, over its shipped vocabularies),
+        so ``generate`` returns text and ``topics`` words. The base class loads
+        a pretrained model of any family; a family class loads one of its own
+        class or a subclass.
 
         Args:
             preset: the name (or `Preset`).
             *args: the constructor's positional arguments (vocabulary sizes,
                 ``lm_to_topic``, ...) for a hyperparameter preset.
+            tokenizer: a `tfktopic.tokenizer.Tokenizer` for a hyperparameter
+                preset, instead of `args`: it gives ``vocab_size``,
+                ``topic_vocab_size`` / ``lm_to_topic`` and is attached to the
+                model (``model.tokenizer``).
+            documents: training documents (lists of sentences of tokens, e.g. a
+                `tfktopic.data.Corpus`) for a preset whose topic decoder starts
+                from an LDA (``decoder_init="lda"``, e.g. TCNLM ``small``): an
+                LDA of `tokenizer`'s topic vocabulary is fitted on them
+                (`tfktopic.models.lda_lstm.fit_lda` with the preset's
+                ``lda_passes``, default 10, and the model's seed or 0, as
+                ``tfktopic train``) unless ``topic_word_init=`` is given
+                (LDA+LSTM: its LDA, unless ``lda=`` is given).
             **overrides: constructor arguments replacing the preset's.
 
         Returns:
@@ -449,34 +488,174 @@ class TopicLanguageModel(keras.Model):
 
         Raises:
             ValueError: an unknown name, a pretrained model of another class,
-                or arguments given with a pretrained model.
+                arguments given with a pretrained model, or an LDA-started preset
+                without ``topic_word_init=`` / ``documents=`` (one line each).
 
-        Example:
-        >>> model = TCNLM.from_preset("small", len(lm_vocab), len(topic_vocab))  # doctest: +SKIP
-        >>> trained = TCNLM.from_preset("pretrained:tcnlm-apnews")              # doctest: +SKIP
+        Example (TCNLM ``small`` on the embedded Lee corpus, tiny sizes):
+        >>> from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
+        >>> from tfktopic.models import TCNLM
+        >>> from tfktopic.tokenizer import Tokenizer
+        >>> docs = load_corpus("lee")
+        >>> lm_vocab = Vocabulary.build(docs, min_count=3)
+        >>> tokenizer = Tokenizer(lm_vocab, TopicVocabulary.build(docs, lm_vocab,
+        ...                                                       max_freq_fraction=0.005))
+        >>> model = TCNLM.from_preset("small", tokenizer=tokenizer, documents=docs,
+        ...                           num_topics=4, hidden_dim=8, embedding_dim=8,
+        ...                           factor_dim=8, ntm_units=(8,))
+        >>> model.vocab_size == tokenizer.vocab_size, model.tokenizer is tokenizer
+        (True, True)
+        >>> [len(topic) for topic in model.topics(3, weights=True)]
+        [3, 3, 3, 3]
+        >>> isinstance(model.generate("the storm", max_length=5, seed=0)[0], str)
+        True
+        >>> trained = TCNLM.from_preset("pretrained:tcnlm-apnews")    # doctest: +SKIP
+        >>> trained.generate(topic=3, max_length=30)                    # doctest: +SKIP
+        """
+        shipped = cls._pretrained_name(preset)
+        if shipped is not None:
+            if args or overrides or tokenizer is not None or documents is not None:
+                raise ValueError(f"{cls.__name__}.from_preset({str(preset)!r}): a pretrained "
+                                 "model takes no constructor arguments, tokenizer or documents")
+            return cls._load_pretrained(shipped)
+        settings = cls._preset_settings(preset)
+        if tokenizer is not None:
+            overrides = {**cls._tokenizer_arguments(tokenizer, args, preset), **overrides}
+        overrides = cls._lda_start(settings, overrides, tokenizer, documents, preset)
+        model = cls._from_settings(settings, args, overrides)
+        if tokenizer is not None:
+            model.tokenizer = tokenizer
+        return model
+
+    @classmethod
+    def _pretrained_name(cls, preset):
+        """The shipped model's name when `preset` names one (bare or ``pretrained:NAME``)
+        and is not a preset of the family; else `None`."""
+        if not isinstance(preset, str) or preset in cls.presets:
+            return None
+        shipped = preset[len("pretrained:"):] if preset.startswith("pretrained:") else preset
+        if shipped in pretrained.available() or shipped in pretrained.REPLACED:
+            return shipped                        # (a replaced name: `resolve` names its heir)
+        return None
+
+    @classmethod
+    def _load_pretrained(cls, shipped):
+        """The shipped model `shipped` with its tokenizer attached, checked to be a `cls`."""
+        try:
+            path = pretrained.resolve(shipped)
+        except TfktopicError as error:
+            raise ValueError(str(error)) from None
+        from tfktopic.models.registry import MODELS  # the registry imports every family
+
+        entry = MODELS.get(pretrained.info(shipped).get("model"))
+        family = None if entry is None else entry.model_class
+        if family is not None and not issubclass(family, cls):
+            raise ValueError(_other_class(shipped, family, cls))
+        model = keras.saving.load_model(path / "model.keras")
+        if not isinstance(model, cls):
+            raise ValueError(_other_class(shipped, type(model), cls))
+        model.tokenizer = Tokenizer.load(path)
+        return model
+
+    @classmethod
+    def _preset_settings(cls, preset):
+        """The ``model`` settings (a new dict) of a preset name or `Preset`.
+
+        Raises:
+            ValueError: an unknown name (the presets and pretrained models named).
         """
         if hasattr(preset, "model") and hasattr(preset, "training"):      # a Preset
-            return cls(*args, **{**dict(preset.model), **overrides})
-        name = str(preset)
-        if name in cls.presets:
-            return cls(*args, **{**cls.presets[name]["model"], **overrides})
-        shipped = name[len("pretrained:"):] if name.startswith("pretrained:") else name
-        if shipped in pretrained.available():
-            if args or overrides:
-                raise ValueError(f"{cls.__name__}.from_preset({name!r}): a pretrained model "
-                                 "takes no constructor arguments")
-            try:
-                model = keras.saving.load_model(pretrained.resolve(shipped) / "model.keras")
-            except TfktopicError as error:
-                raise ValueError(str(error)) from None
-            if not isinstance(model, cls):
-                raise ValueError(f"pretrained:{shipped} is a {type(model).__name__}, not a "
-                                 f"{cls.__name__}")
-            return model
-        raise ValueError(f"unknown preset {name!r} for {cls.__name__}: preset must be one of "
+            return dict(preset.model)
+        if isinstance(preset, str) and preset in cls.presets:
+            return dict(cls.presets[preset]["model"])
+        raise ValueError(f"unknown preset {preset!r} for {cls.__name__}: preset must be one of "
                          f"its presets ({', '.join(sorted(cls.presets)) or 'none'}) or a "
                          f"pretrained model name "
                          f"({', '.join(sorted(pretrained.available())) or 'none'})")
+
+    @classmethod
+    def _from_settings(cls, settings, args, overrides):
+        """``cls(*args, **settings, **overrides)`` (rGBN-RNN also cuts per-layer lists)."""
+        return cls(*args, **{**settings, **overrides})
+
+    @classmethod
+    def _tokenizer_arguments(cls, tokenizer, args, preset):
+        """The constructor arguments `tokenizer` supplies (`_TOKENIZER_ARGUMENTS` that
+        the constructor takes).
+
+        Raises:
+            ValueError: not a `Tokenizer`, positional arguments given as well, or a
+                topic model's tokenizer without a topic vocabulary.
+        """
+        where = f"{cls.__name__}.from_preset({str(getattr(preset, 'name', preset))!r})"
+        if not isinstance(tokenizer, Tokenizer):
+            raise ValueError(f"{where}: tokenizer must be a tfktopic.tokenizer.Tokenizer, got "
+                             f"{type(tokenizer).__name__}")
+        if args:
+            raise ValueError(f"{where}: with tokenizer= the vocabulary sizes come from it; "
+                             "pass the other constructor arguments by keyword")
+        taken = inspect.signature(cls.__init__).parameters
+        names = [name for name in cls._TOKENIZER_ARGUMENTS if name in taken]
+        if tokenizer.topic_vocab is None and set(names) & {"topic_vocab_size", "lm_to_topic"}:
+            raise ValueError(f"{where}: the tokenizer has no topic vocabulary, which "
+                             f"{cls.__name__} needs")
+        return {name: cls._TOKENIZER_ARGUMENTS[name](tokenizer) for name in names}
+
+    @classmethod
+    def _lda_topics(cls, settings):
+        """K of the LDA that starts the topic decoder (rGBN-RNN: K_1)."""
+        return int(settings.get("num_topics", 50))
+
+    @classmethod
+    def _lda_start(cls, settings, overrides, tokenizer, documents, preset):
+        """`overrides` with ``topic_word_init`` from an LDA fitted on `documents` when the
+        settings start the topic decoder from an LDA and no matrix is given.
+
+        Raises:
+            ValueError: such a preset without ``topic_word_init=`` or ``documents=``, or
+                `documents` without a tokenizer's topic vocabulary.
+        """
+        merged = {**settings, **overrides}
+        where = f"{cls.__name__}.from_preset({str(getattr(preset, 'name', preset))!r})"
+        if merged.get("decoder_init") != "lda" or merged.get("topic_word_init") is not None:
+            if documents is not None:
+                raise ValueError(f"{where}: documents= is only used to fit the LDA start of "
+                                 "the topic decoder (decoder_init='lda' without "
+                                 "topic_word_init)")
+            return overrides
+        if documents is None:
+            raise ValueError(f"{where}: the preset starts the topic decoder from an LDA "
+                             "(decoder_init='lda'): pass topic_word_init= (a [K, V_c] "
+                             "topic-word matrix) or documents= (the tokenised training "
+                             "documents, with tokenizer=)")
+        from tfktopic.models.lda_lstm import fit_lda  # lda_lstm imports this module
+
+        lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
+                      num_topics=cls._lda_topics(merged),
+                      passes=cls._preset_training(preset).get("lda_passes", 10),
+                      seed=merged.get("seed") or 0)
+        return {**overrides, "topic_word_init": lda.get_topics()}
+
+    @classmethod
+    def _preset_training(cls, preset):
+        """The ``training`` settings of a preset name or `Preset` (else none)."""
+        if hasattr(preset, "model") and hasattr(preset, "training"):
+            return dict(preset.training)
+        if isinstance(preset, str) and preset in cls.presets:
+            return dict(cls.presets[preset].get("training", {}))
+        return {}
+
+    @classmethod
+    def _documents_vocabulary(cls, tokenizer, preset):
+        """The topic vocabulary that indexes an LDA of ``documents=`` (`tokenizer`'s).
+
+        Raises:
+            ValueError: no tokenizer with a topic vocabulary (one line).
+        """
+        if tokenizer is None or tokenizer.topic_vocab is None:
+            raise ValueError(f"{cls.__name__}.from_preset("
+                             f"{str(getattr(preset, 'name', preset))!r}): documents= needs "
+                             "tokenizer= (its topic vocabulary indexes the LDA's words)")
+        return tokenizer.topic_vocab
 
     # ------------------------------------------------------------------- topics
     def topic_word_matrix(self):
@@ -504,17 +683,40 @@ class TopicLanguageModel(keras.Model):
         plus model-specific entries (rGBN-RNN: ``theta_l`` of every layer)."""
         return {"proportions": self.topic_proportions(bow)}
 
-    def topics(self, top_n=10, vocabulary=None, **options):
+    def topic_word_distribution(self, **options):
+        """Each topic's word distribution, numpy ``[K, V_c]``, rows summing to 1.
+
+        A nonnegative `topic_word_matrix` (TCNLM's beta, LDA+LSTM's LDA beta,
+        rGBN-RNN's Phi^1 ... Phi^l) has its rows normalised; an unconstrained one
+        (TopicRNN's B, whose row k is added to the logits of the topic words when
+        theta = e_k, Dieng et al. eq. 4) is a softmax over each row.
+
+        Args:
+            **options: passed to `topic_word_matrix` (rGBN-RNN: ``layer``).
+        """
+        weights = np.asarray(self.topic_word_matrix(**options), np.float64)
+        if (weights >= 0).all():
+            return weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+        shifted = np.exp(weights - weights.max(axis=1, keepdims=True))
+        return shifted / shifted.sum(axis=1, keepdims=True)
+
+    def topics(self, top_n=10, vocabulary=None, weights=False, **options):
         """The top words of every topic (rows of `topic_word_matrix`).
 
         Args:
             top_n: words per topic, 1 <= top_n <= V_c.
-            vocabulary: optional `TopicVocabulary` (or list of the V_c topic words).
+            vocabulary: optional `TopicVocabulary` (or list of the V_c topic words);
+                default: the attached tokenizer's (``model.tokenizer``), if any.
+            weights: also give each word's probability under the topic
+                (`topic_word_distribution`: the normalised topic-word
+                probabilities, decreasing along each list).
             **options: passed to `topic_word_matrix` (rGBN-RNN: ``layer``).
 
         Returns:
             int array ``[K, top_n]`` of topic-vocabulary ids (ties keep the
-            lower id first), or K lists of words when `vocabulary` is given.
+            lower id first), or K lists of words with a vocabulary; with
+            `weights`, K lists of ``(word, probability)`` pairs (``(id,
+            probability)`` without a vocabulary).
 
         Raises:
             ValueError: a model without topics, a bad `top_n`, or a vocabulary
@@ -522,20 +724,39 @@ class TopicLanguageModel(keras.Model):
         """
         if not self.has_topics:
             raise ValueError(f"{type(self).__name__} has no topics")
-        weights = np.asarray(self.topic_word_matrix(**options))
-        width = weights.shape[1]
+        matrix = np.asarray(self.topic_word_matrix(**options))
+        width = matrix.shape[1]
         if isinstance(top_n, bool) or not isinstance(top_n, (int, np.integer)) or \
                 not 1 <= top_n <= width:
             raise ValueError(f"top_n must be an integer in [1, {width}] (the topic words), "
                              f"got {top_n!r}")
-        ids = np.argsort(-weights, axis=1, kind="stable")[:, :int(top_n)]
+        ids = np.argsort(-matrix, axis=1, kind="stable")[:, :int(top_n)]
         if vocabulary is None:
-            return ids
-        size = len(getattr(vocabulary, "words", vocabulary))
-        if size != width:
-            raise ValueError(f"vocabulary has {size} words but the model's topic "
-                             f"vocabulary has {width}")
-        return topic_words(vocabulary, ids)
+            vocabulary = getattr(getattr(self, "tokenizer", None), "topic_vocab", None)
+        if vocabulary is not None:
+            size = len(getattr(vocabulary, "words", vocabulary))
+            if size != width:
+                raise ValueError(f"vocabulary has {size} words but the model's topic "
+                                 f"vocabulary has {width}")
+        words = ids if vocabulary is None else topic_words(vocabulary, ids)
+        if not weights:
+            return words
+        probabilities = np.take_along_axis(self.topic_word_distribution(**options), ids, axis=1)
+        return [[(word if vocabulary is not None else int(word), float(p))
+                 for word, p in zip(row, row_p)] for row, row_p in zip(words, probabilities)]
+
+    # ------------------------------------------------------------------ saving
+    def save_assets(self, dir_path):
+        """Keras saving: write the attached tokenizer's vocabularies (if any) into the
+        ``.keras`` archive's assets, as keras-hub's tokenizers do."""
+        tokenizer = getattr(self, "tokenizer", None)
+        if tokenizer is not None:
+            tokenizer.save(dir_path)
+
+    def load_assets(self, dir_path):
+        """Keras loading: attach the tokenizer saved by `save_assets` (none saved: none)."""
+        if dir_path is not None and (pathlib.Path(dir_path) / LM_VOCAB_FILE).is_file():
+            self.tokenizer = Tokenizer.load(dir_path)
 
     @staticmethod
     def _check_bow_width(bow, width):

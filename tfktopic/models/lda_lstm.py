@@ -328,6 +328,20 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
     simplex_topics = True
     presets = lda_lstm_presets.PRESETS
 
+    @classmethod
+    def _lda_start(cls, settings, overrides, tokenizer, documents, preset):
+        """`from_preset`'s ``documents=``: the model's LDA, fitted on them (`fit_lda` over
+        `tokenizer`'s topic vocabulary with the preset's ``lda_passes``, default 5 as
+        ``tfktopic train``'s, seed 0) unless ``lda=`` is given."""
+        if documents is None or overrides.get("lda") is not None:
+            return super()._lda_start(settings, overrides, tokenizer, None, preset)
+        merged = {**settings, **overrides}
+        lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
+                      num_topics=merged.get("num_topics", 50),
+                      passes=cls._preset_training(preset).get("lda_passes", 5), seed=0,
+                      iterations=merged.get("lda_iterations", 50))
+        return {**overrides, "lda": lda}
+
     def sampled_parameters(self):
         """The LDA's topic-word matrix and alpha (fitted by gensim, not by gradient)."""
         return [self.topic_inference.topic_word, self.topic_inference.alpha]

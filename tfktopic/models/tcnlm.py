@@ -142,12 +142,14 @@ class TCNLM(TopicLanguageModel):
     `tfktopic.evaluation.evaluate_perplexity(model, dataset)` applies.
 
     Example:
-    >>> model = TCNLM.from_preset("small", len(lm_vocab), len(topic_vocab))  # doctest: +SKIP
+    >>> model = TCNLM.from_preset("small", tokenizer=Tokenizer(lm_vocab, topic_vocab),
+    ...                           documents=train_docs)       # doctest: +SKIP
     >>> model.compile(optimizer=keras.optimizers.Adam(1e-2, clipnorm=5.0))  # doctest: +SKIP
     >>> model.fit(sentence_dataset(train_examples), epochs=10)             # doctest: +SKIP
-    >>> model.topics(10, topic_vocab)                                      # doctest: +SKIP
-    >>> model.generate(3, topic=2, method="top_k", seed=0,
-    ...                tokenizer=Tokenizer(lm_vocab, topic_vocab))         # doctest: +SKIP
+    >>> model.topics(10, weights=True)                                     # doctest: +SKIP
+    >>> model.generate(3, topic=2, method="top_k", seed=0)                 # doctest: +SKIP
+
+    (A run example of `from_preset`: `TopicLanguageModel.from_preset`.)
     """
 
     has_topics = True

@@ -159,7 +159,8 @@ def load_run(directory):
         directory: a run directory (or ``pretrained:NAME``, see `resolve_run_dir`).
 
     Returns:
-        A `Run`.
+        A `Run`; ``run.model.tokenizer`` is the run's tokenizer (`Run.tokenizer`), so
+        ``run.model.generate`` returns text and ``run.model.topics`` words.
 
     Raises:
         TfktopicError: missing directory, missing or corrupt ``run.json`` /
@@ -189,4 +190,6 @@ def load_run(directory):
     if topic_size is not None and topic_size != len(topic_vocab):
         raise TfktopicError(f"{path / 'topic_vocab.json'}: {len(topic_vocab)} words, but the "
                             f"model in model.keras has a topic vocabulary of {topic_size}")
-    return Run(model, lm_vocab, topic_vocab, config, path)
+    run = Run(model, lm_vocab, topic_vocab, config, path)
+    model.tokenizer = run.tokenizer       # generate() gives text, topics() words
+    return run

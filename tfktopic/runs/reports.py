@@ -63,8 +63,8 @@ def run_topics(run, top_n=10):
     if top_n < 1:
         raise ValueError(f"--top-n must be >= 1, got {top_n}")
     if run.name in HIERARCHICAL_MODELS:
-        return [run.model.topics(top_n, run.topic_vocab, layer=l)
-                for l in range(run.model.num_layers)]
+        return [run.model.topics(top_n, run.topic_vocab, layer=level)
+                for level in range(1, run.model.num_layers + 1)]
     return run.model.topics(top_n, run.topic_vocab)
 
 
@@ -342,7 +342,8 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
     if run.name in GENERATING_MODELS and int(num_generated) > 0:
         references = [run.lm_vocab.map_unknown(s) for s in part.sentences()]
         hypotheses = [h.split() for h in generate_text(run, num=int(num_generated),
-                                                       seed=seed, **GENERATION)]
+                                                       seed=seed, detokenized=False,
+                                                       **GENERATION)]
         empty = sum(1 for h in hypotheses if not h)
         hypotheses = [h for h in hypotheses if h]
         if len(hypotheses) >= 2 and references:
@@ -385,7 +386,7 @@ def document_bow(run, path):
 
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
                   paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0,
-                  allow_unk=None, log=None, sampler=None, top_p=0.9):
+                  allow_unk=None, log=None, sampler=None, top_p=0.9, detokenized=True):
     """Generate sentences with a run's model (`GENERATING_MODELS`).
 
     Args:
@@ -406,10 +407,13 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
             TCNLM never, as Wang et al.'s samples; the others may).
         log: where a note goes when `topic` is unused by the model
             (`tfktopic.runs.usage.unused_topic_note`); None: no note.
+        detokenized: readable text (`tfktopic.tokenizer.detokenize`, what
+            ``tfktopic generate`` prints); `False`: the space-separated tokens of
+            the LM vocabulary (what BLEU compares with the corpus' sentences).
 
     Returns:
         A list of strings (sentences; with `paragraph`, paragraphs with one
-        sentence per line).
+        sentence per line), detokenised unless ``detokenized=False``.
 
     Raises:
         ValueError: an option that does not apply to the model (message names it).
@@ -472,26 +476,27 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         if note:
             say(log, note)
     bow = None if document is None else document_bow(run, document)
-    decode = run.tokenizer.decode_batch
+    # Readable text (the attached tokenizer's), or the LM's tokens (ids decoded as they are).
+    options["tokenizer"] = run.tokenizer if detokenized else False
+    text = list if detokenized else run.tokenizer.decode_batch
     if paragraph is not None:
         texts = []
         for i in range(int(num or 1)):
-            rows = model.generate_paragraph(int(paragraph), max_len=int(max_len),
-                                            context_bow=None if bow is None else bow[None],
-                                            seed=None if seed is None else int(seed) + i,
-                                            **options)
-            texts.append("\n".join(decode(rows)))
+            lines = model.generate_paragraph(int(paragraph), max_len=int(max_len),
+                                             context_bow=None if bow is None else bow[None],
+                                             seed=None if seed is None else int(seed) + i,
+                                             **options)
+            texts.append("\n".join(text(lines)))
         return texts
     num = int(num or 3)
     kwargs = dict(options, seed=seed, max_len=int(max_len))
     if hierarchical:
         if topic is not None:
-            kwargs.update(topic=int(topic), topic_layer=int(layer or 1) - 1)
-        rows = model.generate(num, context_bow=None if bow is None else bow[None], **kwargs)
-    else:
-        rows = model.generate(num, topic=None if topic is None else int(topic),
-                              context_bow=bow, **kwargs)
-    return decode(rows)
+            kwargs.update(topic=int(topic), layer=int(layer or 1))
+        return text(model.generate(num, context_bow=None if bow is None else bow[None],
+                                   **kwargs))
+    return text(model.generate(num, topic=None if topic is None else int(topic),
+                               context_bow=bow, **kwargs))
 
 
 def export_run(run, saved_model):

@@ -39,6 +39,7 @@ perplexity cost; measurements and causes: `tfktopic.models.rgbn.presets`).
 """
 
 import math
+import warnings
 
 import keras
 import numpy as np
@@ -417,15 +418,36 @@ class RGBNRNN(TopicLanguageModel):
     # ----------------------------------------------------------------- topics
     def topic_word_matrix(self, layer=0):
         """The loadings of every topic of a layer on the words (through Phi^1 ...
-        Phi^l), numpy [K_layer, V_c]; ``topics(top_n, vocabulary, layer=l)``
+        Phi^l), numpy [K_layer, V_c]; ``topics(top_n, vocabulary, layer=l + 1)``
         ranks its rows.
 
         Args:
-            layer: 0-based layer (0 = the word-level topics).
+            layer: 0-based index of the layer (0 = the word-level topics; `topics`
+                and `generate` take the 1-based ``layer``).
         """
         if not 0 <= int(layer) < self.num_layers:
             raise ValueError(f"layer must be in [0, {self.num_layers}), got {layer}")
         return np.asarray(self.topic_model.phi_products()[int(layer)]).T
+
+    def topics(self, top_n=10, vocabulary=None, weights=False, layer=1):
+        """The top words of every topic of a layer (`TopicLanguageModel.topics`).
+
+        Args:
+            top_n, vocabulary, weights: as in `TopicLanguageModel.topics` (the
+                weights: column k of Phi^1 ... Phi^l, a distribution over the
+                topic words).
+            layer: 1-based layer (1 = the word-level topics), as the CLI's
+                ``--layer``.
+        """
+        return super().topics(top_n, vocabulary, weights, layer=self._layer_index(layer))
+
+    def _layer_index(self, layer, name="layer"):
+        """The 0-based index of the 1-based `layer` (checked: one line naming `name`)."""
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or \
+                not 1 <= layer <= self.num_layers:
+            raise ValueError(f"{name}={layer!r}: layers are 1-based, 1 (word-level topics) to "
+                             f"{self.num_layers}")
+        return int(layer) - 1
 
     def sampled_parameters(self):
         """Phi^1..L and (rGBN-RNN) Pi^1..L, sampled by TLASGR-MCMC, not by gradient."""
@@ -514,7 +536,8 @@ class RGBNRNN(TopicLanguageModel):
 
     def generate(self, prompt=None, max_length=30, sampler=None, num_sentences=1, topic=None,
                  context_bow=None, seed=None, allow_unk=False, tokenizer=None, method=None,
-                 temperature=1.0, top_k=10, max_len=None, topic_layer=0, sample_theta=False):
+                 temperature=1.0, top_k=10, max_len=None, layer=None, sample_theta=False,
+                 topic_layer=None):
         """Generate sentences guided by topics (reference rgbn_rnn.md §6.3).
 
         The theta of each sentence comes from (in this order of precedence):
@@ -522,9 +545,10 @@ class RGBNRNN(TopicLanguageModel):
         * ``context_bow`` -- a document: [J, V_c] per-sentence contexts (or one
           [V_c] context; with a `tokenizer`, text) encoded by the inference
           network; one sentence per context row (``num_sentences`` per row);
-        * ``topic`` -- an int (one topic of layer `topic_layer`), a weight
+        * ``topic`` -- an int (one topic of layer `layer`), a weight
           vector over that layer's topics (a combination), or a dict
-          ``{layer: int | weights}`` mixing topics across layers; the other
+          ``{index: int | weights}`` mixing topics across layers (keys: 0-based
+          layer indices, 0 = word level); the other
           layers follow Phi (see `tfktopic.models.rgbn.prior.topic_thetas`);
         * otherwise noise: theta^L ~ Gam(tau0, tau0), theta^l ~
           Gam(tau0 Phi^{l+1} theta^{l+1}, tau0) top-down, one draw per sentence.
@@ -539,7 +563,11 @@ class RGBNRNN(TopicLanguageModel):
                 temperature, top_k, max_len: as in `TopicLanguageModel.generate`
                 (the authors' code samples at temperature 0.75).
             num_sentences: sentences (per context row when `context_bow`).
-            topic, topic_layer: see above (layers are 0-based, 0 = word level).
+            topic: see above.
+            layer: the 1-based layer of an int or vector `topic` (1 = word-level
+                topics, the default), as the CLI's ``--layer``.
+            topic_layer: deprecated: the 0-based layer (``layer=topic_layer + 1``);
+                warns with a `DeprecationWarning`.
             context_bow: see above.
             seed: seed of theta draws and token sampling.
             sample_theta: with `context_bow`, draw theta from q instead of
@@ -552,8 +580,25 @@ class RGBNRNN(TopicLanguageModel):
         return super().generate(prompt, max_length, sampler, num_sentences, topic=topic,
                                 context_bow=context_bow, seed=seed, allow_unk=allow_unk,
                                 tokenizer=tokenizer, method=method, temperature=temperature,
-                                top_k=top_k, max_len=max_len, topic_layer=topic_layer,
+                                top_k=top_k, max_len=max_len,
+                                topic_layer=self._topic_layer_index(layer, topic_layer),
                                 sample_theta=sample_theta)
+
+    def _topic_layer_index(self, layer, topic_layer):
+        """The 0-based layer index of `generate`'s 1-based `layer` or deprecated 0-based
+        `topic_layer` (default: the word-level topics)."""
+        if topic_layer is None:
+            return self._layer_index(1 if layer is None else layer)
+        if layer is not None:
+            raise ValueError("give layer= (1-based) or the deprecated topic_layer= "
+                             "(0-based), not both")
+        warnings.warn("topic_layer= (0-based) is deprecated: use layer= (1-based, 1 = word-"
+                      f"level topics), here layer={int(topic_layer) + 1}", DeprecationWarning,
+                      stacklevel=3)
+        if not 0 <= int(topic_layer) < self.num_layers:
+            raise ValueError(f"topic_layer must be in [0, {self.num_layers}) (0-based; use "
+                             f"layer=, 1-based), got {topic_layer}")
+        return int(topic_layer)
 
     def generate_paragraph(self, num_sentences=5, max_length=30, sampler=None, context_bow=None,
                            seed=None, allow_unk=False, tokenizer=None, method=None,
@@ -600,16 +645,20 @@ class RGBNRNN(TopicLanguageModel):
                 "decoder_init": self.decoder_init, "initialization": self.initialization}
 
     @classmethod
-    def from_preset(cls, preset, vocab_size=None, topic_vocab_size=None, num_documents=None,
-                    **overrides):
+    def from_preset(cls, preset, *args, tokenizer=None, documents=None, **overrides):
         """A model of a preset's model settings, its per-layer sizes cut to ``num_layers``.
+
+        `TopicLanguageModel.from_preset` (pretrained names, ``tokenizer=``,
+        ``documents=`` for the LDA start of the ``coherent`` presets), where
+        `preset` may also be a dict of model settings (constructor arguments,
+        e.g. a run's ``settings["model"]``).
 
         Args:
             preset: a name in `PRESETS`, a `tfktopic.presets.Preset`, a dict of
-                model settings (constructor arguments, e.g. a run's
-                ``settings["model"]``), or a pretrained model name
-                (`TopicLanguageModel.from_preset`; then nothing else).
-            vocab_size, topic_vocab_size, num_documents: as in the constructor.
+                model settings or a pretrained model name.
+            *args: ``vocab_size, topic_vocab_size, num_documents`` as in the
+                constructor (with `tokenizer`, give ``num_documents=`` by keyword).
+            tokenizer, documents: as in `TopicLanguageModel.from_preset`.
             **overrides: constructor arguments replacing the preset's. The
                 preset's per-layer lists (not the overridden ones) are cut to
                 ``num_layers`` by `tfktopic.models.rgbn.presets.cut_layers`.
@@ -618,18 +667,22 @@ class RGBNRNN(TopicLanguageModel):
             An `RGBNRNN` (compile it with
             `tfktopic.runs.training.adam_optimizer` of the preset's ``training``).
         """
-        if isinstance(preset, str):
-            if preset not in cls.presets:
-                # A pretrained model name (or an error naming the choices).
-                given = [a for a in (vocab_size, topic_vocab_size, num_documents)
-                         if a is not None]
-                return super().from_preset(preset, *given, **overrides)
-            settings = dict(cls.presets[preset]["model"])
-        elif hasattr(preset, "model") and hasattr(preset, "training"):      # a Preset
-            settings = dict(preset.model)
-        else:
-            settings = dict(preset)
+        return super().from_preset(preset, *args, tokenizer=tokenizer, documents=documents,
+                                   **overrides)
+
+    @classmethod
+    def _preset_settings(cls, preset):
+        if isinstance(preset, dict):
+            return dict(preset)
+        return super()._preset_settings(preset)
+
+    @classmethod
+    def _lda_topics(cls, settings):
+        # K_1: the first of the (uncut) topic sizes, the paper's 100 for every L by default.
+        return int((settings.get("topic_sizes") or (100,))[0])
+
+    @classmethod
+    def _from_settings(cls, settings, args, overrides):
         num_layers = int(overrides.get("num_layers", settings.get("num_layers", 3)))
         cut = cut_layers({k: v for k, v in settings.items() if k not in overrides}, num_layers)
-        settings = {**settings, **cut, **overrides}
-        return cls(vocab_size, topic_vocab_size, num_documents, **settings)
+        return cls(*args, **{**settings, **cut, **overrides})
