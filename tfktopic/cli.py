@@ -565,8 +565,8 @@ def _parser():
     generate.add_argument("--top-p", type=float, default=0.9,
                           help="nucleus mass of --sampler top_p")
     generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--unk", action=argparse.BooleanOptionalAction, default=None,
-                          help="allow <unk> in the text (default: yes, but for TCNLM)")
+    generate.add_argument("--unk", action=argparse.BooleanOptionalAction, default=False,
+                          help="allow <unk> in the text (default: no)")
     generate.set_defaults(handler=_generate)
 
     export = commands.add_parser(

@@ -341,15 +341,17 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
                                       "num_topics": len(topics)}
     if run.name in GENERATING_MODELS and int(num_generated) > 0:
         references = [run.lm_vocab.map_unknown(s) for s in part.sentences()]
+        # BLEU keeps its protocol: <unk> as in the references (TCNLM never, as Wang et al.)
+        unk = run.name != "tcnlm"
         hypotheses = [h.split() for h in generate_text(run, num=int(num_generated),
                                                        seed=seed, detokenized=False,
-                                                       **GENERATION)]
+                                                       allow_unk=unk, **GENERATION)]
         empty = sum(1 for h in hypotheses if not h)
         hypotheses = [h for h in hypotheses if h]
         if len(hypotheses) >= 2 and references:
             bleu = bleu_report(hypotheses, references, orders=(3, 4))
             bleu.update({"empty_generated_dropped": empty,
-                         "generation": {**GENERATION, "seed": seed,
+                         "generation": {**GENERATION, "seed": seed, "allow_unk": unk,
                                         "conditioning": "prior" if run.name in TOPIC_MODELS
                                         else "none"}})
             report["bleu"] = bleu
@@ -386,7 +388,7 @@ def document_bow(run, path):
 
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
                   paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0,
-                  allow_unk=None, log=None, sampler=None, top_p=0.9, detokenized=True):
+                  allow_unk=False, log=None, sampler=None, top_p=0.9, detokenized=True):
     """Generate sentences with a run's model (`GENERATING_MODELS`).
 
     Args:
@@ -403,8 +405,8 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         sampler: instead of `method`, a `tfktopic.models.samplers` name ("greedy",
             "random", "top_k", "top_p"); `top_p`: the nucleus mass of "top_p".
         seed: sampling seed.
-        allow_unk: whether ``<unk>`` may be generated (`None`: the model's habit --
-            TCNLM never, as Wang et al.'s samples; the others may).
+        allow_unk: whether ``<unk>`` may be generated (default: no; `None`: the
+            model's habit -- TCNLM never, as Wang et al.'s samples; the others may).
         log: where a note goes when `topic` is unused by the model
             (`tfktopic.runs.usage.unused_topic_note`); None: no note.
         detokenized: readable text (`tfktopic.tokenizer.detokenize`, what
