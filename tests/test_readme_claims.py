@@ -239,3 +239,35 @@ def test_main_job_at_its_defaults_beats_unigram(tmp_path, capsys):
     results = json.loads((out / "results.json").read_text())
     assert results["test"]["protocol"] == "preceding"
     assert results["test"]["perplexity"] < 0.9 * results["unigram_ppl"], results
+
+
+def test_readme_python_quick_start_runs_on_a_text_file(tmp_path, monkeypatch):
+    """README's "Quick start on your own text" Python block, as written, on a text file of
+    Lee paragraphs (one epoch instead of the preset's): perplexity, weighted topics and
+    detokenised text, and the saved model keeps its tokenizer."""
+    import re
+
+    import keras
+
+    from tfktopic.data import load_corpus
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Quick start on your own text", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    paragraphs = ["\n".join(" ".join(s) for s in doc) for doc in load_corpus("lee").documents]
+    (tmp_path / "notes.txt").write_text("\n\n".join(paragraphs) + "\n")
+    monkeypatch.chdir(tmp_path)
+    code = code.replace('settings = runs.preset_settings("tcnlm", "small")',
+                        'settings = runs.preset_settings("tcnlm", "small")\n'
+                        'settings["training"]["epochs"] = 1')
+    printed = []
+    namespace = {"print": printed.append}
+    exec(compile(code, "README.md", "exec"), namespace)
+    perplexity, topics, text = printed
+    assert 1.0 < perplexity < len(namespace["data"].lm_vocab)
+    assert len(topics) == namespace["model"].num_topics and len(topics[0]) == 5
+    probabilities = [p for _, p in topics[0]]
+    assert probabilities == sorted(probabilities, reverse=True) and 0 < probabilities[0] <= 1
+    assert isinstance(text[0], str) and " ," not in text[0] and "<unk>" not in text[0]
+    loaded = keras.saving.load_model(tmp_path / "notes.keras")
+    assert loaded.tokenizer is not None
