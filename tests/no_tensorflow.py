@@ -36,6 +36,18 @@ def block():
         sys.meta_path.insert(0, _Blocker())
 
 
+def call(function, **kwargs):
+    """Block TensorFlow, then call ``function`` (``"module:function"``) with `kwargs`.
+
+    For `tests.backends.run_in_backend("jax", "tests.no_tensorflow:call", function=...)`:
+    the blocker is in place before `function`'s module (and Keras) is imported.
+    """
+    import importlib
+    block()
+    module, name = function.split(":")
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
 def main():
     """``python -m tests.no_tensorflow MODULE [ARGS...]``: run MODULE's ``__main__``
     (e.g. ``tfktopic``) with TensorFlow blocked."""

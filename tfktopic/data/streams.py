@@ -355,7 +355,6 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
     >>> train = document_stream_dataset(streams, batch_size=32, shuffle=True)  # doctest: +SKIP
     >>> model.fit(train, epochs=5, steps_per_epoch=steps_per_epoch(streams, 32))  # doctest: +SKIP
     """
-    import tensorflow as tf
     _check_window_args(batch_size, bptt, context, context_len)
     if streams.num_targets == 0:
         raise ValueError("the documents hold no target token (empty documents)")
@@ -372,6 +371,7 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         from tfktopic.data.batches import StreamBatches
         return StreamBatches(generate, steps_per_epoch(streams, B, T) if shuffle
                              else num_batches(streams, B, T), restart=not shuffle)
+    import tensorflow as tf
     signature = {
         "tokens": tf.TensorSpec((B, T), tf.int32),
         "targets": tf.TensorSpec((B, T), tf.int32),
