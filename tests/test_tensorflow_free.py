@@ -47,3 +47,23 @@ def test_savedmodel_export_and_tf_distribute_say_they_need_tensorflow(without_te
         message = str(without_tensorflow[key])
         assert feature in message and "TensorFlow backend" in message, message
         assert "\n" not in message
+
+
+def test_importing_tfktopic_under_jax_leaves_an_installed_tensorflow_unimported():
+    # Here TensorFlow is importable (no blocker): the imports must still not load it.
+    import os
+    import subprocess
+    import sys
+
+    from tests.backends import REPO_ROOT
+    code = ("import sys; import tfktopic, tfktopic.models, tfktopic.data, tfktopic.layers, "
+            "tfktopic.bayes, tfktopic.bayes.setups, tfktopic.runs, tfktopic.cli, "
+            "tfktopic.export, tfktopic.distribute, tfktopic.evaluation; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'tf_keras', 'tensorflow_probability')))")
+    env = {**os.environ, "KERAS_BACKEND": "jax",
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
