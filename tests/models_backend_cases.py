@@ -5,8 +5,9 @@ through `tests.backends.run_in_backend` (a fresh ``KERAS_BACKEND=jax`` process);
 and returns numpy values only.
 
 Families: ``bigram`` (the doctest model of `tfktopic.models.base`), ``lstm`` (the sentence
-LSTM LM), ``doc_lstm`` (the streamed document LSTM), and the topic models ``topicrnn``,
-``tcnlm``, ``lda_lstm``, ``rgbn_rnn`` (TLASGR inside the step), built small.
+LSTM LM), ``doc_lstm`` (the streamed document LSTM), ``doc_topicrnn`` (the streamed
+document TopicRNN), and the topic models ``topicrnn``, ``tcnlm``, ``lda_lstm``, ``rgbn_rnn``
+(TLASGR inside the step), built small.
 """
 
 import keras
@@ -71,6 +72,10 @@ def build(family, dropout=0.0, seed=0):
     elif family == "doc_lstm":
         from tfktopic.models.document_lstm import DocumentLSTMLanguageModel as DocumentLSTM
         model = DocumentLSTM(V, 8, 16, dropout=dropout)
+    elif family == "doc_topicrnn":
+        from tfktopic.models.document_topicrnn import DocumentTopicRNN
+        model = DocumentTopicRNN(V, LM_TO_TOPIC, num_topics=3, embedding_dim=8, hidden_dim=16,
+                                 encoder_units=(16,), dropout=dropout)
     elif family == "topicrnn":
         from tfktopic.models.topicrnn import TopicRNN
         model = TopicRNN(V, LM_TO_TOPIC, num_topics=3, embedding_dim=8, hidden_dim=16,
@@ -111,6 +116,14 @@ def topic_batch():
             "doc_targets": data["mask"].sum(axis=-1).astype(np.int32)}
 
 
+def stream_topic_batch():
+    """`stream_batch()` with each window's document context (``context_bow``, ``doc_targets``):
+    the streamed document TopicRNN's batch."""
+    data = topic_batch()
+    return {**stream_batch(), "context_bow": data["context_bow"],
+            "doc_targets": data["doc_targets"].astype(np.float32)}
+
+
 def chunk_batch():
     """`topic_batch()` as document chunks [2 documents, 3 sentences, T]."""
     data = topic_batch()
@@ -124,6 +137,8 @@ def family_batch(family):
         return chunk_batch()
     if family == "doc_lstm":
         return stream_batch()
+    if family == "doc_topicrnn":
+        return stream_topic_batch()
     return topic_batch() if family in TOPIC_FAMILIES else batch()
 
 

@@ -21,9 +21,9 @@ from tests.backends import run_in_backend
 pytestmark = pytest.mark.backends
 
 #: The families checked in this process.
-FAMILIES = ["bigram", "lstm", "doc_lstm", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
+FAMILIES = ["bigram", "lstm", "doc_lstm", "doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
 #: The families checked across backends.
-CROSS = ["bigram", "lstm", "doc_lstm", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
+CROSS = ["bigram", "lstm", "doc_lstm", "doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
 
 
 def _assert_learned(family, result):

@@ -267,10 +267,12 @@ def _generate(args):
 def _export(args):
     import pathlib
 
-    import tensorflow as tf
-
+    from tfktopic import backend
     from tfktopic.errors import TfktopicError
     from tfktopic.runs import export_run, load_run
+
+    backend.require_tensorflow("tfktopic export (a SavedModel)")
+    import tensorflow as tf
 
     run = load_run(args.run)
     target = pathlib.Path(args.saved_model)

@@ -62,6 +62,7 @@ strategy = get_strategy("multiworker")
 ```
 """
 
+import contextlib
 import json
 import os
 
@@ -209,14 +210,21 @@ def get_strategy(name, devices=None):
         model.compile(optimizer="adam")
     model.fit(distribute_dataset(train_ds), epochs=2)
     ```
+
+    Under another backend than TensorFlow, `"none"` gives a strategy whose `scope()`
+    does nothing (one device; `keras.distribution` is JAX's way to shard) and the
+    others raise the one-line `TfktopicError` of `backend.require_tensorflow`.
     """
-    tf = _tf()
     if name is None:
         name = "none"
     if not isinstance(name, str) or name.lower() not in STRATEGIES:
         raise ValueError(
             f"--strategy must be one of {', '.join(STRATEGIES)}; got {name!r}.")
     name = name.lower()
+    if name == "none" and not backend.is_tensorflow():
+        return _NoStrategy()
+    backend.require_tensorflow(f"--strategy {name} (tf.distribute)")
+    tf = _tf()
     if name == "none":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -247,11 +255,22 @@ def distribute_dataset(dataset):
     model.fit(distribute_dataset(train_ds), epochs=2)
     ```
     """
+    if not backend.is_tensorflow():
+        return dataset  # numpy batches / a PyDataset: nothing to shard on one device
     tf = _tf()
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = (
         tf.data.experimental.AutoShardPolicy.DATA)
     return dataset.with_options(options)
+
+
+class _NoStrategy:
+    """The one-device "strategy" of the other backends: `scope()` is a no-op context."""
+
+    num_replicas_in_sync = 1
+
+    def scope(self):
+        return contextlib.nullcontext()
 
 
 def _tf():

@@ -15,9 +15,9 @@ import os
 import pathlib
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from tfktopic import backend
 from tfktopic.atomic import atomic_directory
 from tfktopic.errors import VocabularyError
 from tfktopic.evaluation.perplexity import log_probabilities, masked_token_log_probs
@@ -71,6 +71,7 @@ def _stateless_copy(model):
     A served model must not carry its state from one request to the next, and
     a stateful layer fixes the batch size.
     """
+    import tensorflow as tf
     copy = type(model).from_config({**model.get_config(), "stateful": False})
     copy({"tokens": tf.zeros((1, 1), tf.int32), "context_bow": tf.zeros(
         (1, getattr(model, "topic_vocab_size", 1)), tf.float32)})
@@ -205,6 +206,8 @@ def export_saved_model(model, path, *, lm_vocab=None, topic_vocab=None):
     TensorShape([1, 3, 10000])
     >>> words = serving.signatures["vocabulary"]()["lm_words"]          # doctest: +SKIP
     """
+    backend.require_tensorflow("SavedModel export")
+    import tensorflow as tf
     family = _family(model)
     if not model.built or not model.weights:
         raise ValueError(f"cannot export {type(model).__name__}: it has no weights yet. Train "

@@ -23,7 +23,6 @@ Every builder returns plain Keras objects, so users can swap optimizers:
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from tfktopic.bayes.sgmcmc import PSGLD, SGLD
 from tfktopic.bayes.sgmcmc_presets import ABLATION_PRESETS
@@ -109,6 +108,7 @@ def window_dataset(inputs, targets, batch_size, shuffle=True, seed=0, drop_remai
     Returns:
         A tf.data.Dataset of dicts ``tokens``, ``targets``, ``mask``.
     """
+    import tensorflow as tf
     steps = inputs.shape[-1]
     x = np.asarray(inputs, np.int32).reshape(-1, steps)
     y = np.asarray(targets, np.int32).reshape(-1, steps)

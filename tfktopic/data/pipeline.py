@@ -21,7 +21,6 @@ after epoch.
 """
 
 import numpy as np
-import tensorflow as tf
 
 __all__ = ["sentence_dataset", "document_dataset", "stream_dataset", "prefetched",
            "PREFETCH_BATCHES"]
@@ -57,18 +56,21 @@ def prefetched(dataset, batches=PREFETCH_BATCHES):
     >>> ds.options().autotune.enabled
     False
     """
+    import tensorflow as tf
     options = tf.data.Options()
     options.autotune.enabled = False
     return dataset.prefetch(int(batches)).with_options(options)
 
 
 def _ragged_contexts(values, splits):
+    import tensorflow as tf
     return tf.RaggedTensor.from_row_splits(
         tf.constant(values, tf.int32), tf.constant(splits, tf.int64), validate=False)
 
 
 def _bag_of_words(context_ids, vocab_size):
     """[B, None] ragged topic ids -> float32 [B, vocab_size] counts."""
+    import tensorflow as tf
     bow = tf.math.bincount(context_ids, minlength=vocab_size, maxlength=vocab_size,
                            dtype=tf.float32, axis=-1)
     # bincount of a ragged batch has an unknown static shape; Keras needs it.
@@ -104,6 +106,7 @@ def sentence_dataset(examples, batch_size=64, shuffle=True, seed=0, drop_remaind
     >>> dataset = sentence_dataset(examples, batch_size=32)  # doctest: +SKIP
     >>> batch = next(iter(dataset))                          # doctest: +SKIP
     """
+    import tensorflow as tf
     max_len = examples.tokens.shape[1]
     vocab_size = max(int(examples.topic_vocab_size), 1)
     columns = {
@@ -147,6 +150,7 @@ def document_dataset(sequences, batch_size=8, shuffle=True, seed=0, drop_remaind
         A dataset of dicts ``tokens``/``targets`` int32 [B, J, T], ``mask``
         float32 [B, J, T] and ``context_bow`` float32 [B, J, V_c].
     """
+    import tensorflow as tf
     num_chunks, J, max_len = sequences.tokens.shape
     vocab_size = int(sequences.topic_vocab_size)
     contexts = tf.RaggedTensor.from_uniform_row_length(
@@ -189,6 +193,7 @@ def stream_dataset(inputs, targets):
     Returns:
         A dataset of dicts ``tokens``, ``targets``, ``mask`` (all ones).
     """
+    import tensorflow as tf
     inputs, targets = np.asarray(inputs, np.int32), np.asarray(targets, np.int32)
     if inputs.shape != targets.shape or inputs.ndim != 3:
         raise ValueError(f"inputs and targets must both be [num_batches, B, T], got "

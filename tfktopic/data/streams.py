@@ -66,8 +66,8 @@ Example:
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
+from tfktopic import backend
 from tfktopic.data.pipeline import prefetched
 
 __all__ = [
@@ -347,7 +347,9 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         context, context_len: topic contexts (see `stream_batches`).
 
     Returns:
-        A `tf.data.Dataset` of dicts (`stream_batches`), never reordered.
+        A `tf.data.Dataset` of dicts (`stream_batches`), never reordered; under another
+        backend than TensorFlow the same batches as numpy from a `StreamBatches`
+        (`keras.utils.PyDataset`; ``document`` int32).
 
     Example:
     >>> train = document_stream_dataset(streams, batch_size=32, shuffle=True)  # doctest: +SKIP
@@ -364,6 +366,12 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         order = _endless_training_order(num_documents, seed) if shuffle else None
         yield from stream_batches(streams, B, T, order, context, context_len, skip=skip)
 
+    if not backend.is_tensorflow():
+        # Numpy batches (a keras.utils.PyDataset): no tf.data outside TensorFlow.
+        from tfktopic.data.batches import StreamBatches
+        return StreamBatches(generate, steps_per_epoch(streams, B, T) if shuffle
+                             else num_batches(streams, B, T), restart=not shuffle)
+    import tensorflow as tf
     signature = {
         "tokens": tf.TensorSpec((B, T), tf.int32),
         "targets": tf.TensorSpec((B, T), tf.int32),

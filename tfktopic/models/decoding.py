@@ -12,7 +12,6 @@ takes proportions on the simplex (TCNLM, LDA+LSTM).
 import numbers
 
 import numpy as np
-import tensorflow as tf
 
 __all__ = ["GENERATION_METHODS", "choose_tokens", "simplex_topics", "stacked_cell_step"]
 
@@ -33,6 +32,7 @@ def choose_tokens(scores, method, temperature, top_k, seed):
         int32 [N] token ids ("greedy" and "top_k" with k = 1: the arg-max,
         lowest id first on ties).
     """
+    import tensorflow as tf
     if method == "greedy":
         return tf.argmax(scores, axis=-1, output_type=tf.int32)
     if method == "top_k":

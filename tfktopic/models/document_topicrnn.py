@@ -34,7 +34,6 @@ carries (n / N) KL, N = the batch's ``doc_targets``):
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
@@ -230,7 +229,7 @@ class DocumentTopicRNN(TopicLanguageModel):
             float32 [N, K] tensor.
         """
         posterior_mean = lambda bow: self.infer_topics(bow, training=False)[1]
-        return tf.constant(generation_theta(posterior_mean, self.num_topics, self.num_content,
+        return ops.convert_to_tensor(generation_theta(posterior_mean, self.num_topics, self.num_content,
                                             num_sentences, topic, context_bow,
                                             float(topic_strength)))
 

@@ -48,7 +48,6 @@ import collections
 
 import numpy as np
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.distributions import digamma
@@ -390,7 +389,7 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
             alpha = np.asarray(ops.convert_to_numpy(self.topic_inference.alpha), np.float64)
             return np.random.default_rng(seed).dirichlet(alpha, size=n)
 
-        return tf.constant(simplex_topics(num_sentences, self.num_topics,
+        return ops.convert_to_tensor(simplex_topics(num_sentences, self.num_topics,
                                           self.topic_vocab_size, self.topic_proportions,
                                           prior, topic, context_bow))
 

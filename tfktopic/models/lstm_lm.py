@@ -18,7 +18,6 @@ logits out; `train_step` / `test_step` (`tfktopic.models.base`) report
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.evaluation.perplexity import gathered_token_nll

@@ -54,7 +54,6 @@ import numbers
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.evaluation.cross_entropy import row_bucket
@@ -426,12 +425,12 @@ class TCNLM(TopicLanguageModel):
 
         t = simplex_topics(num_sentences, self.num_topics, self.topic_vocab_size,
                            self.topic_proportions, prior, topic, context_bow)
-        return tf.constant(t, self.compute_dtype)
+        return ops.convert_to_tensor(t, self.compute_dtype)
 
     def initial_generation_state(self, num_sentences):
         shape = (num_sentences, self.hidden_dim) if self.mixture == "factorized" else \
             (self.num_topics, num_sentences, self.hidden_dim)
-        return [[tf.zeros(shape, self.compute_dtype)] * 2 for _ in range(self.num_layers)]
+        return [[ops.zeros(shape, self.compute_dtype)] * 2 for _ in range(self.num_layers)]
 
     def generation_step(self, token, state, conditioning):
         """log p(next token | previous token, state, t) via `language_model`."""

@@ -50,7 +50,6 @@ import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from tfktopic.distributions import bernoulli_log_prob_from_logits
@@ -486,7 +485,7 @@ class TopicRNN(TopicLanguageModel):
             float32 [N, K] tensor.
         """
         posterior_mean = lambda bow: self.topic_posterior(bow, training=False)[1]
-        return tf.constant(generation_theta(posterior_mean, self.num_topics, self.num_content,
+        return ops.convert_to_tensor(generation_theta(posterior_mean, self.num_topics, self.num_content,
                                             num_sentences, topic, context_bow,
                                             float(topic_strength)))
 

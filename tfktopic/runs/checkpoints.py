@@ -290,12 +290,20 @@ def epoch_data(dataset, first_epoch):
     ``k * steps`` batches are skipped).
 
     Args:
-        dataset: one epoch of training batches (a finite `tf.data.Dataset`).
+        dataset: one epoch of training batches (a finite `tf.data.Dataset`, or the
+            numpy batches of `tfktopic.data.batches` under another backend).
         first_epoch: number of epochs already done.
 
     Returns:
         (dataset, steps_per_epoch).
     """
+    from tfktopic.data.batches import ShuffledBatches
+
+    if isinstance(dataset, ShuffledBatches):  # numpy batches (not TensorFlow)
+        if len(dataset) < 1:
+            raise TfktopicError("the training data has no batch")
+        dataset.start_epoch(int(first_epoch))  # its order is a function of (seed, epoch)
+        return dataset, len(dataset)
     from tfktopic.data.pipeline import prefetched
 
     steps = int(dataset.cardinality())

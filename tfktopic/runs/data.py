@@ -285,9 +285,16 @@ def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0, drop_r
     least 1); the streamed models `batch_size` parallel document streams
     (`tfktopic.data.streams.document_stream_dataset`: endless when shuffled,
     starting at `initial_epoch`; always fixed shapes). `drop_remainder` gives
-    fixed-shape batches (timing).
+    fixed-shape batches (timing). Under another backend than TensorFlow the same dicts
+    come as numpy from a `keras.utils.PyDataset` (`tfktopic.data.batches`).
     """
-    from tfktopic.data.pipeline import document_dataset, sentence_dataset
+    from tfktopic import backend
+
+    if backend.is_tensorflow():
+        from tfktopic.data.pipeline import document_dataset, sentence_dataset
+    else:  # numpy batches (keras.utils.PyDataset): no tf.data outside TensorFlow
+        from tfktopic.data.batches import DocumentBatches as document_dataset
+        from tfktopic.data.batches import SentenceBatches as sentence_dataset
 
     if model_name in STREAMED_MODELS:
         from tfktopic.data.streams import document_stream_dataset

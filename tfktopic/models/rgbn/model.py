@@ -43,7 +43,6 @@ import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from tfktopic import backend
@@ -313,6 +312,7 @@ class RGBNRNN(TopicLanguageModel):
                 # Keras LSTMs cannot run on an empty batch.
                 first = ops.argmax(ops.cast(used, "int32"))
                 used = ops.logical_or(used, ops.arange(ops.shape(used)[0]) == first)
+                import tensorflow as tf
                 windows = tf.where(used)
                 tokens = ops.take(tokens, windows[:, 0], axis=0)
                 flat = [ops.take(t, windows[:, 0], axis=0) for t in flat]
@@ -398,15 +398,30 @@ class RGBNRNN(TopicLanguageModel):
         def log_probs(batch):
             return ops.log_softmax(self(batch, training=False, sample=True), axis=-1)
 
-        @tf.function
         def batch_sums(batch):
-            # log sum_s p_s accumulated in a loop (one traced forward pass).
-            _, log_sum = tf.while_loop(
-                lambda s, acc: s < num_samples,
-                lambda s, acc: (s + 1, ops.logaddexp(acc, log_probs(batch))),
-                (tf.constant(1), log_probs(batch)))
+            # log sum_s p_s accumulated in a loop (one traced forward pass on TensorFlow;
+            # other backends run the S passes eagerly, drawing from Keras' global seed).
+            if backend.is_tensorflow():
+                return traced_batch_sums(batch)
+            log_sum = log_probs(batch)
+            for _ in range(num_samples - 1):
+                log_sum = ops.logaddexp(log_sum, log_probs(batch))
+            return batch_nll(batch, log_sum)
+
+        def batch_nll(batch, log_sum):
             log_mean = log_sum - math.log(num_samples)
             return masked_token_nll(batch["targets"], log_mean, batch["mask"], from_logits=False)
+
+        if backend.is_tensorflow():
+            import tensorflow as tf
+
+            @tf.function
+            def traced_batch_sums(batch):
+                _, log_sum = tf.while_loop(
+                    lambda s, acc: s < num_samples,
+                    lambda s, acc: (s + 1, ops.logaddexp(acc, log_probs(batch))),
+                    (tf.constant(1), log_probs(batch)))
+                return batch_nll(batch, log_sum)
 
         total, count = 0.0, 0.0
         for batch in dataset:
