@@ -67,3 +67,23 @@ def test_importing_tfktopic_under_jax_leaves_an_installed_tensorflow_unimported(
                           text=True, timeout=300, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_cli_without_the_default_backend_says_which_extra_to_install(tmp_path):
+    # A plain `pip install tfktopic` has no backend: the default (TensorFlow) is missing.
+    import os
+    import subprocess
+    import sys
+
+    from tests.backends import REPO_ROOT
+    code = ("import sys, tests.no_tensorflow as n; n.block(); from tfktopic.cli import main; "
+            f"sys.exit(main(['train', 'lstm', '--corpus', 'lee', '--out', {str(tmp_path)!r}]))")
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("tfktopic")]
+    assert lines == [line for line in done.stderr.splitlines() if line.strip()][-1:]
+    assert "backend 'tensorflow' is not installed: pip install 'tfktopic[tensorflow]'" in \
+        lines[0] and "KERAS_BACKEND=jax" in lines[0]

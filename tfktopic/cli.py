@@ -640,6 +640,12 @@ def main(argv=None):
 
         try:
             return args.handler(args)
+        except ImportError as error:                # a backend that is not installed
+            message = missing_backend_message(error)
+            if message is None:
+                raise
+            print(f"tfktopic {args.command}: error: {message}", file=sys.stderr)
+            return 2
         except (TfktopicError, ValueError, OSError) as error:
             if verbose:
                 import traceback
@@ -662,6 +668,26 @@ def main(argv=None):
             print(f"tfktopic {args.command}: interrupted; run the same command again to resume",
                   file=sys.stderr)
             return 130
+
+
+#: The extra that installs each Keras backend tfktopic runs on.
+BACKEND_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax"}
+
+
+def missing_backend_message(error):
+    """One line for an ImportError of Keras' backend package, or `None` for another one.
+
+    Example:
+    >>> missing_backend_message(ModuleNotFoundError("No module named 'jax'", name="jax"))[:52]
+    "Keras' backend 'jax' is not installed: pip install '"
+    """
+    missing = (getattr(error, "name", None) or "").split(".")[0]
+    if missing not in BACKEND_EXTRAS:
+        return None
+    other = next(name for name in BACKEND_EXTRAS if name != missing)
+    return (f"Keras' backend {missing!r} is not installed: pip install "
+            f"'tfktopic[{BACKEND_EXTRAS[missing]}]', or use {other} "
+            f"(pip install 'tfktopic[{BACKEND_EXTRAS[other]}]' and KERAS_BACKEND={other})")
 
 
 @contextlib.contextmanager
