@@ -374,7 +374,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
             KeyedVectors; the embedding size follows the vectors.
         optimizer: "adam", or "sgld" / "psgld" (every model; the step sizes
             of the ``sgmcmc_ptb`` "small" preset, `tfktopic.bayes.sgmcmc_presets`).
-        strategy: "none", "mirrored" or "multiworker" (`tfktopic.distribute`).
+        strategy: "none", "mirrored", "multiworker" or "data_parallel"
+            (`tfktopic.distribute`; data_parallel: `keras.distribution` under JAX).
         seed: shuffling and initialisation seed (and the split's, unless
             `split_seed` is given).
         split_seed: seed of the 80/10/10 split by document (default: `seed`);
