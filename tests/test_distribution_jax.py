@@ -158,3 +158,30 @@ def test_cli_data_parallel_trains_a_tiny_run_on_two_jax_devices(tmp_path):
     assert run["training"]["strategy"] == "data_parallel"
     results = json.loads((out / "results.json").read_text())
     assert np.isfinite(results["test"]["perplexity"]) and results["test"]["num_tokens"] > 0
+
+
+def test_several_processes_without_their_addresses_is_a_one_line_error():
+    with pytest.raises(AssertionError) as failure:
+        run_in_backend("jax", "tfktopic.distribute:jax_data_parallel",
+                       env={"KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+                            "KERAS_DISTRIBUTION_JOB_ADDRESSES": "",
+                            "KERAS_DISTRIBUTION_PROCESS_ID": ""})
+    assert ("ValueError: --strategy data_parallel with 2 processes: set "
+            "KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_PROCESS_ID too") in str(
+                failure.value)
+
+
+def test_cli_batch_size_that_the_devices_do_not_divide_is_a_one_line_error(tmp_path):
+    if not backend_available("jax"):
+        pytest.skip("the jax backend is not installed here")
+    env = {**os.environ, **TWO_DEVICES, "KERAS_BACKEND": "jax",
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfktopic", "train", "lstm", "--corpus", "lee",
+         "--max-documents", "40", "--batch-size", "7", "--strategy", "data_parallel",
+         "--out", str(tmp_path / "run")],
+        env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 2
+    assert ("--batch-size 7 does not split over the 2 devices of --strategy data_parallel; "
+            "use a multiple of 2") in done.stderr
+    assert not (tmp_path / "run").exists()
