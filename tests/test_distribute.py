@@ -517,10 +517,21 @@ def test_multi_worker_fit_of_tcnlm_lda_lstm_and_rgbn_leaves_identical_weights(sl
 # 4. The API without a cluster: bad input, helpers outside a strategy
 # ----------------------------------------------------------------------------
 def test_unknown_strategy_is_a_clear_value_error():
-    assert STRATEGIES == ("none", "mirrored", "multiworker")
+    assert STRATEGIES == ("none", "mirrored", "multiworker", "data_parallel")
     with pytest.raises(ValueError, match=r"--strategy must be one of none, mirrored, "
-                                         r"multiworker; got 'foo'"):
+                                         r"multiworker, data_parallel; got 'foo'"):
         get_strategy("foo")
+
+
+def test_data_parallel_on_tensorflow_is_mirrored_and_one_process_reads_every_shard():
+    from tfktopic.distribute import jax_data_parallel, process_layout
+    from tfktopic.errors import TfktopicError
+
+    strategy = get_strategy("data_parallel")
+    assert isinstance(strategy, tf.distribute.MirroredStrategy)
+    assert process_layout() == (0, 1)
+    with pytest.raises(TfktopicError, match=r"runs on JAX here; .*\(set KERAS_BACKEND=jax\)"):
+        jax_data_parallel()
 
 
 @pytest.mark.parametrize("value, message", [

@@ -468,8 +468,16 @@ def _parser():
                        help="Keras dtype policy: float32 (default), mixed_bfloat16 or "
                             "mixed_float16 (variables, softmax loss, topic model and KL "
                             "stay float32)")
-    train.add_argument("--strategy", choices=["none", "mirrored", "multiworker"],
-                       default="none", help="tf.distribute strategy (multiworker: TF_CONFIG)")
+    train.add_argument("--strategy", choices=["none", "mirrored", "multiworker",
+                                              "data_parallel"],
+                       default="none",
+                       help="mirrored / multiworker: tf.distribute (TensorFlow; multiworker "
+                            "reads TF_CONFIG); data_parallel: keras.distribution.DataParallel "
+                            "over all devices under KERAS_BACKEND=jax (MirroredStrategy under "
+                            "TensorFlow); several JAX processes: start one per host with "
+                            "KERAS_DISTRIBUTION_JOB_ADDRESSES=host:port,... (the first the "
+                            "coordinator), KERAS_DISTRIBUTION_NUM_PROCESSES=N and "
+                            "KERAS_DISTRIBUTION_PROCESS_ID=0..N-1")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a preset setting, e.g. --set hidden_dim=16 "
                             "--set 'hidden_sizes=[16, 8]' (repeatable; JSON values)")

@@ -1,6 +1,6 @@
 """Distribution strategies for training every tfktopic model.
 
-Three choices, named as on the command line (`--strategy`):
+Four choices, named as on the command line (`--strategy`):
 
 - `"none"`: the default strategy (`tf.distribute.get_strategy()`), one device.
 - `"mirrored"`: `tf.distribute.MirroredStrategy` over all local devices (all
@@ -10,6 +10,10 @@ Three choices, named as on the command line (`--strategy`):
   and this process's role come from the `TF_CONFIG` environment variable.
   Create it first thing in the program. It is patched for two Keras 3 `fit`
   incompatibilities (see `_MultiWorkerMirroredStrategy`).
+- `"data_parallel"`: data parallelism over every device of the job. Under JAX
+  it is `keras.distribution.DataParallel` over all devices of all processes
+  (`jax_data_parallel`: made the global distribution with
+  `keras.distribution.set_distribution`); under TensorFlow it is `"mirrored"`.
 
 Build and compile the model inside `strategy.scope()`, pass the dataset
 through `distribute_dataset` (our datasets come from in-memory tensors, so the
@@ -30,6 +34,22 @@ used by every tfktopic model):
 - rGBN-RNN's TLASGR-MCMC draws are keyed on global document positions and
   its augmented counts are summed across replicas before one identical
   Phi/Pi update (`tfktopic.bayes.tlasgr`).
+
+**JAX** (`--strategy data_parallel`, tests/test_distribution_jax.py). The jitted
+train step is one global-view SPMD program over the device mesh: the batch is
+sharded over the devices, but every sum in the step (the loss normalisers, the
+metrics, TLASGR's augmented counts and its batch size) is over the global batch,
+so the helpers below are identities there and the random draws (threefry,
+partitionable) do not depend on the sharding. Tested: 1 and 2 devices give the
+same first updates (LSTM, TopicRNN, rGBN-RNN with Phi/Pi), and so do 2 processes on
+loopback (LSTM). Several processes (hosts) are joined by
+`keras.distribution.initialize`, which reads
+``KERAS_DISTRIBUTION_JOB_ADDRESSES`` (comma-separated ``host:port``, the first
+is the coordinator), ``KERAS_DISTRIBUTION_NUM_PROCESSES`` and
+``KERAS_DISTRIBUTION_PROCESS_ID``; on CPU the processes talk through gloo.
+Each process feeds its own part of every global batch (Keras shards a
+`tf.data.Dataset` per process), and a `tfktopic.data.shards.ShardReader` reads
+only this process's shards (`process_layout`).
 
 Tested (tests/test_distribute.py): on 2 logical CPUs every model family
 follows the single-device loss trajectory (dropout 0, theta at its mean) and
@@ -67,13 +87,19 @@ import json
 import os
 
 import keras
+import numpy as np
 
 from tfktopic import backend
 
 __all__ = ["STRATEGIES", "get_strategy", "split_cpu", "distribute_dataset", "replica_sum",
-           "replica_share", "replica_mean", "global_logs"]
+           "replica_share", "replica_mean", "global_logs", "jax_data_parallel",
+           "process_layout", "check_batch_size"]
 
-STRATEGIES = ("none", "mirrored", "multiworker")
+STRATEGIES = ("none", "mirrored", "multiworker", "data_parallel")
+
+#: The environment variables `keras.distribution.initialize` reads (multi-process JAX).
+PROCESS_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                     "KERAS_DISTRIBUTION_PROCESS_ID")
 
 
 def split_cpu(n):
@@ -188,18 +214,22 @@ def get_strategy(name, devices=None):
     Args:
         name: one of `STRATEGIES`: `"none"` (default strategy, one device),
             `"mirrored"` (`MirroredStrategy` over all local GPUs, else all
-            logical CPUs) or `"multiworker"` (`MultiWorkerMirroredStrategy`,
-            configured by the `TF_CONFIG` environment variable).
+            logical CPUs), `"multiworker"` (`MultiWorkerMirroredStrategy`,
+            configured by the `TF_CONFIG` environment variable) or
+            `"data_parallel"` (JAX: `jax_data_parallel`; TensorFlow: `"mirrored"`).
         devices: optional list of device names for `"mirrored"` (e.g.
             `["/cpu:0", "/cpu:1"]`); ignored by the other strategies.
 
     Returns:
-        A `tf.distribute.Strategy`; build and compile the model in its
+        A `tf.distribute.Strategy`, or under JAX for `"data_parallel"` a
+        `keras.distribution.DataParallel`; build and compile the model in its
         `scope()`.
 
     Raises:
         ValueError: for an unknown name, or `"multiworker"` without a valid
             `TF_CONFIG`.
+        TfktopicError: `"mirrored"` / `"multiworker"` under another backend
+            than TensorFlow.
 
     Example:
 
@@ -221,17 +251,115 @@ def get_strategy(name, devices=None):
         raise ValueError(
             f"--strategy must be one of {', '.join(STRATEGIES)}; got {name!r}.")
     name = name.lower()
+    if name == "data_parallel" and backend.is_jax():
+        return jax_data_parallel()
     if name == "none" and not backend.is_tensorflow():
         return _NoStrategy()
-    backend.require_tensorflow(f"--strategy {name} (tf.distribute)")
+    backend.require_tensorflow(f"--strategy {name} (tf.distribute"
+                               + ("; use data_parallel)" if name in ("mirrored", "multiworker")
+                                  else ")"))
     tf = _tf()
     if name == "none":
         return tf.distribute.get_strategy()
-    if name == "mirrored":
+    if name in ("mirrored", "data_parallel"):
         return tf.distribute.MirroredStrategy(
             devices=list(devices) if devices is not None else _local_devices())
     _check_tf_config()
     return _multiworker_strategy()
+
+
+def _initialize_processes():
+    """Join the other processes of the job once (`keras.distribution.initialize`), when
+    ``KERAS_DISTRIBUTION_NUM_PROCESSES`` asks for more than one; CPU collectives through
+    gloo. Returns the number of processes."""
+    import jax
+
+    raw = os.environ.get("KERAS_DISTRIBUTION_NUM_PROCESSES", "1")
+    try:
+        processes = int(raw)
+    except ValueError:
+        raise ValueError(f"KERAS_DISTRIBUTION_NUM_PROCESSES must be an integer, got "
+                         f"{raw!r}") from None
+    if processes <= 1:
+        return 1
+    missing = [v for v in PROCESS_VARIABLES if not os.environ.get(v)]
+    if missing:
+        raise ValueError(f"--strategy data_parallel with {processes} processes: set "
+                         f"{', '.join(missing)} too (job addresses host:port,..., the first "
+                         "the coordinator; this process's id 0..n-1)")
+    if jax.distributed.is_initialized():
+        return jax.process_count()
+    # CPU devices of several processes need a collectives implementation; gloo is
+    # jax 0.10's default already (checked), set for builds whose default is none.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    keras.distribution.initialize()
+    return jax.process_count()
+
+
+def jax_data_parallel():
+    """`keras.distribution.DataParallel` over every device of the job, made global.
+
+    Joins the job's processes first when ``KERAS_DISTRIBUTION_NUM_PROCESSES`` > 1
+    (see the module docstring). Under it the jitted train step shards every batch
+    over the devices; sums over the batch stay global (SPMD).
+
+    Returns:
+        The `keras.distribution.DataParallel` (also set with
+        `keras.distribution.set_distribution`); build the model in its `scope()`.
+
+    Raises:
+        TfktopicError: under another backend than JAX.
+    """
+    if not backend.is_jax():
+        from tfktopic.errors import TfktopicError
+        raise TfktopicError(f"keras.distribution data parallelism runs on JAX here; this "
+                            f"process runs Keras on {backend.name()} (set KERAS_BACKEND=jax)")
+    _initialize_processes()
+    distribution = keras.distribution.DataParallel(
+        devices=keras.distribution.list_devices())
+    keras.distribution.set_distribution(distribution)
+    return distribution
+
+
+def check_batch_size(distribution, batch_size):
+    """Raise a one-line error unless `batch_size` splits evenly over `distribution`'s devices.
+
+    A `keras.distribution.DataParallel` shards every batch over its devices, and JAX
+    refuses a batch dimension its devices do not divide (measured: ``--batch-size 7`` on 2
+    devices fails in the first step). Other strategies are not checked.
+
+    Args:
+        distribution: what `get_strategy` returned.
+        batch_size: the global batch size (``--batch-size``).
+
+    Raises:
+        ValueError: naming ``--batch-size`` and the device count.
+    """
+    mesh = getattr(distribution, "device_mesh", None)
+    if mesh is None:
+        return
+    devices = int(np.prod(mesh.shape))
+    if int(batch_size) % devices:
+        raise ValueError(f"--batch-size {batch_size} does not split over the {devices} devices "
+                         f"of --strategy data_parallel; use a multiple of {devices}")
+
+
+def process_layout():
+    """(index of this process, number of processes) of a JAX multi-process job.
+
+    `(0, 1)` under TensorFlow (tf.distribute shards the dataset itself) and for a
+    single JAX process. A `tfktopic.data.shards.ShardReader` reads shards
+    ``index, index + count, ...``.
+
+    Example:
+    >>> process_layout()
+    (0, 1)
+    """
+    if not backend.is_jax():
+        return 0, 1
+    import jax
+
+    return int(jax.process_index()), int(jax.process_count())
 
 
 def distribute_dataset(dataset):

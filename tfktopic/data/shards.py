@@ -278,12 +278,19 @@ class ShardReader:
         buffer_size: examples held in the shuffle buffer (memory bound).
         seed: shuffle seed (epoch e uses seed + e).
         worker, num_workers: this worker reads shards worker, worker+n, ...
+            (default: this process's place in a JAX multi-process job,
+            `tfktopic.distribute.process_layout`; one worker elsewhere).
 
     Memory: at most one loaded shard plus `buffer_size` examples.
     """
 
     def __init__(self, directory, kind="sentences", shuffle=True, buffer_size=10000, seed=0,
-                 worker=0, num_workers=1):
+                 worker=None, num_workers=None):
+        if worker is None and num_workers is None:
+            from tfktopic.distribute import process_layout
+            worker, num_workers = process_layout()
+        worker = 0 if worker is None else worker
+        num_workers = 1 if num_workers is None else num_workers
         if not 0 <= int(worker) < int(num_workers):
             raise ValueError(f"worker must be in [0, {num_workers}), got {worker}")
         if int(buffer_size) < 1:

@@ -374,7 +374,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
             KeyedVectors; the embedding size follows the vectors.
         optimizer: "adam", or "sgld" / "psgld" (every model; the step sizes
             of the ``sgmcmc_ptb`` "small" preset, `tfktopic.bayes.sgmcmc_presets`).
-        strategy: "none", "mirrored" or "multiworker" (`tfktopic.distribute`).
+        strategy: "none", "mirrored", "multiworker" or "data_parallel"
+            (`tfktopic.distribute`; data_parallel: `keras.distribution` under JAX).
         seed: shuffling and initialisation seed (and the split's, unless
             `split_seed` is given).
         split_seed: seed of the 80/10/10 split by document (default: `seed`);
@@ -402,7 +403,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     Example:
     >>> train_run("tcnlm", "runs/lee-tcnlm", epochs=2)          # doctest: +SKIP
     """
-    from tfktopic.distribute import distribute_dataset, get_strategy
+    from tfktopic.distribute import check_batch_size, distribute_dataset, get_strategy
     from tfktopic.runs.sizes import check_model_size
     from tfktopic.version import __version__
 
@@ -418,6 +419,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
         raise TfktopicError(f"{embeddings}: no such word2vec file (--embeddings)")
     format = resolve_format(corpus, format)
     distribution = get_strategy(strategy)
+    check_batch_size(distribution, training["batch_size"])  # before the run directory
 
     out = pathlib.Path(out)
     config = {

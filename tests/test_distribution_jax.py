@@ -1,0 +1,187 @@
+"""`--strategy data_parallel` on JAX: `keras.distribution.DataParallel` over 2 devices and
+over 2 processes gives the single-device first updates; each process reads its own shards.
+
+Every case runs in fresh ``KERAS_BACKEND=jax`` subprocesses whose CPU platform has 2 devices
+(``XLA_FLAGS=--xla_force_host_platform_device_count=2``; fixed when JAX starts), so the
+module runs the same under the TensorFlow and the JAX suite.
+"""
+
+import json
+import os
+import pathlib
+import pickle
+import socket
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+from tests.backends import REPO_ROOT, _RUNNER, backend_available, run_in_backend
+
+pytestmark = pytest.mark.backends
+
+TWO_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+#: float32: the 2-device step sums the batch in two partial sums (measured: at most
+#: 2e-7 apart on the weights after 2 Adam steps, 1.5e-7 relative on the losses).
+ATOL, RTOL = 2e-5, 1e-5
+
+
+def _assert_same_updates(one, other):
+    np.testing.assert_allclose(other["loss"], one["loss"], rtol=RTOL)
+    assert len(other["weights"]) == len(one["weights"])
+    for path, value, theirs in zip(one["paths"], one["weights"], other["weights"]):
+        np.testing.assert_allclose(theirs, value, rtol=RTOL, atol=ATOL, err_msg=str(path))
+
+
+def _assert_moved(result, family):
+    """The compared weights did change (an equivalence of untrained weights proves nothing)."""
+    assert np.all(np.isfinite(result["loss"])) and result["loss"][0] != result["loss"][1], family
+
+
+@pytest.fixture(scope="module")
+def updates():
+    return run_in_backend("jax", "tests.distribution_jax_cases:first_updates",
+                          env=TWO_DEVICES, families=["lstm", "topicrnn", "rgbn_rnn"])
+
+
+@pytest.mark.parametrize("family", ["lstm", "topicrnn"])
+def test_two_devices_give_the_single_device_first_updates(updates, family):
+    one, two = updates[family][1], updates[family][2]
+    assert one["devices"] == 1 and two["devices"] == 2  # really replicated over 2 devices
+    _assert_moved(one, family)
+    _assert_same_updates(one, two)
+
+
+def test_two_devices_give_the_single_device_tlasgr_phi_pi_update(updates):
+    one, two = updates["rgbn_rnn"][1], updates["rgbn_rnn"][2]
+    assert two["devices"] == 2
+    _assert_moved(one, "rgbn_rnn")
+    paths = [str(p) for p in one["paths"]]
+    assert any(p.endswith("/phi_1") for p in paths), paths  # Phi/Pi are among the compared
+    _assert_same_updates(one, two)
+    # the TLASGR update ran on every step (its counter, its preconditioner left zero)
+    for result in (one, two):
+        named = dict(zip(paths, result["weights"]))
+        assert [int(v) for p, v in named.items() if p.endswith("/iterations")] == [2]
+        assert np.any(named[next(p for p in paths if p.endswith("/phi_preconditioner_1"))] > 0)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_processes(target, count=2, timeout=240, **kwargs):
+    """`target` in `count` JAX processes joined on loopback (one CPU device each)."""
+    if not backend_available("jax"):
+        pytest.skip("the jax backend is not installed here")
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        args = pathlib.Path(tmp, "args.pkl")
+        args.write_bytes(pickle.dumps((target, kwargs)))
+        running = []
+        for index in range(count):
+            env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": "",
+                   "KERAS_DISTRIBUTION_JOB_ADDRESSES": ",".join(
+                       [f"127.0.0.1:{port}"] * count),
+                   "KERAS_DISTRIBUTION_NUM_PROCESSES": str(count),
+                   "KERAS_DISTRIBUTION_PROCESS_ID": str(index),
+                   "PYTHONPATH": os.pathsep.join([str(REPO_ROOT),
+                                                  os.environ.get("PYTHONPATH", "")])}
+            out = pathlib.Path(tmp, f"out{index}.pkl")
+            running.append((out, subprocess.Popen(
+                [sys.executable, "-c", _RUNNER, str(args), str(out)], env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)))
+        results = []
+        try:
+            for out, process in running:
+                _, err = process.communicate(timeout=timeout)
+                assert process.returncode == 0, err[-4000:]
+                results.append(pickle.loads(out.read_bytes()))
+        finally:
+            for _, process in running:
+                if process.poll() is None:
+                    process.kill()
+        return results
+
+
+def test_two_processes_on_loopback_give_the_single_device_first_updates(updates):
+    results = _run_processes("tests.distribution_jax_cases:process_first_updates",
+                             family="lstm")
+    assert [r["process"] for r in results] == [0, 1]
+    assert all(r["processes"] == 2 and r["mesh_devices"] == 2 for r in results)
+    for result in results:
+        _assert_same_updates(updates["lstm"][1], result)
+
+
+def test_two_processes_read_disjoint_shards_whose_union_is_the_epoch(tmp_path):
+    from tests.conftest import shared_file
+    from tfktopic.data import read_tdlm
+    from tfktopic.data.shards import ShardReader, prepare_directory
+
+    documents = read_tdlm(shared_file("apnews/toy-train.txt"))
+    documents = documents.subset(range(min(len(documents), 150)))
+    prepare_directory(lambda: iter(documents.documents), tmp_path, kinds=("sentences",),
+                      shard_size=500, min_count=2, stopwords="gensim",
+                      max_freq_fraction=0.001, min_doc_freq=1)
+    epoch = [[int(r["document_index"]), int(r.get("sentence_index", -1)),
+              *[int(t) for t in r["tokens"]]]
+             for r in ShardReader(tmp_path, "sentences", shuffle=False)]
+    first, second = _run_processes("tests.distribution_jax_cases:shard_keys",
+                                   directory=str(tmp_path))
+    assert [int(i) for i in first["layout"]] == [0, 2]
+    assert [int(i) for i in second["layout"]] == [1, 2]
+    a = {tuple(int(i) for i in k) for k in first["keys"]}
+    b = {tuple(int(i) for i in k) for k in second["keys"]}
+    assert a and b and not a & b
+    assert sorted(a | b) == sorted(tuple(k) for k in epoch)
+    assert len(first["keys"]) + len(second["keys"]) == len(epoch)
+
+
+def test_cli_data_parallel_trains_a_tiny_run_on_two_jax_devices(tmp_path):
+    if not backend_available("jax"):
+        pytest.skip("the jax backend is not installed here")
+    out = tmp_path / "run"
+    env = {**os.environ, **TWO_DEVICES, "KERAS_BACKEND": "jax",
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfktopic", "train", "lstm", "--corpus", "lee",
+         "--max-documents", "40", "--epochs", "1", "--verbose", "0", "--batch-size", "32",
+         "--set", "hidden_dim=16", "--set", "embedding_dim=16", "--strategy",
+         "data_parallel", "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-4000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["training"]["strategy"] == "data_parallel"
+    results = json.loads((out / "results.json").read_text())
+    assert np.isfinite(results["test"]["perplexity"]) and results["test"]["num_tokens"] > 0
+
+
+def test_several_processes_without_their_addresses_is_a_one_line_error():
+    with pytest.raises(AssertionError) as failure:
+        run_in_backend("jax", "tfktopic.distribute:jax_data_parallel",
+                       env={"KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+                            "KERAS_DISTRIBUTION_JOB_ADDRESSES": "",
+                            "KERAS_DISTRIBUTION_PROCESS_ID": ""})
+    assert ("ValueError: --strategy data_parallel with 2 processes: set "
+            "KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_PROCESS_ID too") in str(
+                failure.value)
+
+
+def test_cli_batch_size_that_the_devices_do_not_divide_is_a_one_line_error(tmp_path):
+    if not backend_available("jax"):
+        pytest.skip("the jax backend is not installed here")
+    env = {**os.environ, **TWO_DEVICES, "KERAS_BACKEND": "jax",
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfktopic", "train", "lstm", "--corpus", "lee",
+         "--max-documents", "40", "--batch-size", "7", "--strategy", "data_parallel",
+         "--out", str(tmp_path / "run")],
+        env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 2
+    assert ("--batch-size 7 does not split over the 2 devices of --strategy data_parallel; "
+            "use a multiple of 2") in done.stderr
+    assert not (tmp_path / "run").exists()
