@@ -106,6 +106,11 @@ def atomic_path(path):
     except OSError as error:
         _remove(tmp)
         raise _write_error(path, error) from None
+    except TfktopicError as error:
+        _remove(tmp)
+        if isinstance(error.__context__, OSError):   # a nested atomic write (a .keras
+            raise _write_error(path, error.__context__) from None   # file's assets) failed
+        raise
     except BaseException:
         _remove(tmp)
         raise
