@@ -77,3 +77,15 @@ def run_in_backend(backend, target, timeout=600, env=None, **kwargs):
         if done.returncode != 0:
             raise AssertionError(f"{target} under {backend} failed:\n{done.stderr[-4000:]}")
         return pickle.loads(out.read_bytes())
+
+
+def in_the_jax_job():
+    """A marker for test modules that run their own ``KERAS_BACKEND=jax`` subprocesses:
+    the same run whatever this process's backend, so only the JAX CI job runs them
+    (README's test command: the suite, then ``-m backends`` under JAX)."""
+    import os
+
+    import pytest
+
+    return pytest.mark.skipif(os.environ.get("KERAS_BACKEND", "tensorflow") != "jax",
+                              reason="runs its own JAX subprocesses: the JAX job runs it")

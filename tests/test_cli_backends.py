@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from tests.backends import REPO_ROOT, backend_available
+from tests.backends import REPO_ROOT, backend_available, in_the_jax_job
 
-pytestmark = pytest.mark.backends
+pytestmark = [pytest.mark.backends, in_the_jax_job()]
 
 TINY = ["--corpus", "lee", "--max-documents", "40", "--epochs", "1", "--verbose", "0"]
 #: Sizes small enough for a one-epoch smoke run (the presets' own sizes take minutes).

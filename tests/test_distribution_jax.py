@@ -18,9 +18,9 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.backends import REPO_ROOT, _RUNNER, backend_available, run_in_backend
+from tests.backends import REPO_ROOT, _RUNNER, backend_available, in_the_jax_job, run_in_backend
 
-pytestmark = pytest.mark.backends
+pytestmark = [pytest.mark.backends, in_the_jax_job()]
 
 TWO_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
 #: float32: the 2-device step sums the batch in two partial sums (measured: at most

@@ -9,8 +9,9 @@ import sys
 import pytest
 
 from benchmarks import gpu_check
+from tests.backends import in_the_jax_job
 
-pytestmark = pytest.mark.backends
+pytestmark = [pytest.mark.backends, in_the_jax_job()]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

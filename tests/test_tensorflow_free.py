@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from tests import tensorflow_free_cases
-from tests.backends import run_in_backend
+from tests.backends import in_the_jax_job, run_in_backend
 
-pytestmark = pytest.mark.backends
+pytestmark = [pytest.mark.backends, in_the_jax_job()]
 
 
 @pytest.fixture(scope="module")
