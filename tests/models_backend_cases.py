@@ -210,3 +210,25 @@ def load_outputs(family, path):
     loaded = keras.saving.load_model(path)
     data = family_batch(family)
     return {"outputs": np.asarray(loaded(data, training=False))}
+
+
+def jitted_and_eager_steps(family, steps=3):
+    """`steps` training steps of `family` compiled with and without jit (same seed).
+
+    Returns:
+        dict: ``jit_compile`` (the model's choice under ``jit_compile="auto"``) and, per
+        mode (``"jit"`` / ``"eager"``), the losses and the weights afterwards (TLASGR's Phi
+        and Pi included for the GBN families).
+    """
+    result = {}
+    for mode in ("jit", "eager"):
+        model, data = build(family)
+        model.compile(optimizer=keras.optimizers.Adam(0.05),
+                      jit_compile="auto" if mode == "jit" else False)
+        if mode == "jit":
+            result["jit_compile"] = bool(model.jit_compile)
+        losses = [float(model.train_on_batch(data, return_dict=True)["loss"])
+                  for _ in range(steps)]
+        result[mode] = {"losses": losses,
+                        "weights": [np.asarray(w) for w in model.get_weights()]}
+    return result

@@ -51,7 +51,9 @@ def require_tensorflow(feature):
 
 def compile_function(fn):
     """`fn` compiled for the running backend: `tf.function` on TensorFlow (retracing
-    reduced), `jax.jit` on JAX, `fn` itself elsewhere (eager).
+    reduced, no autograph: `fn` is written in `keras.ops` control flow, as `jax.jit`
+    needs; autograph's conversion once called one converted method in place of another in
+    a long training process), `jax.jit` on JAX, `fn` itself elsewhere (eager).
 
     Example:
     >>> float(compile_function(lambda x: x * 2.0)(keras.ops.ones(())))
@@ -59,7 +61,7 @@ def compile_function(fn):
     """
     if is_tensorflow():
         import tensorflow as tf
-        return tf.function(fn, reduce_retracing=True)
+        return tf.function(fn, reduce_retracing=True, autograph=False)
     if is_jax():
         import jax
         return jax.jit(fn)

@@ -231,9 +231,11 @@ class RGBNRNN(TopicLanguageModel):
         self.softmax = keras.layers.Dense(
             self.vocab_size, name="softmax", dtype=self.dtype_policy,
             **softmax_initializers(self.initialization, sum(self.hidden_sizes)))
-        # The MCMC expands counts to dynamic shapes, which XLA cannot compile:
-        # `compile(jit_compile="auto")` then stays off on GPU too.
-        self.supports_jit = False
+        # TensorFlow's TLASGR kernels expand counts to ragged (dynamic) shapes, which XLA
+        # cannot compile, so `compile(jit_compile="auto")` stays off there (GPU too). Under
+        # JAX the augmentation is the static-shape reference (while loops over the
+        # occurrence index): the whole step compiles (measured: 5.4 s -> 6 ms a step).
+        self.supports_jit = not backend.is_tensorflow()
         # All weights exist from the start (no shape is data dependent), so
         # `compile` can build the optimizer: variables created while `fit`
         # traces its first step would make TensorFlow trace it twice.
