@@ -19,6 +19,9 @@ CASES = {
               lambda model: model.beta(), 0),
     "topicrnn": ({"hidden_dim": 8, "embedding_dim": 8, "encoder_units": [8]},
                  lambda model: _softmax_rows(np.asarray(model.gate.topic_word, np.float64)), 3),
+    "doc_topicrnn": ({"hidden_dim": 8, "embedding_dim": 8, "encoder_units": [8]},
+                     lambda model: _softmax_rows(np.asarray(model.gate.topic_word, np.float64)),
+                     3),
     "gbn_rnn": ({"num_layers": 1, "hidden_sizes": [8], "embedding_dim": 8},
                 lambda model: model.topic_word_matrix(0), 0),
 }

@@ -102,6 +102,25 @@ def test_lda_scale_shrinks_the_start_and_keeps_each_topics_ranking(tmp_path):
     np.testing.assert_allclose(np.asarray(loaded.gate.topic_word), B, atol=1e-7)
 
 
+def test_streamed_topicrnn_takes_the_same_scaled_lda_start_and_keeps_it_when_saved(tmp_path):
+    from tfktopic.models.document_topicrnn import DocumentTopicRNN
+    beta = np.random.default_rng(4).dirichlet(np.ones(4), size=3)
+    keras.utils.set_random_seed(0)
+    model = DocumentTopicRNN(10, LM_TO_TOPIC, num_topics=3, hidden_dim=8, embedding_dim=8,
+                             encoder_units=(8,), seed=1, max_streams=2,
+                             decoder_init="lda", topic_word_init=beta, lda_scale=0.1)
+    B = np.asarray(model.gate.topic_word)
+    np.testing.assert_allclose(B, 0.1 * lda_logits(beta, 3, 4), atol=1e-6)
+    path = tmp_path / "doc_topicrnn.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert (loaded.decoder_init, loaded.lda_scale) == ("lda", 0.1)
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(np.asarray(loaded.gate.topic_word), B, atol=1e-7)
+    with pytest.raises(ValueError, match="lda_scale"):
+        DocumentTopicRNN(10, LM_TO_TOPIC, num_topics=3, hidden_dim=8, lda_scale=0)
+
+
 def test_coherent_preset_is_medium_with_the_scaled_lda_start():
     from tfktopic.models.document_topicrnn import DocumentTopicRNN
     from tfktopic.models.topicrnn_presets import PRESETS
@@ -110,7 +129,9 @@ def test_coherent_preset_is_medium_with_the_scaled_lda_start():
     assert coherent["model"] == {**medium["model"], "decoder_init": "lda", "lda_scale": 0.1}
     assert coherent["data"] == medium["data"] and coherent["training"] == medium["training"]
     assert "decoder_init" not in medium["model"]
-    assert "coherent" not in DocumentTopicRNN.presets   # the streamed model has no LDA start
+    # The streamed model takes the same LDA start, so it has the same `coherent` preset.
+    assert DocumentTopicRNN.presets["coherent"]["model"] == {
+        k: v for k, v in coherent["model"].items() if k != "cell"}
     beta = np.random.default_rng(4).dirichlet(np.ones(4), size=50)
     model = TopicRNN.from_preset("coherent", 10, LM_TO_TOPIC, hidden_dim=8, embedding_dim=8,
                                  encoder_units=(8,), topic_word_init=beta)

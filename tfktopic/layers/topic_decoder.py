@@ -29,6 +29,7 @@ from keras import ops
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 
 __all__ = ["TopicDecoder", "NeuralTopicModel", "bow_log_likelihood", "topic_diversity",
+           "check_lda_scale",
            "lda_logits", "DECODER_INITS", "check_decoder_init"]
 
 # log() floor of a mixture probability that underflowed (never hit in practice).
@@ -91,6 +92,24 @@ def topic_diversity(beta, include_diagonal=True, epsilon=1e-6):
 
 #: Starts of a model's topic-word weights (``decoder_init``): random, or an LDA's topics.
 DECODER_INITS = ("random", "lda")
+
+
+def check_lda_scale(lda_scale):
+    """TopicRNN's ``lda_scale`` (the LDA start of B is ``lda_scale`` x the centred log beta).
+
+    Args:
+        lda_scale: a finite number > 0.
+
+    Returns:
+        it as a float.
+
+    Raises:
+        ValueError: anything else (named).
+    """
+    if isinstance(lda_scale, bool) or not (isinstance(lda_scale, (int, float))
+                                           and np.isfinite(lda_scale) and lda_scale > 0):
+        raise ValueError(f"lda_scale must be a number > 0, got {lda_scale!r}")
+    return float(lda_scale)
 
 
 def check_decoder_init(decoder_init, topic_word_init):

@@ -39,6 +39,7 @@ from keras import ops
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.layers.initialization import check_initialization, embedding_initializer
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
+from tfktopic.layers.topic_decoder import check_decoder_init, check_lda_scale, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models import topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
@@ -73,6 +74,9 @@ class DocumentTopicRNN(TopicLanguageModel):
             softmax): "keras" (the Keras layers' defaults) or "torch" (Zheng et
             al.'s; `tfktopic.layers.initialization`); the inference network and
             the topic matrix keep theirs.
+        decoder_init, topic_word_init, lda_scale: the start of B, as `TopicRNN`'s
+            (``"lda"``: ``lda_scale`` x the centred log topic-word matrix of an LDA of
+            the training split, which `tfktopic.runs` fits).
 
     Example:
     >>> streams = document_streams(train, lm_vocab, topic_vocab)          # doctest: +SKIP
@@ -84,6 +88,7 @@ class DocumentTopicRNN(TopicLanguageModel):
     """
 
     has_topics = True
+    saved_in_weights = ("decoder_init",)  # the LDA start of B is in its saved weights
     #: Inputs are parallel document streams with a ``reset`` flag (`tfktopic.data.streams`).
     streamed = True
     generates = True
@@ -93,7 +98,8 @@ class DocumentTopicRNN(TopicLanguageModel):
     def __init__(self, vocab_size, lm_to_topic, num_topics=50, hidden_dim=200, embedding_dim=None,
                  num_layers=1, encoder_units=(200, 200), variant="paper", dropout=0.0,
                  bow_normalization="total", max_streams=64, seed=None, embeddings=None,
-                 initialization="keras", **kwargs):
+                 initialization="keras", decoder_init="random", topic_word_init=None,
+                 lda_scale=1.0, **kwargs):
         super().__init__(**kwargs)
         for name, value in (("vocab_size", vocab_size), ("num_topics", num_topics),
                             ("hidden_dim", hidden_dim)):
@@ -117,6 +123,8 @@ class DocumentTopicRNN(TopicLanguageModel):
         self.max_streams = int(max_streams)
         self.seed = seed
         self.initialization = check_initialization(initialization)
+        self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
+        self.lda_scale = check_lda_scale(lda_scale)
         self.num_content = int((self.lm_to_topic >= 0).sum())
         self.topic_vocab_size = self.num_content  # V_c, as every topic model
         self.embedding = keras.layers.Embedding(
@@ -136,6 +144,9 @@ class DocumentTopicRNN(TopicLanguageModel):
                                  variant=variant, initialization=self.initialization,
                                  name="stopword_gate", dtype=self.dtype_policy)
         self.build()
+        if topic_word_init is not None:
+            self.gate.topic_word.assign(self.lda_scale * lda_logits(
+                topic_word_init, self.num_topics, self.num_content))
 
     def build(self, input_shape=None):
         """Create every weight (shapes follow from the constructor arguments)."""
@@ -251,4 +262,5 @@ class DocumentTopicRNN(TopicLanguageModel):
                 "num_layers": self.num_layers, "encoder_units": list(self.encoder_units),
                 "variant": self.variant, "dropout": self.dropout,
                 "bow_normalization": self.bow_normalization, "max_streams": self.max_streams,
-                "seed": self.seed, "initialization": self.initialization}
+                "seed": self.seed, "initialization": self.initialization,
+                "decoder_init": self.decoder_init, "lda_scale": self.lda_scale}

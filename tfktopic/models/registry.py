@@ -100,7 +100,8 @@ def _doc_lstm(settings, context):
 
 def _doc_topicrnn(settings, context):
     return DocumentTopicRNN(len(context["lm_vocab"]), context["topic_vocab"].lm_to_topic,
-                            embeddings=context["embeddings"], **_streams(settings, context))
+                            embeddings=context["embeddings"],
+                            **_streams(_lda_start(settings, context), context))
 
 
 def _lda_lstm(settings, context):
@@ -120,7 +121,7 @@ def _lda_lstm(settings, context):
 
 def _lda_start(settings, context, num_topics=None):
     """``decoder_init="lda"``: add the topic-word matrix of an LDA of the training split
-    (`TCNLM` / `TopicRNN` / `RGBNRNN` ``topic_word_init``; the context's LDA if one is
+    (`TCNLM` / `TopicRNN` / `DocumentTopicRNN` / `RGBNRNN` ``topic_word_init``; the context's LDA if one is
     given) with `num_topics` topics (default: the settings' ``num_topics``)."""
     settings = dict(settings)
     if settings.get("decoder_init") == "lda" and settings.get("topic_word_init") is None:

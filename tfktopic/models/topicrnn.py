@@ -59,7 +59,7 @@ from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
                                             lstm_initializers)
 from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
-from tfktopic.layers.topic_decoder import check_decoder_init, lda_logits
+from tfktopic.layers.topic_decoder import check_decoder_init, check_lda_scale, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
 from tfktopic.models import topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
@@ -285,9 +285,7 @@ class TopicRNN(TopicLanguageModel):
         self.seed = seed
         self.kl_warmup_steps = check_steps("kl_warmup_steps", kl_warmup_steps)
         self.decoder_init = check_decoder_init(decoder_init, topic_word_init)
-        if not (isinstance(lda_scale, (int, float)) and np.isfinite(lda_scale) and lda_scale > 0):
-            raise ValueError(f"lda_scale must be a number > 0, got {lda_scale!r}")
-        self.lda_scale = float(lda_scale)
+        self.lda_scale = check_lda_scale(lda_scale)
         self.initialization = check_initialization(initialization)
         self.num_content = int((self.lm_to_topic >= 0).sum())
         #: V_c, the width of ``context_bow`` (the name every topic model shares).

@@ -97,8 +97,7 @@ PRESETS["coherent"] = {
 STREAMED_PRESETS = {
     **{name: {**entry, "model": {k: v for k, v in entry["model"].items() if k != "cell"}}
        for name, entry in PRESETS.items()
-       # DocumentTopicRNN has no LDA start of B (decoder_init): no streamed `coherent`.
-       if entry["model"].get("cell") == "lstm" and "decoder_init" not in entry["model"]},
+       if entry["model"].get("cell") == "lstm"},
     "paper": {
         "description": "Zheng et al.'s TopicRNN: 300-d embeddings, 1 x 600 LSTM, dropout 0.4, "
                        "50 topics, theta encoder 2 x 256, Adam 1e-3, batch 64, BPTT 30",
