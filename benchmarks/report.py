@@ -133,8 +133,8 @@ def render_mode(mode, records):
 
 STUDY_HEADER = """## The comparison study (converged runs, seeds, verdicts)
 
-Written by `python -m benchmarks.study_report` from the run records in
-`benchmarks/results/study/<corpus>/` (protocol: `benchmarks/study.py`, DESIGN.md §5a). A
+Written by `python -m studies.study.report` from the run records in
+`studies/results/study/<corpus>/` (protocol: `studies/study/protocol.py`, DESIGN.md §5a). A
 verdict needs every run of both arms converged (3 seeds each); until then a row is
 "pending" and says what is missing.
 """
@@ -148,9 +148,9 @@ def study_sections(root=RESULTS):
 
 TOPICS_HEADER = """## Topic quality over seeds (issue 14)
 
-Written by `python -m benchmarks.topic_seeds report` from the records in
-`benchmarks/results/topics/seeds/` (each topic fix against its model's default, three seeds;
-causes and single-factor experiments: `benchmarks/results/topics/causes.md`). Targets: NPMI
+Written by `python -m studies.claims.topic_seeds report` from the records in
+`studies/results/topics/seeds/` (each topic fix against its model's default, three seeds;
+causes and single-factor experiments: `studies/results/topics/causes.md`). Targets: NPMI
 >= 1.0 x the same seed's gensim LDA (0.9 x for TopicRNN) and diversity >= LDA's - 0.05, in
 every seed; test perplexity of the fix within seed noise of the default (the bootstrap
 interval of the ratio contains 1, or lies below it).
@@ -165,7 +165,7 @@ def topic_sections(root=RESULTS):
 
 ABLATION_HEADER = """## SG-MCMC: Gan et al.'s Table 7 ablation on PTB (issue 15)
 
-From the run records in `benchmarks/results/ablation/` (`python -m benchmarks.sgmcmc_ablation`:
+From the run records in `studies/results/ablation/` (`python -m studies.claims.sgmcmc_ablation`:
 PTB small, a 2 x 200 LSTM without dropout, batches of 20 successive 20-token windows,
 step size 1e-3, burn-in 4 epochs, 2 thinned samples per epoch, early stopping on the
 validation perplexity of the model (RMSprop) or of the running sample average (pSGLD),
@@ -182,7 +182,7 @@ replaced it since), so RMSprop's seeds in the verdict are 1-3.
 
 def ablation_sections(root=RESULTS):
     """Table 7 and the temperature sweep from ``ablation/<setting>_<name>.json``, if any."""
-    from benchmarks.sgmcmc_ablation import RUNS, SWEEP, record_name, table
+    from studies.claims.sgmcmc_ablation import RUNS, SWEEP, record_name, table
 
     directory = root / "ablation"
     records = {run: json.loads((directory / record_name(run)).read_text()) for run in RUNS

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from benchmarks import bleu_claim, imdb_sentiment
+from studies.claims import bleu_claim, imdb_sentiment
 
 
 def test_welch_interval_matches_the_t_formula_and_contains_the_difference():
@@ -162,7 +162,7 @@ def test_sentiment_report_waits_for_three_seeds_then_decides(tmp_path):
 
 
 def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
-    from benchmarks import defaults
+    from studies.claims import defaults
 
     def rec(model, ppl, npmi=None, lda=None):
         return {"model": model, "test_ppl": ppl, "npmi": npmi, "lda_npmi": lda}

@@ -411,9 +411,9 @@ def test_train_and_evaluate_report_the_models_parameter_counts(tcnlm_run):
 
 
 def test_rgbn_kl_positions_averages_every_real_sentence_once(rgbn_run, tcnlm_run, tmp_path):
-    """benchmarks.rgbn_kl_positions: one mean per chunk position over the split's real
+    """studies.claims.rgbn_kl_positions: one mean per chunk position over the split's real
     sentences (padding left out); a KL is nonnegative; a model without Pi is refused."""
-    from benchmarks import rgbn_kl_positions
+    from studies.claims import rgbn_kl_positions
     from tfktopic.runs import load_run
     from tfktopic.runs.data import make_examples
     from tfktopic.runs.reports import run_splits

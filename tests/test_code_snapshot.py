@@ -1,4 +1,4 @@
-"""`benchmarks.common.code_snapshot`: the frozen copy of HEAD that long runs execute.
+"""`studies.common.code_snapshot`: the frozen copy of HEAD that long runs execute.
 
 Two schedulers are started together at the beginning of a session; both ask for the
 snapshot of the same commit. Before the fix, each extracted into the same ``.partial``
@@ -15,7 +15,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 _CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
-from benchmarks.common import code_snapshot
+from studies.common import code_snapshot
 path, commit = code_snapshot({directory!r}, {repo!r})
 print(path)
 """
@@ -34,12 +34,13 @@ def test_concurrent_snapshots_of_one_commit_both_succeed(tmp_path):
     target = pathlib.Path(paths.pop())
     assert (target / "tfktopic" / "__init__.py").exists()
     assert (target / "benchmarks" / "common.py").exists()
+    assert (target / "studies" / "common.py").exists()
     # No half-written copy is left behind.
     assert [p.name for p in directory.iterdir()] == [target.name]
 
 
 def test_snapshot_is_reused_for_the_same_commit(tmp_path):
-    from benchmarks.common import code_snapshot
+    from studies.common import code_snapshot
 
     first, commit = code_snapshot(tmp_path, REPO)
     marker = first / "marker"

@@ -1,4 +1,4 @@
-"""One command that starts or resumes the long jobs (benchmarks/long_runs.py)."""
+"""One command that starts or resumes the long jobs (studies/long_runs.py)."""
 
 import fcntl
 import json
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from benchmarks import long_runs
+from studies import long_runs
 
 
 def test_committed_ablation_records_come_back_where_the_ablation_skips_them(tmp_path):
@@ -32,7 +32,7 @@ def test_committed_ablation_records_come_back_where_the_ablation_skips_them(tmp_
 
 def test_each_job_runs_its_resumable_command_with_one_thread_for_the_ablation(tmp_path):
     argv, cwd, env, log = long_runs.job_command("ptb", repo=tmp_path, shared=tmp_path / "d")
-    assert argv[1:] == ["-m", "benchmarks.study", "run", "--corpus", "ptb", "--workers", "1"]
+    assert argv[1:] == ["-m", "studies.study", "run", "--corpus", "ptb", "--workers", "1"]
     assert cwd == tmp_path and log == tmp_path / "runs" / "study" / "scheduler_ptb.log"
     # adjacent study jobs: one scheduler over both corpora, in that order
     argv, _, _, log = long_runs.job_command("ptb+apnews", repo=tmp_path)

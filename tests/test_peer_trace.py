@@ -1,8 +1,8 @@
-"""`benchmarks.peer.trace`: each variant changes exactly its one difference from the study's run."""
+"""`studies.study.peer.trace`: each variant changes exactly its one difference from the study's run."""
 
 import pytest
 
-from benchmarks.peer import trace
+from studies.study.peer import trace
 
 
 def _resolved(name, command=None):
@@ -17,8 +17,8 @@ def _resolved(name, command=None):
 
 
 def test_each_variant_differs_from_its_baseline_only_in_its_overrides(tmp_path, monkeypatch):
-    from benchmarks import common
-    from benchmarks.study import command
+    from studies import common
+    from studies.study.protocol import command
 
     # The commands only name the corpus files; empty stand-ins let the test run without
     # ../shared/data (as on a fresh clone).

@@ -11,7 +11,7 @@ without training or reading the corpus); then
 * the resolved data settings (the vocabulary rules: minimum count, stop list,
   frequency and document-frequency thresholds, window sizes) and training
   settings are the ones the shipped ``run.json`` recorded;
-* the command is the one `scripts/make_pretrained.py` would run again.
+* the command is the one `tools/make_pretrained.py` would run again.
 
 The vocabularies themselves come from a pass over the whole corpus, which
 this test avoids: it checks the rules that made them.
@@ -72,7 +72,7 @@ def test_the_index_command_builds_the_shipped_model(name, monkeypatch):
 
 
 def test_the_index_commands_are_make_pretrained_s():
-    from scripts import make_pretrained
+    from tools import make_pretrained
 
     assert set(make_pretrained.MODELS) == set(NAMES)
     for name in NAMES:
@@ -93,12 +93,12 @@ def _finished_run(directory, **changes):
 
 
 def test_a_study_run_is_adopted_only_when_its_command_trained_it(tmp_path, monkeypatch):
-    from scripts import make_pretrained
+    from tools import make_pretrained
 
     shared_file("stopwords/mallet_en.txt")
     monkeypatch.chdir(REPO)
     args = make_pretrained.MODELS["doc-topicrnn-apnews"]["args"]
-    from benchmarks.common import SHARED_DATA
+    from studies.common import SHARED_DATA
 
     here = f"{SHARED_DATA.resolve()}/apnews/apnews.txt"
     run = _finished_run(tmp_path / "run", corpus=here)
@@ -126,7 +126,7 @@ def test_float16_storage_halves_the_signed_weights_and_keeps_the_nonnegative_one
     import keras
     import numpy as np
 
-    from scripts import make_pretrained
+    from tools import make_pretrained
 
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((40,)), keras.layers.Dense(300),

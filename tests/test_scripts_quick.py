@@ -8,8 +8,10 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-SCRIPTS = sorted(p.name for p in (REPO / "scripts").glob("*.py")
-                 if "--quick" in p.read_text(encoding="utf-8"))
+#: The papers' setups (studies/papers/) and the maintainer's tools/make_pretrained.py, by name.
+PATHS = {p.name: p for folder in (REPO / "studies" / "papers", REPO / "tools")
+         for p in folder.glob("*.py") if "--quick" in p.read_text(encoding="utf-8")}
+SCRIPTS = sorted(PATHS)
 
 
 #: Scripts run from the repository root: make_pretrained's presets name the stop list as
@@ -28,7 +30,7 @@ def test_script_quick_mode_runs(script, tmp_path):
         [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     # Every output goes under tmp_path (make_pretrained.py would otherwise write pretrained/).
     extra = ["--out", str(tmp_path / "out")]
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / script), "--quick", *extra],
+    proc = subprocess.run([sys.executable, str(PATHS[script]), "--quick", *extra],
                           cwd=REPO if script in CWD_REPO else tmp_path, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""The Table 7 ablation's settings and table (benchmarks/sgmcmc_ablation.py, issue 15)."""
+"""The Table 7 ablation's settings and table (studies/claims/sgmcmc_ablation.py, issue 15)."""
 
 import json
 import math
@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from benchmarks.sgmcmc_ablation import (BASE_RUNS, ORDER, RUNS, SEED_RUNS, EpochLog,
+from studies.claims.sgmcmc_ablation import (BASE_RUNS, ORDER, RUNS, SEED_RUNS, EpochLog,
                                          _temperature, block_nll, chosen_temperature,
                                          copy_record, record_name, rescore,
                                          seed_run_wanted, seeded_comparisons, split_seed,
@@ -92,7 +92,7 @@ def test_a_capped_run_is_marked_and_the_sweep_compared_where_it_stopped():
 
 
 def test_t1_psgld_is_capped_to_land_within_a_session_and_says_so(tmp_path, monkeypatch):
-    import benchmarks.sgmcmc_ablation as ablation
+    import studies.claims.sgmcmc_ablation as ablation
 
     monkeypatch.setitem(ablation.EPOCH_CAPS, "paper/psgld_T0.01", 2)
     data = _stream_data(np.random.default_rng(1))

@@ -188,12 +188,12 @@ def test_a_corpus_that_comes_split_keeps_its_own_split(tmp_path, ptb_dir):
 
 
 def test_other_protocols_score_a_finished_run_on_the_same_targets(tmp_path, monkeypatch):
-    """`benchmarks.study.score_protocols`: the run directory's model, scored with every other
+    """`studies.study.protocol.score_protocols`: the run directory's model, scored with every other
     sentence as topic context and with none, is what `tfktopic evaluate --protocol all-other`
     / `none` gives, on the record's target tokens; each is stored once; a model without a
     topic context gets nothing; a directory whose model does not reproduce its record is
     refused."""
-    study = pytest.importorskip("benchmarks.study")
+    study = pytest.importorskip("studies.study.protocol")
     monkeypatch.setattr(study, "RESULTS", tmp_path / "results")
     root = tmp_path / "runs"
     for arm, model in (("topicrnn", "topicrnn"), ("lstm", "lstm")):

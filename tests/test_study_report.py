@@ -1,4 +1,4 @@
-"""The study's bookkeeping (benchmarks/study.py, study_report.py) on synthetic run records:
+"""The study's bookkeeping (studies/study/protocol.py, study_report.py) on synthetic run records:
 tuning on validation only, seeds of the chosen configuration, verdicts from the
 paired bootstrap interval, and "pending" until every run converged."""
 
@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from benchmarks import study, study_report
+from studies.study import protocol as study, report as study_report
 
 
 @pytest.fixture()
@@ -206,7 +206,7 @@ def test_each_run_is_one_tfktopic_train_command(tmp_path):
     """The study trains through the command line users have (no private pipeline)."""
     from tfktopic.cli import _parser as build_parser
 
-    pytest.importorskip("benchmarks.common")
+    pytest.importorskip("studies.common")
     try:
         cmd = study.command("apnews", "rgbn_rnn_3", "lr2e-3_do0.5", 1, tmp_path / "out")
     except Exception as error:   # the shared corpus is absent
@@ -441,7 +441,7 @@ def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(result
     assert study.run("apnews", ["tcnlm"], 1, tmp_path / "runs") == 0
     assert len(calls) == len(study.SEEDS) + len(study.grid("apnews")) - 1   # every run
     cmd, kwargs = calls[0]
-    assert cmd[1:] == ["-m", "benchmarks.study", "protocols", "--corpus", "apnews", "--arms",
+    assert cmd[1:] == ["-m", "studies.study", "protocols", "--corpus", "apnews", "--arms",
                        "tcnlm", "--out", str(tmp_path / "runs")]
     assert kwargs["env"]["TF_NUM_INTRAOP_THREADS"] == "1"
     assert any("other protocols of tcnlm failed (exit 1): ValueError: no model" in line

@@ -1,4 +1,4 @@
-"""Schedulers that share the study's runs (benchmarks/study.py: `claim`, `run`)."""
+"""Schedulers that share the study's runs (studies/study/protocol.py: `claim`, `run`)."""
 
 import sys
 import threading
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from benchmarks import study
+from studies.study import protocol as study
 
 APNEWS_RUNS = [("apnews", "lstm", "lr4e-3_do0.5", 0), ("apnews", "lstm", "lr4e-3_do0.5", 1)]
 PTB_RUNS = [("ptb", "rnn_100", "lr1e-3_do0.3", 0)]

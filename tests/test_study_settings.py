@@ -1,6 +1,6 @@
 """The settings every arm of the comparison study trains with are pinned.
 
-`benchmarks.study` runs ``tfktopic train MODEL --preset medium ...`` (APNEWS) and
+`studies.study.protocol` runs ``tfktopic train MODEL --preset medium ...`` (APNEWS) and
 the PTB arms for hours; a change to a preset, to the ``--set`` resolution or to
 rGBN's per-layer sizes would silently change what its later runs compute. Each
 arm's command (every grid configuration) is parsed by the command line's own
@@ -34,7 +34,7 @@ def _portable(settings):
 
 def resolve_arm(corpus, arm, config, out):
     """What ``tfktopic train`` resolves the study's command of `arm` / `config` to."""
-    from benchmarks import study
+    from studies.study import protocol as study
     from tfktopic import cli
     from tfktopic.models import registry
     from tfktopic.runs import build_optimizer
@@ -57,7 +57,7 @@ def resolve_arm(corpus, arm, config, out):
 
 
 def _arms():
-    from benchmarks import study
+    from studies.study import protocol as study
 
     return [(corpus, arm, config) for corpus in study.STUDIES for arm in study.arms_of(corpus)
             for config in study.full_grid(corpus)]
@@ -93,7 +93,7 @@ def test_the_record_covers_exactly_the_study_arms():
 def test_the_leak_free_trained_arms_and_only_they_train_on_preceding_contexts():
     """`study.LEAK_FREE_TRAINED`: every other arm has the default, every other sentence
     of the document as a topic model's training context, as the papers trained."""
-    from benchmarks import study
+    from studies.study import protocol as study
 
     assert study.LEAK_FREE_TRAINED == ("gbn_rnn_1_preceding", "rgbn_rnn_1_preceding",
                                        "gbn_rnn_3", "rgbn_rnn_3")

@@ -1,4 +1,4 @@
-"""`benchmarks.topic_seeds` (issue 14): each arm's command is what its name says, the runs
+"""`studies.claims.topic_seeds` (issue 14): each arm's command is what its name says, the runs
 go seed by seed, and the table's statistics are those of the records.
 
 No training here: commands are resolved by the command line's own parser (as
@@ -13,7 +13,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from benchmarks import study, topic_seeds
+from studies.claims import topic_seeds
+from studies.study import protocol as study
 
 
 def _settings(pair, arm, tmp_path):

@@ -335,8 +335,8 @@ CORE = {
 }
 
 #: Things the scratch copy links to (read-only) besides the mutated package.
-SHARED_ENTRIES = ("pretrained", "scripts", "benchmarks", "docs", "README.md", "CHANGELOG.md",
-                  "pyproject.toml", "mkdocs.yml", "pytest.ini")
+SHARED_ENTRIES = ("pretrained", "studies", "tools", "benchmarks", "docs", "README.md",
+                  "CHANGELOG.md", "pyproject.toml", "mkdocs.yml", "pytest.ini")
 
 
 # ---------------------------------------------------------------------- scratch copies
