@@ -18,6 +18,8 @@ import pathlib
 from benchmarks.common import MODES, REPO_ROOT, spread
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
+#: The reproduction work's records (the study, the topic seeds, the SG-MCMC ablation).
+STUDIES_RESULTS = REPO_ROOT / "studies" / "results"
 
 #: (title, metrics) of the report's tables, in order.
 TABLES = (
@@ -140,7 +142,7 @@ verdict needs every run of both arms converged (3 seeds each); until then a row 
 """
 
 
-def study_sections(root=RESULTS):
+def study_sections(root=STUDIES_RESULTS):
     """The study's summary tables (``study/<corpus>_summary.md``), if any were written."""
     paths = sorted((root / "study").glob("*_summary.md")) if (root / "study").exists() else []
     return [STUDY_HEADER] + [path.read_text() for path in paths] if paths else []
@@ -157,7 +159,7 @@ interval of the ratio contains 1, or lies below it).
 """
 
 
-def topic_sections(root=RESULTS):
+def topic_sections(root=STUDIES_RESULTS):
     """The topic-seeds summary table (``topics/seeds/summary.md``), if it was written."""
     path = root / "topics" / "seeds" / "summary.md"
     return [TOPICS_HEADER, path.read_text()] if path.exists() else []
@@ -180,7 +182,7 @@ replaced it since), so RMSprop's seeds in the verdict are 1-3.
 """
 
 
-def ablation_sections(root=RESULTS):
+def ablation_sections(root=STUDIES_RESULTS):
     """Table 7 and the temperature sweep from ``ablation/<setting>_<name>.json``, if any."""
     from studies.claims.sgmcmc_ablation import RUNS, SWEEP, record_name, table
 
@@ -258,12 +260,14 @@ def main(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default=str(RESULTS),
                         help="folder with quick/, medium/, full/ record files")
+    parser.add_argument("--studies-results", default=str(STUDIES_RESULTS),
+                        help="folder with the study/, topics/seeds/ and ablation/ records")
     parser.add_argument("--out", default=str(REPO_ROOT / "docs" / "results" / "benchmarks.md"))
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     args = parser.parse_args(argv)
-    results = pathlib.Path(args.results)
-    text = render(load_records(results), study_sections(results), topic_sections(results),
-                  ablation_sections(results))
+    results, studies = pathlib.Path(args.results), pathlib.Path(args.studies_results)
+    text = render(load_records(results), study_sections(studies), topic_sections(studies),
+                  ablation_sections(studies))
     if args.stdout:
         print(text)
     else:
