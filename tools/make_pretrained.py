@@ -7,7 +7,7 @@ Each model is trained by the ``tfktopic train`` command listed in `MODELS` (run 
 the repository root, with the shared corpora in ``../shared/data``); the command, its
 test perplexity (leak-free protocol, the run's own 80/10/10 document split) and the
 perplexity on a fixed **check slice** (the first N documents of the corpus file,
-which `tests/test_pretrained.py` recomputes) go into ``pretrained/index.json``. The
+which `tests/library/test_pretrained.py` recomputes) go into ``pretrained/index.json``. The
 shipped directory keeps only what inference needs: ``model.keras`` saved again
 without the optimizer state and with its signed tensors stored as float16
 (`store_float16`; the index records the test perplexity with the stored weights next to
@@ -32,7 +32,7 @@ DATA = "../shared/data"  # relative to the repository root, as the commands are 
 #: name -> description, the `tfktopic` arguments (``--out`` is added) and the check slice.
 #: The arguments name the preset and every size explicitly, so that the command builds the
 #: shipped model's configuration even after the presets change
-#: (`tests/test_pretrained_commands.py` checks it against the shipped ``model.keras``).
+#: (`tests/tooling/test_pretrained_commands.py` checks it against the shipped ``model.keras``).
 MODELS = {
     "psgld-lstm-ptb": {
         "description": "LSTM LM (64 units) trained by pSGLD on the PTB training file; the "
@@ -116,7 +116,7 @@ def adopt(run, directory, args):
         SystemExit: the run is not finished, or was trained by another command (its model,
             seed, learning rate or dropout differ from what `args` resolve to; every other
             data and training setting is compared with the index's command by
-            ``tests/test_pretrained_commands.py``).
+            ``tests/tooling/test_pretrained_commands.py``).
     """
     from tfktopic import cli
 
@@ -239,7 +239,7 @@ def stored_test_perplexity(directory):
 
 
 def check_perplexity(directory, check):
-    """Perplexity of the run on its check slice (what tests/test_pretrained.py recomputes)."""
+    """Perplexity of the run on its check slice (what tests/library/test_pretrained.py recomputes)."""
     from tfktopic.runs import evaluate_run, load_run
 
     run = load_run(directory)

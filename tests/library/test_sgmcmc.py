@@ -20,7 +20,7 @@ import tensorflow as tf
 from tfktopic.bayes import PSGLD, SGLD
 from tfktopic.bayes.counter_random import stateless_standard_normal
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.backends
 

@@ -13,7 +13,7 @@ from tests.backends import in_the_jax_job
 
 pytestmark = [pytest.mark.backends, in_the_jax_job()]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 #: Keys of every family's record (see the module docstring of benchmarks.gpu_check).
 FAMILY_KEYS = {"loss_first", "loss_last", "nll_first", "nll_last", "loss_fell", "tokens_per_s", "timed_steps",

@@ -21,7 +21,7 @@ from tfktopic.runs import checkpoints, load_run, train_run
 from tfktopic.runs.checks import OOV_WARNING_RATE
 from tfktopic.runs.lock import RunLockedError, run_lock
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 LSTM = dict(corpus="lee", batch_size=32, max_documents=30, verbose=0, log=None, seed=5,
             overrides={"hidden_dim": 8, "embedding_dim": 8})
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 #: The library; it may import only itself (and third-party packages).
 LIBRARY = "tfktopic"
 #: Folders above the library: it must never import them.

@@ -20,7 +20,7 @@ from tests.backends import run_in_backend
 pytestmark = pytest.mark.backends
 
 RTOL, ATOL = 1e-4, 1e-5
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tfktopic"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tfktopic"
 
 
 @pytest.fixture(scope="module")

@@ -94,7 +94,7 @@ def test_samplers_draw_the_same_ids_on_tensorflow_and_jax():
     for name, config in (("random", {"temperature": 1.3}), ("top_k", {"k": 4}),
                          ("top_p", {"p": 0.8})):
         here = draw_many(name, config, scores, range(6))
-        there = run_in_backend("jax", "tests.test_samplers:draw_many", name=name,
+        there = run_in_backend("jax", "tests.library.test_samplers:draw_many", name=name,
                                config=config, scores=scores, seeds=list(range(6)))
         np.testing.assert_array_equal(here, there)
 

@@ -30,7 +30,7 @@ from tfktopic.bayes.counter_random import stateless_standard_normal
 from tfktopic.bayes.tlasgr import (_CRT, _MULTINOMIAL, _TEMPORAL, REALMIN, TLASGRTopics,
                                     _replica_layout)
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 try:
     from scipy.optimize import linear_sum_assignment

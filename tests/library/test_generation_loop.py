@@ -90,10 +90,10 @@ def test_a_seed_gives_the_same_sentences_and_compile_sets_the_sampler():
 def test_generation_gives_the_same_ids_on_tensorflow_and_jax():
     """Same weights, same seed: the same ids on both backends (greedy and top-k)."""
     ids, weights = greedy_ids()
-    there, _ = run_in_backend("jax", "tests.test_generation_loop:greedy_ids", weights=weights)
+    there, _ = run_in_backend("jax", "tests.library.test_generation_loop:greedy_ids", weights=weights)
     np.testing.assert_array_equal(ids, there)
     ids, _ = greedy_ids(weights, sampler="top_k", seed=3, prompt=[5])
-    there, _ = run_in_backend("jax", "tests.test_generation_loop:greedy_ids", weights=weights,
+    there, _ = run_in_backend("jax", "tests.library.test_generation_loop:greedy_ids", weights=weights,
                               sampler="top_k", seed=3, prompt=[5])
     np.testing.assert_array_equal(ids, there)
 

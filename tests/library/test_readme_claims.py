@@ -24,7 +24,7 @@ from tfktopic.bayes import PSGLD, SGLD, PredictiveSamples, SampleCollector
 from tfktopic.bayes import setups
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _sigmoid(z):
@@ -251,7 +251,7 @@ def test_readme_python_quick_start_runs_on_a_text_file(tmp_path, monkeypatch):
 
     from tfktopic.data import load_corpus
 
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Quick start on your own text", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     paragraphs = ["\n".join(" ".join(s) for s in doc) for doc in load_corpus("lee").documents]

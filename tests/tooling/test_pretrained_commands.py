@@ -26,7 +26,7 @@ import pytest
 from conftest import shared_file
 from tfktopic import cli, pretrained
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 NAMES = sorted(pretrained.available())
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tfktopic.runs import checkpoints, train_run
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # Tiny settings; several batches per epoch so that the kill falls inside one.
 FAMILIES = {

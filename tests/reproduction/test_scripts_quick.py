@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 #: The papers' setups (studies/papers/) and the maintainer's tools/make_pretrained.py, by name.
 PATHS = {p.name: p for folder in (REPO / "studies" / "papers", REPO / "tools")
          for p in folder.glob("*.py") if "--quick" in p.read_text(encoding="utf-8")}

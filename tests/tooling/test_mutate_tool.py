@@ -146,7 +146,7 @@ def test_a_generated_run_refuses_a_module_whose_tests_fail_unmutated(tmp_path, m
 def test_a_module_that_moved_is_reported_once_however_often_the_run_resumes(tmp_path,
                                                                           monkeypatch):
     monkeypatch.setattr(mutate, "_assert_package_used", lambda directory: None)
-    monkeypatch.setitem(mutate.CORE, "tfktopic/no_such_module.py", ["tests/test_bleu.py"])
+    monkeypatch.setitem(mutate.CORE, "tfktopic/no_such_module.py", ["tests/library/test_bleu.py"])
     report = tmp_path / "r.json"
     for _ in range(2):
         mutate.run_auto(["tfktopic/no_such_module.py"], 60, 0, report, resume=True)
