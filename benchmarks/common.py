@@ -13,91 +13,14 @@ records``, where ``mode`` is one of `MODES` (``quick``, ``medium``, ``full``). `
 
 import argparse
 import json
-import os
 import pathlib
 import platform
 import resource
 import sys
 import time
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED_DATA = pathlib.Path(os.environ.get("TFKTOPIC_SHARED_DATA",
-                                          REPO_ROOT.parent / "shared" / "data"))
-
-
-def portable(value):
-    """`value` (JSON-ready) with this machine's paths made relative to the project
-    (``../shared/data/...`` for the corpora), so committed records hold no machine path."""
-    if isinstance(value, dict):
-        return {k: portable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [portable(v) for v in value]
-    if isinstance(value, str):
-        return value.replace(str(REPO_ROOT) + os.sep, "").replace(str(REPO_ROOT.parent) + os.sep,
-                                                                  "../")
-    return value
-
-
-class MissingData(RuntimeError):
-    """A benchmark's corpus is absent; the runner reports and skips it."""
-
-
-def spread(summary, count):
-    """"mean +- sd" over `count` seeds (`tfktopic.evaluation.comparison.seed_summary`), or the
-    one seed's value: one seed has no spread to show."""
-    if count > 1:
-        return f"{summary['mean']:.2f} +- {summary['sd']:.2f}"
-    return f"{summary['mean']:.2f} (one seed)"
-
-
-def code_snapshot(directory, repo=REPO_ROOT):
-    """A frozen copy of the committed code for a long run: HEAD's ``tfktopic/`` and
-    ``benchmarks/`` extracted (``git archive``) to ``directory/<commit>``, once per commit.
-
-    A training process that imports the working tree can crash hours later when a commit
-    changes a module under it: autograph re-reads a function's source when it traces one
-    (new input shapes, the final scoring), and the lines no longer match the code it runs.
-    Run long jobs with the snapshot as working directory and ``PYTHONPATH`` instead.
-
-    Args:
-        directory: where snapshots live (e.g. ``runs/study/code``).
-        repo: the git repository.
-
-    Returns:
-        (path, commit): the snapshot directory and HEAD's commit; ``(repo, None)`` when
-        ``repo`` is not a git checkout (the live code is used then).
-    """
-    import io
-    import subprocess
-    import tarfile
-
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                                text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return pathlib.Path(repo), None
-    target = pathlib.Path(directory) / commit[:12]
-    if not (target / "tfktopic" / "__init__.py").exists():
-        archive = subprocess.run(["git", "archive", "--format=tar", commit, "tfktopic",
-                                  "benchmarks"], cwd=repo, capture_output=True, check=True)
-        # Each process extracts into its own directory and renames it into place, so two
-        # schedulers started together cannot remove each other's half-written copy; the
-        # one that loses the rename keeps the winner's (identical) snapshot.
-        import os
-        import shutil
-
-        partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(partial, filter="data")
-        try:
-            partial.rename(target)
-        except OSError:
-            if not (target / "tfktopic" / "__init__.py").exists():
-                raise
-            shutil.rmtree(partial, ignore_errors=True)
-    return target, commit
+from studies.common import (REPO_ROOT, SHARED_DATA, MissingData, code_snapshot,  # noqa: F401
+                            portable, shared_file, spread)
 
 
 def cpu_name():
@@ -118,14 +41,6 @@ def write_result(result, out=None):
         pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(out).write_text(text + "\n")
     print(text)
-
-
-def shared_file(relative):
-    """Path of a corpus under ../shared/data (or $TFKTOPIC_SHARED_DATA)."""
-    path = SHARED_DATA / relative
-    if not path.exists():
-        raise MissingData(f"{relative} not found at {path} (set TFKTOPIC_SHARED_DATA)")
-    return path
 
 
 def record(benchmark, model, metric, value, baseline_model=None, baseline_value=None,

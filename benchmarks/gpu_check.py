@@ -8,7 +8,7 @@ numpy batches only (no tf.data), and the record says, per family:
 * ``loss_first`` / ``loss_last``: the mean training objective of the first and the last
   10 timed steps; ``nll_first`` / ``nll_last``: the same for the language model's NLL per
   token (the logged ``nll``), and ``loss_fell`` (nll_last < nll_first). The check reads the
-  LM's NLL, not the objective, as tests/test_models_backends.py does for TCNLM and
+  LM's NLL, not the objective, as tests/library/test_models_backends.py does for TCNLM and
   (r)GBN-RNN: their objectives add the topic model's bag-of-words terms, which vary from
   batch to batch more than they fall in a few steps (measured, tiny sizes, 20 steps on
   shuffled Lee batches: TCNLM's objective 40.3 -> 42.5 per token);

@@ -6,7 +6,7 @@ The package's pipelines end in `tfktopic.data.pipeline.prefetched`: a fixed pref
 and ``options.autotune.enabled = False``. This measures, in one process and interleaved
 rounds, the same pipelines with TensorFlow's default (autotuning on, re-enabled by
 ``with_options``) against ours, for three arms of the APNEWS study built exactly as
-``python -m benchmarks.study`` builds them (`benchmarks.study.command`, `tfktopic.runs`):
+``python -m studies.study`` builds them (`studies.study.protocol.command`, `tfktopic.runs`):
 
 * ``doc_lstm``: the streamed document LSTM (an endless ``from_generator`` stream);
 * ``lstm``: the sentence-window LSTM LM (`tfktopic.runs.checkpoints.epoch_data`'s repeated
@@ -50,7 +50,7 @@ def _setting(dataset, setting):
 
 def build(arm, quick=False):
     """(model, training stream, validation dataset, steps of an epoch) of a study arm."""
-    from benchmarks import study
+    from studies.study import protocol as study
     from tfktopic import runs
     from tfktopic.cli import train_settings
     from tfktopic.runs import checkpoints

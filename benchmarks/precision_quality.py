@@ -154,7 +154,7 @@ def verdict(baseline, other, documents=None, arms=PRECISION_ARMS):
                                   for seed in seeds):
         result = "no per-document scores"
     else:
-        from benchmarks.study_report import compare   # the study's comparison
+        from studies.study.report import compare   # the study's comparison
 
         comparison = compare(
             [{"test_documents": documents[names[1]][seed]} for seed in seeds],

@@ -18,6 +18,8 @@ import pathlib
 from benchmarks.common import MODES, REPO_ROOT, spread
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
+#: The reproduction work's records (the study, the topic seeds, the SG-MCMC ablation).
+STUDIES_RESULTS = REPO_ROOT / "studies" / "results"
 
 #: (title, metrics) of the report's tables, in order.
 TABLES = (
@@ -133,14 +135,14 @@ def render_mode(mode, records):
 
 STUDY_HEADER = """## The comparison study (converged runs, seeds, verdicts)
 
-Written by `python -m benchmarks.study_report` from the run records in
-`benchmarks/results/study/<corpus>/` (protocol: `benchmarks/study.py`, DESIGN.md §5a). A
+Written by `python -m studies.study.report` from the run records in
+`studies/results/study/<corpus>/` (protocol: `studies/study/protocol.py`, DESIGN.md §5a). A
 verdict needs every run of both arms converged (3 seeds each); until then a row is
 "pending" and says what is missing.
 """
 
 
-def study_sections(root=RESULTS):
+def study_sections(root=STUDIES_RESULTS):
     """The study's summary tables (``study/<corpus>_summary.md``), if any were written."""
     paths = sorted((root / "study").glob("*_summary.md")) if (root / "study").exists() else []
     return [STUDY_HEADER] + [path.read_text() for path in paths] if paths else []
@@ -148,16 +150,16 @@ def study_sections(root=RESULTS):
 
 TOPICS_HEADER = """## Topic quality over seeds (issue 14)
 
-Written by `python -m benchmarks.topic_seeds report` from the records in
-`benchmarks/results/topics/seeds/` (each topic fix against its model's default, three seeds;
-causes and single-factor experiments: `benchmarks/results/topics/causes.md`). Targets: NPMI
+Written by `python -m studies.claims.topic_seeds report` from the records in
+`studies/results/topics/seeds/` (each topic fix against its model's default, three seeds;
+causes and single-factor experiments: `studies/results/topics/causes.md`). Targets: NPMI
 >= 1.0 x the same seed's gensim LDA (0.9 x for TopicRNN) and diversity >= LDA's - 0.05, in
 every seed; test perplexity of the fix within seed noise of the default (the bootstrap
 interval of the ratio contains 1, or lies below it).
 """
 
 
-def topic_sections(root=RESULTS):
+def topic_sections(root=STUDIES_RESULTS):
     """The topic-seeds summary table (``topics/seeds/summary.md``), if it was written."""
     path = root / "topics" / "seeds" / "summary.md"
     return [TOPICS_HEADER, path.read_text()] if path.exists() else []
@@ -165,7 +167,7 @@ def topic_sections(root=RESULTS):
 
 ABLATION_HEADER = """## SG-MCMC: Gan et al.'s Table 7 ablation on PTB (issue 15)
 
-From the run records in `benchmarks/results/ablation/` (`python -m benchmarks.sgmcmc_ablation`:
+From the run records in `studies/results/ablation/` (`python -m studies.claims.sgmcmc_ablation`:
 PTB small, a 2 x 200 LSTM without dropout, batches of 20 successive 20-token windows,
 step size 1e-3, burn-in 4 epochs, 2 thinned samples per epoch, early stopping on the
 validation perplexity of the model (RMSprop) or of the running sample average (pSGLD),
@@ -180,9 +182,9 @@ replaced it since), so RMSprop's seeds in the verdict are 1-3.
 """
 
 
-def ablation_sections(root=RESULTS):
+def ablation_sections(root=STUDIES_RESULTS):
     """Table 7 and the temperature sweep from ``ablation/<setting>_<name>.json``, if any."""
-    from benchmarks.sgmcmc_ablation import RUNS, SWEEP, record_name, table
+    from studies.claims.sgmcmc_ablation import RUNS, SWEEP, record_name, table
 
     directory = root / "ablation"
     records = {run: json.loads((directory / record_name(run)).read_text()) for run in RUNS
@@ -258,12 +260,14 @@ def main(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default=str(RESULTS),
                         help="folder with quick/, medium/, full/ record files")
+    parser.add_argument("--studies-results", default=str(STUDIES_RESULTS),
+                        help="folder with the study/, topics/seeds/ and ablation/ records")
     parser.add_argument("--out", default=str(REPO_ROOT / "docs" / "results" / "benchmarks.md"))
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
     args = parser.parse_args(argv)
-    results = pathlib.Path(args.results)
-    text = render(load_records(results), study_sections(results), topic_sections(results),
-                  ablation_sections(results))
+    results, studies = pathlib.Path(args.results), pathlib.Path(args.studies_results)
+    text = render(load_records(results), study_sections(studies), topic_sections(studies),
+                  ablation_sections(studies))
     if args.stdout:
         print(text)
     else:

@@ -36,7 +36,7 @@ from tfktopic.evaluation.perplexity import masked_token_nll
 from tfktopic.layers.topic_decoder import topic_diversity
 
 MODELS = ("lstm", "topicrnn", "tcnlm", "lda_lstm")
-#: The study's data rules (`benchmarks.study.DATA_SETTINGS`) and split seed.
+#: The study's data rules (`studies.study.protocol.DATA_SETTINGS`) and split seed.
 STUDY_SETS = ("min_doc_freq=5", "max_freq_fraction=0.001")
 SPLIT_SEED = 0
 

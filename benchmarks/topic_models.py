@@ -36,7 +36,7 @@ document 80/10/10 with seed 0:
   predicts exactly the same test tokens as the sentence-level models.
 * Perplexity records of every model have baseline ``lstm``; extra records compare the
   context models with ``doc_lstm_chunked`` (a chunked document LSTM; the streamed baseline of
-  Zheng et al. is ``doc_lstm``, in benchmarks/study.py).
+  Zheng et al. is ``doc_lstm``, in studies/study/protocol.py).
 * Topic coherence: NPMI (Lau et al.: windows of 20, pairs that never co-occur count 0,
   mean over top-5/10/15/20) of the TopicRNN and TCNLM topics and of gensim's LDA on
   the same training documents, topic vocabulary and number of topics. The reference

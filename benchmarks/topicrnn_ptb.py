@@ -1,7 +1,7 @@
 """TopicRNN vs a plain RNN of the same size on Penn Treebank (issue 3; Dieng et al. 2017, Table 2).
 
-Runs ``scripts/topicrnn_ptb.py --neurons 100 --cell rnn --baseline`` (imported as
-`scripts.topicrnn_ptb`; its data, models, training and scoring are `tfktopic.runs`') (one recurrent layer
+Runs ``studies/papers/topicrnn_ptb.py --neurons 100 --cell rnn --baseline`` (imported as
+`studies.papers.topicrnn_ptb`; its data, models, training and scoring are `tfktopic.runs`') (one recurrent layer
 of 100 tanh units, K = 50 topics, documents of 10 sentences, Mallet stop words for the
 inference network's bag of words, Adam 1e-3, batch 64, early stopping on the validation
 perplexity) and records the test perplexity of TopicRNN against the plain RNN trained on
@@ -18,7 +18,7 @@ Budgets: ``quick`` = a 200-document slice, 2 epochs; ``medium`` = all of PTB, 4 
 """
 
 from benchmarks.common import SHARED_DATA, record, shared_file
-from scripts import topicrnn_ptb
+from studies.papers import topicrnn_ptb
 
 EPOCHS = {"quick": None, "medium": 4, "full": None}  # None: the script's own budget
 PAPER = {"topicrnn": 122.3, "rnn": 142.1}
@@ -38,7 +38,7 @@ def quality(mode):
     config = {k: results[k] for k in ("neurons", "cell", "num_topics", "epochs", "lm_vocab",
                                       "topic_vocab", "train_seconds")}
     config.update(baseline_train_seconds=results["baseline"]["train_seconds"], paper=PAPER,
-                  command="python scripts/topicrnn_ptb.py " + " ".join(argv[:5]))
+                  command="python studies/papers/topicrnn_ptb.py " + " ".join(argv[:5]))
     protocol = ("sentence windows from a zero state; TopicRNN theta from the preceding "
                 "sentences only (leak-free), stop-word indicator marginalised")
     return [

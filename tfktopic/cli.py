@@ -371,7 +371,7 @@ _RUN_HELP = "a run directory written by `tfktopic train`, or pretrained:NAME"
 
 
 # The choices of ``train``, spelled out so that parsing (and ``--help``) imports no
-# TensorFlow / Keras; tests/test_cli_hygiene.py checks them against `tfktopic.runs.MODELS`
+# TensorFlow / Keras; tests/library/test_cli_hygiene.py checks them against `tfktopic.runs.MODELS`
 # and `tfktopic.runs.precision.PRECISIONS`.
 MODELS = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_topicrnn",
           "tcnlm", "rgbn_rnn", "gbn_rnn")

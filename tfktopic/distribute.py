@@ -35,7 +35,7 @@ used by every tfktopic model):
   its augmented counts are summed across replicas before one identical
   Phi/Pi update (`tfktopic.bayes.tlasgr`).
 
-**JAX** (`--strategy data_parallel`, tests/test_distribution_jax.py). The jitted
+**JAX** (`--strategy data_parallel`, tests/library/test_distribution_jax.py). The jitted
 train step is one global-view SPMD program over the device mesh: the batch is
 sharded over the devices, but every sum in the step (the loss normalisers, the
 metrics, TLASGR's augmented counts and its batch size) is over the global batch,
@@ -51,7 +51,7 @@ Each process feeds its own part of every global batch (Keras shards a
 `tf.data.Dataset` per process), and a `tfktopic.data.shards.ShardReader` reads
 only this process's shards (`process_layout`).
 
-Tested (tests/test_distribute.py): on 2 logical CPUs every model family
+Tested (tests/library/test_distribute.py): on 2 logical CPUs every model family
 follows the single-device loss trajectory (dropout 0, theta at its mean) and
 Phi/Pi equal the single-device ones; 2 worker processes end with identical
 weights. Theta's reparameterisation noise is drawn per replica, so with

@@ -2,7 +2,7 @@
 
 Every model and layer that needs a density, a KL divergence, a mean or a
 reparameterised draw calls this module (no TensorFlow Probability in library
-code; TFP stays a test reference, tests/test_distributions.py). All functions
+code; TFP stays a test reference, tests/library/test_distributions.py). All functions
 are elementwise and broadcast their arguments; the dtype is that of the first
 tensor argument.
 

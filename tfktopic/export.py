@@ -122,7 +122,7 @@ def _save_context(options):
     the save options' variable policy). Tracing the signatures inside that
     context gives `save` the traces it looks up, so each is traced once instead
     of twice (measured under cProfile: 13 of the 50 s of the six exports of
-    tests/test_export.py).
+    tests/library/test_export.py).
     The module is TensorFlow-internal; without it the export is the same, only
     slower.
     """
@@ -261,7 +261,7 @@ def export_saved_model(model, path, *, lm_vocab=None, topic_vocab=None):
     # The export serves (evaluation mode, no training): the gradient functions of the
     # fused layers' `tf.custom_gradient`s are not traced or saved. Tracing them took a
     # quarter of an export's time (under cProfile, 12 of 50 s for the six families of
-    # tests/test_export.py).
+    # tests/library/test_export.py).
     options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
     with _save_context(options):   # traced once: the trace `save` itself uses
         concrete = {name: fn.get_concrete_function() for name, fn in functions.items()}

@@ -4,8 +4,8 @@ This module only resolves names to run directories (it imports nothing from
 `tfktopic.runs`); load one with ``tfktopic.runs.load_run("pretrained:NAME")``.
 Each model is a run directory (see `tfktopic.runs`) trained on a real corpus by the
 ``tfktopic train`` command recorded in its index entry, with its vocabularies and its
-measured test perplexity (leak-free protocol). `scripts/make_pretrained.py` produced
-them; ``tests/test_pretrained.py`` checks that each loads and reproduces its recorded
+measured test perplexity (leak-free protocol). `tools/make_pretrained.py` produced
+them; ``tests/library/test_pretrained.py`` checks that each loads and reproduces its recorded
 perplexity on a slice of the corpus.
 
 Example:

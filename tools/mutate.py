@@ -55,56 +55,56 @@ MUTATIONS = [
      "what": "TCNLM recurrent topic factors use W_b instead of U_b",
      "edits": [("ops.matmul(ops.expand_dims(t, 0), self.recurrent_topic_kernel)",
                 "ops.matmul(ops.expand_dims(t, 0), self.input_topic_kernel)")],
-     "tests": ["tests/test_reference_equivalence.py::"
+     "tests": ["tests/library/test_reference_equivalence.py::"
                "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
     {"id": "tcnlm-sigmoid-candidate",
      "what": "sigmoid instead of tanh for the LSTM candidate (TCNLM eq. 15)",
      "edits": [("ops.sigmoid(pre_i) * ops.tanh(pre_c)", "ops.sigmoid(pre_i) * ops.sigmoid(pre_c)")],
-     "tests": ["tests/test_reference_equivalence.py::"
+     "tests": ["tests/library/test_reference_equivalence.py::"
                "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
     {"id": "tcnlm-fast-sigmoid-candidate",
      "what": "the fast path (factorized_recurrence) uses sigmoid for the candidate (eq. 15)",
      "edits": [("gates = tf.concat([tf.sigmoid(pre[:3]), tf.tanh(pre[3:])], axis=0)",
                 "gates = tf.concat([tf.sigmoid(pre[:3]), tf.sigmoid(pre[3:])], axis=0)")],
-     "tests": ["tests/test_reference_equivalence.py::"
+     "tests": ["tests/library/test_reference_equivalence.py::"
                "test_tcnlm_fast_layer_equals_numpy_eq_12_over_a_sequence"]},
     {"id": "tcnlm-fast-drop-dc",
      "what": "the fast path's backward pass drops the carried cell gradient dc",
      "edits": [("return dh_prev, dc * f, d_topic + d_a * a, d_pre, d_factors",
                 "return dh_prev, 0.0 * dc * f, d_topic + d_a * a, d_pre, d_factors")],
-     "tests": ["tests/test_factorized_fast_path.py"]},
+     "tests": ["tests/library/test_factorized_fast_path.py"]},
     {"id": "tlasgr-zero-noise",
      "what": "TLASGR Langevin noise set to zero (an optimiser, not a sampler)",
      "edits": [("/ m_bar) * noise", "/ m_bar) * (0.0 * noise)")],
-     "tests": ["tests/test_tlasgr_sampler.py::"
+     "tests": ["tests/library/test_tlasgr_sampler.py::"
                "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
     {"id": "tlasgr-noise-x2",
      "what": "TLASGR Langevin noise std doubled",
      "edits": [("/ m_bar) * noise", "/ m_bar) * (2.0 * noise)")],
-     "tests": ["tests/test_tlasgr_sampler.py::"
+     "tests": ["tests/library/test_tlasgr_sampler.py::"
                "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
     {"id": "tlasgr-noise-half",
      "what": "TLASGR Langevin noise std halved (sqrt(eps x / M) instead of sqrt(2 eps x / M))",
      "edits": [("ops.sqrt(2.0 * step_size * ops.maximum(x, 0.0) / m_bar)",
                 "ops.sqrt(0.5 * step_size * ops.maximum(x, 0.0) / m_bar)")],
-     "tests": ["tests/test_tlasgr_sampler.py::"
+     "tests": ["tests/library/test_tlasgr_sampler.py::"
                "test_tlasgr_samples_have_the_dirichlet_posterior_mean_and_spread"]},
     {"id": "hoisted-swap-c-o",
      "what": "HoistedLSTM reads the c and o gate slices swapped",
      "edits": [("z_i, z_f, z_c, z_o = tf.split(", "z_i, z_f, z_o, z_c = tf.split(")],
-     "tests": ["tests/test_reference_equivalence.py::"
+     "tests": ["tests/library/test_reference_equivalence.py::"
                "test_hoisted_lstm_values_and_gradients_equal_a_numpy_lstm"]},
     {"id": "hoisted-drop-dc",
      "what": "HoistedLSTM backward pass drops the carried cell gradient dc",
      "edits": [("return tf.matmul(dz, recurrent_t), dc * f_t, dz",
                 "return tf.matmul(dz, recurrent_t), 0.0 * dc * f_t, dz")],
-     "tests": ["tests/test_reference_equivalence.py::"
+     "tests": ["tests/library/test_reference_equivalence.py::"
                "test_hoisted_lstm_values_and_gradients_equal_a_numpy_lstm"]},
     {"id": "collection-logprob-averaging",
      "what": "SG-MCMC predictive average of log p (geometric) instead of p (Gan et al. eq. 5)",
      "edits": [("averaged = top + np.log(np.exp(log_probs - top).mean(axis=0))",
                 "averaged = log_probs.mean(axis=0)")],
-     "tests": ["tests/test_collection.py::"
+     "tests": ["tests/library/test_collection.py::"
                "test_averaging_samples_beats_the_last_sample_on_real_text"]},
     {"id": "rgbn-logprob-averaging",
      "what": "rGBN S-sample perplexity averages log p instead of p",
@@ -112,7 +112,7 @@ MUTATIONS = [
                 "lambda s, acc: (s + 1, acc + log_probs(batch)),"),
                ("log_mean = log_sum - math.log(num_samples)",
                 "log_mean = log_sum / num_samples")],
-     "tests": ["tests/test_rgbn_rnn.py::"
+     "tests": ["tests/library/test_rgbn_rnn.py::"
                "test_fit_learns_keeps_topics_on_the_simplex_and_beats_unigram"]},
 ]
 
@@ -292,51 +292,51 @@ EXPLAINED = {
 
 #: Core modules for `--auto`, and the test files that guard each.
 CORE = {
-    "tfktopic/layers/factorized_lstm.py": ["tests/test_reference_equivalence.py",
-                                           "tests/test_tcnlm.py"],
-    "tfktopic/layers/hoisted_lstm.py": ["tests/test_reference_equivalence.py",
-                                        "tests/test_hoisted_lstm.py"],
-    "tfktopic/layers/topic_decoder.py": ["tests/test_reference_equivalence.py",
-                                         "tests/test_tcnlm.py", "tests/test_tcnlm_topic_fixes.py"],
-    "tfktopic/layers/topic_encoders.py": ["tests/test_reference_equivalence.py",
-                                          "tests/test_topicrnn.py", "tests/test_rgbn_rnn.py"],
-    "tfktopic/layers/topic_gated_lstm.py": ["tests/test_rgbn_rnn.py",
-                                            "tests/test_initialization.py"],
-    "tfktopic/layers/stopword_gate.py": ["tests/test_topicrnn.py", "tests/test_document_lstm.py"],
-    "tfktopic/layers/initialization.py": ["tests/test_initialization.py",
-                                          "tests/test_document_lstm.py"],
-    "tfktopic/layers/weibull.py": ["tests/test_weibull.py"],
-    "tfktopic/bayes/tlasgr.py": ["tests/test_tlasgr_sampler.py", "tests/test_tlasgr.py",
-                                 "tests/test_rgbn_topic_fixes.py"],
-    "tfktopic/bayes/augmentation.py": ["tests/test_tlasgr.py", "tests/test_tlasgr_sampler.py"],
-    "tfktopic/bayes/counter_random.py": ["tests/test_tlasgr.py", "tests/test_sgmcmc.py"],
-    "tfktopic/bayes/sgmcmc.py": ["tests/test_sgmcmc.py"],
-    "tfktopic/bayes/collection.py": ["tests/test_collection.py"],
+    "tfktopic/layers/factorized_lstm.py": ["tests/library/test_reference_equivalence.py",
+                                           "tests/library/test_tcnlm.py"],
+    "tfktopic/layers/hoisted_lstm.py": ["tests/library/test_reference_equivalence.py",
+                                        "tests/library/test_hoisted_lstm.py"],
+    "tfktopic/layers/topic_decoder.py": ["tests/library/test_reference_equivalence.py",
+                                         "tests/library/test_tcnlm.py", "tests/library/test_tcnlm_topic_fixes.py"],
+    "tfktopic/layers/topic_encoders.py": ["tests/library/test_reference_equivalence.py",
+                                          "tests/library/test_topicrnn.py", "tests/library/test_rgbn_rnn.py"],
+    "tfktopic/layers/topic_gated_lstm.py": ["tests/library/test_rgbn_rnn.py",
+                                            "tests/library/test_initialization.py"],
+    "tfktopic/layers/stopword_gate.py": ["tests/library/test_topicrnn.py", "tests/library/test_document_lstm.py"],
+    "tfktopic/layers/initialization.py": ["tests/library/test_initialization.py",
+                                          "tests/library/test_document_lstm.py"],
+    "tfktopic/layers/weibull.py": ["tests/library/test_weibull.py"],
+    "tfktopic/bayes/tlasgr.py": ["tests/library/test_tlasgr_sampler.py", "tests/library/test_tlasgr.py",
+                                 "tests/library/test_rgbn_topic_fixes.py"],
+    "tfktopic/bayes/augmentation.py": ["tests/library/test_tlasgr.py", "tests/library/test_tlasgr_sampler.py"],
+    "tfktopic/bayes/counter_random.py": ["tests/library/test_tlasgr.py", "tests/library/test_sgmcmc.py"],
+    "tfktopic/bayes/sgmcmc.py": ["tests/library/test_sgmcmc.py"],
+    "tfktopic/bayes/collection.py": ["tests/library/test_collection.py"],
     # The models' objectives (the whole module is mutated: generation and config too).
-    "tfktopic/models/lstm_lm.py": ["tests/test_lstm_lm.py", "tests/test_initialization.py"],
-    "tfktopic/models/tcnlm.py": ["tests/test_tcnlm.py", "tests/test_tcnlm_topic_fixes.py",
-                                 "tests/test_initialization.py"],
-    "tfktopic/models/topicrnn.py": ["tests/test_topicrnn.py",
-                                    "tests/test_topicrnn_topic_fixes.py",
-                                    "tests/test_initialization.py"],
-    "tfktopic/models/lda_lstm.py": ["tests/test_lda_lstm.py", "tests/test_initialization.py"],
-    "tfktopic/models/decoding.py": ["tests/test_decoding.py", "tests/test_models_harness.py",
-                                    "tests/test_tcnlm.py", "tests/test_lda_lstm.py"],
-    "tfktopic/models/base.py": ["tests/test_models_harness.py", "tests/test_presets.py"],
-    "tfktopic/models/rgbn/model.py": ["tests/test_rgbn_rnn.py", "tests/test_rgbn_topic_fixes.py",
-                                      "tests/test_initialization.py"],
-    "tfktopic/models/rgbn/prior.py": ["tests/test_rgbn_rnn.py"],
-    "tfktopic/evaluation/comparison.py": ["tests/test_comparison.py"],
-    "tfktopic/evaluation/perplexity.py": ["tests/test_perplexity.py",
-                                          "tests/test_cross_entropy.py"],
-    "tfktopic/evaluation/cross_entropy.py": ["tests/test_cross_entropy.py"],
-    "tfktopic/evaluation/coherence.py": ["tests/test_coherence.py"],
-    "tfktopic/evaluation/bleu.py": ["tests/test_bleu.py"],
+    "tfktopic/models/lstm_lm.py": ["tests/library/test_lstm_lm.py", "tests/library/test_initialization.py"],
+    "tfktopic/models/tcnlm.py": ["tests/library/test_tcnlm.py", "tests/library/test_tcnlm_topic_fixes.py",
+                                 "tests/library/test_initialization.py"],
+    "tfktopic/models/topicrnn.py": ["tests/library/test_topicrnn.py",
+                                    "tests/library/test_topicrnn_topic_fixes.py",
+                                    "tests/library/test_initialization.py"],
+    "tfktopic/models/lda_lstm.py": ["tests/library/test_lda_lstm.py", "tests/library/test_initialization.py"],
+    "tfktopic/models/decoding.py": ["tests/library/test_decoding.py", "tests/library/test_models_harness.py",
+                                    "tests/library/test_tcnlm.py", "tests/library/test_lda_lstm.py"],
+    "tfktopic/models/base.py": ["tests/library/test_models_harness.py", "tests/library/test_presets.py"],
+    "tfktopic/models/rgbn/model.py": ["tests/library/test_rgbn_rnn.py", "tests/library/test_rgbn_topic_fixes.py",
+                                      "tests/library/test_initialization.py"],
+    "tfktopic/models/rgbn/prior.py": ["tests/library/test_rgbn_rnn.py"],
+    "tfktopic/evaluation/comparison.py": ["tests/library/test_comparison.py"],
+    "tfktopic/evaluation/perplexity.py": ["tests/library/test_perplexity.py",
+                                          "tests/library/test_cross_entropy.py"],
+    "tfktopic/evaluation/cross_entropy.py": ["tests/library/test_cross_entropy.py"],
+    "tfktopic/evaluation/coherence.py": ["tests/library/test_coherence.py"],
+    "tfktopic/evaluation/bleu.py": ["tests/library/test_bleu.py"],
 }
 
 #: Things the scratch copy links to (read-only) besides the mutated package.
-SHARED_ENTRIES = ("pretrained", "scripts", "benchmarks", "docs", "README.md", "CHANGELOG.md",
-                  "pyproject.toml", "mkdocs.yml", "pytest.ini")
+SHARED_ENTRIES = ("pretrained", "studies", "tools", "benchmarks", "docs", "README.md",
+                  "CHANGELOG.md", "pyproject.toml", "mkdocs.yml", "pytest.ini")
 
 
 # ---------------------------------------------------------------------- scratch copies

@@ -29,7 +29,7 @@ Two implementations draw exactly these uniforms and give the same counts:
   vocabularies, a memory limit for large V x K under JAX.
 * on TensorFlow, a **ragged** kernel (`tfktopic.backend.is_tensorflow`): the
   non-zero entries expand to one draw per unit (dynamic shapes, no XLA), so no
-  dense grid is ever built. `tests/test_bayes_backends.py` checks that it
+  dense grid is ever built. `tests/library/test_bayes_backends.py` checks that it
   equals the reference.
 
 Example:

@@ -17,7 +17,7 @@ The generator is **Threefry-2x32 with 20 rounds** (Salmon, Moraes, Dror & Shaw,
 (k0, k1) and a 64-bit counter (c0, c1) give two 32-bit words by 20 rounds of
 add / rotate / xor with the key injected every 4 rounds. It needs no integer
 multiplication (Philox-2x32 would need 32x32 -> 64-bit products).
-`tests/test_tlasgr.py` checks it against Random123's known-answer vectors.
+`tests/library/test_tlasgr.py` checks it against Random123's known-answer vectors.
 
 * `random_key(seed, step, stream)`: the key (a uint32 [2] tensor) of one use,
   itself a Threefry hash of (seed) at counter (step, stream).
@@ -189,7 +189,7 @@ def stateless_standard_normal(shape, seed, stream, dtype="float32", bits=23, ste
     hashing, and xi takes 2^32 values (a 65,536 x 65,536 grid in (u1, u2)) with
     |xi| <= 4.86, truncating a mass of 1.2e-6 of N(0, 1)'s tails; its mean is
     exactly 0 (the angle grid is symmetric) and its variance 1 - 5e-6
-    (`tests/test_sgmcmc.py` checks both, the grid, and a Kolmogorov-Smirnov test).
+    (`tests/library/test_sgmcmc.py` checks both, the grid, and a Kolmogorov-Smirnov test).
 
     Args:
         shape: the output shape, a tuple of Python ints (static).

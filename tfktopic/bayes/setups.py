@@ -1,6 +1,6 @@
 """The experimental setups of Gan et al. (2017): data, model and optimizer builders.
 
-One place for what the scripts (``scripts/sgmcmc_*.py``) and the benchmarks
+One place for what the scripts (``studies/papers/sgmcmc_*.py``) and the benchmarks
 (``benchmarks/sgmcmc*.py``) share (reference sgmcmc_and_topicrnn.md §A3). The
 sizes and step sizes are presets (`tfktopic.bayes.sgmcmc_presets`, reached by
 ``tfktopic.presets.preset("sgmcmc_ptb", "small")`` etc.):

@@ -21,7 +21,7 @@ Cardinality* (NAACL). The reference implementation is `jhlau/topic_interpretabil
 
 gensim's `CoherenceModel(coherence="c_npmi")` differs (full windows only, an epsilon instead of
 the zero rule, an undercount when a word repeats inside a window, silently dropped unknown
-words); see `tests/test_coherence.py` for the exact relation.
+words); see `tests/library/test_coherence.py` for the exact relation.
 
 Counting is exact and linear in the number of topic-word occurrences: only the positions of the
 counted words are stored. Occurrence p (0-based) lies in exactly the windows t = p+1 .. p+ws, so

@@ -57,7 +57,7 @@ PRESETS = {
     # Its topic decoder starts from an LDA of the training split (decoder_init="lda", as the
     # `coherent` preset): on Lee (README main job, 3 seeds) NPMI 0.043 -> 0.148 against 0.145
     # for a 10-topic gensim LDA, test perplexity 94.14 -> 90.35
-    # (benchmarks/results/topics/lee_main_job.json).
+    # (studies/results/topics/lee_main_job.json).
     "small": {
         "description": "the shared small LM (32-d embeddings, 1 x 64) with 10 topics and an "
                        "LDA-initialised topic decoder; trains in about a minute on 2 CPU cores "

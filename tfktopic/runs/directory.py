@@ -100,7 +100,7 @@ def resolve_recorded_paths(config, directory):
 
     `tfktopic train` records absolute paths; the shipped pretrained runs record
     theirs relative to the repository root (``../shared/data/...``, as
-    `scripts/make_pretrained.py` runs the commands), the folder two levels above
+    `tools/make_pretrained.py` runs the commands), the folder two levels above
     ``pretrained/NAME``. A relative ``corpus``, ``data.stopwords`` (a file, not
     ``gensim`` / ``none``) or ``embeddings_path`` is taken relative to the run
     directory's grandparent, so that ``tfktopic evaluate pretrained:NAME`` works

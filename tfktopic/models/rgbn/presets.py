@@ -11,7 +11,7 @@ deeper layers of half the width. The Adam optimizer of a preset's ``training``
 (learning-rate decay, clipping) is `tfktopic.runs.training.adam_optimizer`.
 
 **Topic quality and the ``coherent`` preset** (issue 14; every number from
-``python -m benchmarks.topic_causes``, ``benchmarks/results/topics/causes.md``:
+``python -m studies.claims.topic_causes``, ``studies/results/topics/causes.md``:
 APNEWS, the study's data rules, 1 layer, K = 100, NPMI of the top 10 words
 against the training split, gensim LDA K = 100 on the same split: NPMI 0.076,
 diversity 0.42). The GBN topic model *alone* (Weibull encoder + TLASGR Phi, no
@@ -29,7 +29,7 @@ smaller steps (eps_0 = 0.02) keeps and refines it: NPMI 0.079 (1.05 x LDA),
 diversity 0.42, and a better fit of the bags of words (-log p(d) 4,029 against
 4,090 per chunk). ``coherent`` = ``medium`` + these two settings
 (`COHERENT_CHANGES`); the defaults and ``medium`` stay the paper's. The joint models,
-1 layer, 6 medium epochs, three seeds on one split (``python -m benchmarks.topic_seeds
+1 layer, 6 medium epochs, three seeds on one split (``python -m studies.claims.topic_seeds
 report``): rGBN-RNN NPMI 0.081 +- 0.005, 1.04 / 1.07 / 1.04 x each seed's LDA,
 diversity 0.44 (LDA 0.41-0.43), test perplexity 78.89 +- 0.88, against 0.049
 (0.63-0.66 x LDA) and 79.68 +- 0.99 for ``medium``; GBN-RNN NPMI 0.082 +- 0.004,

@@ -1,1 +1,0 @@
-"""Cross-checks against the peers' own code (see ``benchmarks/peer/README.md``)."""

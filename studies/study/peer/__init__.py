@@ -1,0 +1,1 @@
+"""Cross-checks against the peers' own code (see ``studies/study/peer/README.md``)."""

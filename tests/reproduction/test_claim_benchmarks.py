@@ -1,0 +1,180 @@
+"""The statistics and baselines of the claims benchmarks (issue 53): BLEU verdicts and IMDB."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from studies.claims import bleu_claim, imdb_sentiment
+
+
+def test_welch_interval_matches_the_t_formula_and_contains_the_difference():
+    a, b = [0.30, 0.32, 0.31, 0.29, 0.33], [0.25, 0.26, 0.24, 0.27, 0.25]
+    diff, low, high = bleu_claim.welch(a, b)
+    assert diff == pytest.approx(np.mean(a) - np.mean(b))
+    se = math.sqrt(np.var(a, ddof=1) / 5 + np.var(b, ddof=1) / 5)
+    df = se ** 4 / ((np.var(a, ddof=1) / 5) ** 2 / 4 + (np.var(b, ddof=1) / 5) ** 2 / 4)
+    assert 6 < df < 8
+    assert low < diff < high
+    assert (high - low) / 2 == pytest.approx(bleu_claim._t975(df) * se)
+
+
+def test_welch_interval_covers_the_true_difference_about_95_percent_of_the_time():
+    rng = random.Random(0)
+    covered = 0
+    for _ in range(400):
+        a = [rng.gauss(1.0, 0.2) for _ in range(5)]
+        b = [rng.gauss(0.8, 0.1) for _ in range(5)]
+        _, low, high = bleu_claim.welch(a, b)
+        covered += low <= 0.2 <= high
+    assert 0.90 <= covered / 400 <= 0.99
+
+
+def test_verdict_directions_of_test_bleu_and_self_bleu():
+    # test-BLEU: higher is better; self-BLEU: lower is better (more diverse).
+    assert bleu_claim.verdict(0.01, 0.02, better_is_higher=True) == "held"
+    assert bleu_claim.verdict(-0.02, -0.01, better_is_higher=True) == "not held"
+    assert bleu_claim.verdict(-0.02, -0.01, better_is_higher=False) == "held"
+    assert bleu_claim.verdict(-0.01, 0.01, better_is_higher=False) == "inconclusive"
+
+
+def test_better_and_more_diverse_needs_both_parts_held():
+    assert bleu_claim.joint_verdict("held", "held") == "held"
+    assert bleu_claim.joint_verdict("held", "inconclusive") == "inconclusive"
+    assert bleu_claim.joint_verdict("held", "not held") == "not held"
+    assert bleu_claim.joint_verdict("inconclusive", "not held") == "not held"
+
+
+def test_verdict_rows_are_pasted_between_the_markers_only(tmp_path):
+    page = tmp_path / "study.md"
+    page.write_text("before\n<!-- claim:bleu -->\nold rows\n<!-- /claim:bleu -->\nafter\n")
+    assert bleu_claim.paste_verdicts(page)
+    text = page.read_text()
+    assert text.startswith("before\n<!-- claim:bleu -->") and text.endswith(
+        "<!-- /claim:bleu -->\nafter\n")
+    assert "old rows" not in text and "Guo et al. 2020" in text
+    untouched = tmp_path / "other.md"
+    untouched.write_text("no markers\n")
+    assert not bleu_claim.paste_verdicts(untouched)
+    assert untouched.read_text() == "no markers\n"
+
+
+def test_ngram_matrix_is_binary_and_drops_unseen_ngrams_of_later_documents():
+    train, vocabulary = imdb_sentiment.ngram_matrix([["a", "b", "a"], ["b", "c"]], (1, 2))
+    assert set(vocabulary) == {"a", "b", "c", "a b", "b a", "b c"}
+    assert train.max() == 1.0 and train[0].sum() == 4            # a, b, a b, b a
+    test, _ = imdb_sentiment.ngram_matrix([["a", "z", "c"]], (1, 2), vocabulary)
+    assert test.sum() == 2 and test.shape[1] == len(vocabulary)  # a, c; z and a z unseen
+
+
+def test_nb_ratio_is_the_log_count_ratio_with_alpha_smoothing():
+    import scipy.sparse
+
+    x = scipy.sparse.csr_matrix(np.array([[1, 0], [1, 1], [0, 1]], float))
+    y = np.array([1.0, 1.0, -1.0])
+    p, q = np.array([3.0, 2.0]), np.array([1.0, 2.0])          # alpha + counts
+    np.testing.assert_allclose(imdb_sentiment.nb_ratio(x, y),
+                               np.log(p / p.sum()) - np.log(q / q.sum()))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_linear_classifier_separates_a_separable_problem(loss):
+    import scipy.sparse
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 5))
+    y = np.where(x @ np.array([1.0, -2.0, 0.5, 0.0, 0.0]) + 0.3 > 0, 1.0, -1.0)
+    w, b, fit = imdb_sentiment.fit_linear(scipy.sparse.csr_matrix(x), y, loss, c=10.0)
+    assert fit["converged"]
+    assert np.mean(np.sign(x @ w + b) == y) >= 0.97
+
+
+def test_rnn_features_are_the_state_after_each_rows_last_token():
+    """The ``rnn`` arm's feature of a padded row is the top layer's output at its last real
+    token: the same as running the unpadded row alone."""
+    import keras
+
+    from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
+
+    corpus = load_corpus("lee").subset(range(20))
+    lm_vocab = Vocabulary.build(corpus, min_count=1, max_size=300)
+    topic_vocab = TopicVocabulary.build(corpus, lm_vocab, max_freq_fraction=0.0)
+    keras.utils.set_random_seed(0)
+    rnn = imdb_sentiment.feature_model("rnn", "small", lm_vocab, topic_vocab, seed=0)
+    topicrnn = imdb_sentiment.feature_model("topicrnn", "small", lm_vocab, topic_vocab, seed=0)
+    assert (rnn.hidden_dim, rnn.num_layers) == (topicrnn.hidden_dim, topicrnn.num_layers) == (
+        imdb_sentiment.SIZES["small"]["hidden_dim"], imdb_sentiment.SIZES["small"]["num_layers"])
+    assert topicrnn.num_topics == imdb_sentiment.NUM_TOPICS and topicrnn.cell == "rnn"
+    rows = np.array([[1, 5, 9, 4, 0, 0], [1, 7, 3, 8, 6, 2]], np.int32)
+    states = imdb_sentiment.last_states(rnn, [{"tokens": rows}])
+    assert states.shape == (2, rnn.hidden_dim)
+    for row, length in ((0, 4), (1, 6)):
+        alone = rnn({"tokens": rows[row:row + 1, :length]}, training=False, return_features=True)
+        np.testing.assert_allclose(states[row], np.asarray(alone)[0, -1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="arm must be"):
+        imdb_sentiment.feature_arm("lstm", 0)
+
+
+def test_error_difference_is_paired_over_reviews_and_seeds():
+    rng = np.random.default_rng(0)
+    base = rng.random(4000) < 0.8                                   # 80 % right
+    same = imdb_sentiment.error_difference(base, base, num_resamples=300)
+    assert same == (0.0, 0.0, 0.0)                                  # paired: no spread at all
+    better = base.copy()
+    better[np.flatnonzero(~base)[:200]] = True                      # 200 more right: -5 points
+    diff, low, high = imdb_sentiment.error_difference(better, base, num_resamples=500)
+    assert diff == pytest.approx(-0.05) and low < diff < high < 0
+    # two seeds that disagree widen the interval against one seed
+    seeds = np.stack([better, base])
+    _, low2, high2 = imdb_sentiment.error_difference(seeds, base, num_resamples=500)
+    assert high2 - low2 > high - low
+    with pytest.raises(ValueError, match="same test reviews"):
+        imdb_sentiment.error_difference(base, base[:10])
+
+
+def _sentiment_record(path, arm, seed, correct):
+    import json
+
+    record = {"arm": arm, "seed": seed, "error": 1.0 - float(np.mean(correct)),
+              "test_ids_checksum": "same", "correct": "".join("1" if c else "0" for c in correct)}
+    name = arm if seed is None else f"{arm}-s{seed}"
+    (path / f"{name}.json").write_text(json.dumps(record))
+
+
+def test_sentiment_report_waits_for_three_seeds_then_decides(tmp_path):
+    rng = np.random.default_rng(1)
+    base = rng.random(2000) < 0.85
+    _sentiment_record(tmp_path, "nbsvm_bi", None, base)
+    good = base | (rng.random(2000) < 0.5)                          # about 7 points better
+    _sentiment_record(tmp_path, "topicrnn-small", 0, good)
+    page = tmp_path / "study.md"
+    page.write_text("<!-- claim:imdb_sentiment -->\n<!-- /claim:imdb_sentiment -->\n")
+    summary = imdb_sentiment.report(tmp_path, page)
+    row = next(r for r in summary["claims"] if r["other"] == "nbsvm_bi")
+    assert row["verdict"] == "pending" and "1/3 seeds" in row["missing"][0]
+    for seed in (1, 2):
+        _sentiment_record(tmp_path, "topicrnn-small", seed, good)
+    summary = imdb_sentiment.report(tmp_path, page)
+    row = next(r for r in summary["claims"] if r["other"] == "nbsvm_bi")
+    assert row["verdict"] == "held" and row["high"] < 0
+    assert "| topicrnn-small vs nbsvm_bi |" in page.read_text()
+
+
+def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
+    from studies.claims import defaults
+
+    def rec(model, ppl, npmi=None, lda=None):
+        return {"model": model, "test_ppl": ppl, "npmi": npmi, "lda_npmi": lda}
+
+    records = {"lstm": [rec("lstm", 100.0)], "doc_lstm": [rec("doc_lstm", 98.0)],
+               "tcnlm": [rec("tcnlm", 95.0, 0.14, 0.15)],          # 0.933 x LDA: passes
+               "topicrnn": [rec("topicrnn", 101.0, 0.03, 0.15)]}   # fails both
+    rows = {(r["criterion"].split()[0], r["family"]): r["passed"]
+            for r in defaults.verdicts(records)}
+    assert rows[("NPMI", "tcnlm")] and rows[("test", "tcnlm")]
+    assert rows[("NPMI", "topicrnn")] is False and rows[("test", "topicrnn")] is False
+    assert rows[("test", "doc_lstm")] is True
+    assert rows[("NPMI", "rgbn_rnn")] is None                     # no record: pending
+    cmd = defaults.command("war_and_peace", "tcnlm", 0, "out")
+    assert cmd[3:6] == ["train", "tcnlm", "--corpus"] and "--preset" not in cmd
