@@ -1,5 +1,6 @@
 """The statistics and baselines of the claims benchmarks (issue 53): BLEU verdicts and IMDB."""
 
+import json
 import math
 import random
 
@@ -178,3 +179,30 @@ def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
     assert rows[("NPMI", "rgbn_rnn")] is None                     # no record: pending
     cmd = defaults.command("war_and_peace", "tcnlm", 0, "out")
     assert cmd[3:6] == ["train", "tcnlm", "--corpus"] and "--preset" not in cmd
+
+
+def test_defaults_tuning_candidates_spell_out_every_tuned_setting(tmp_path):
+    # A candidate must mean the same run whatever the defaults of the day: its training
+    # budget, learning rate and (topic families) topic start are all explicit.
+    from studies.claims import defaults
+
+    for name, (family, args) in defaults.CANDIDATES.items():
+        sets = {key: value for key, _, value in (
+            a.partition("=") for a, flag in zip(args[1:], args) if flag == "--set")}
+        assert "--epochs" in args and "patience" in sets and "learning_rate" in sets, name
+        if family in ("topicrnn", "rgbn_rnn", "gbn_rnn"):
+            assert "decoder_init" in sets, name
+        if family in ("rgbn_rnn", "gbn_rnn"):
+            assert "step_size" in json.loads(sets["tlasgr"]), name
+        cmd = defaults.tuning_command(name, 1, tmp_path / name)
+        assert cmd[3:7] == ["train", family, "--corpus", "lee"] and "--preset" not in cmd
+    # The tuning table: one row per candidate with records, its seeds in order.
+    folder = tmp_path / "tuning" / "lee"
+    folder.mkdir(parents=True)
+    for seed, (val, test) in enumerate(((80.0, 75.0), (70.0, 77.0))):
+        (folder / f"lstm_c100-s{seed}.json").write_text(json.dumps(
+            {"candidate": "lstm_c100", "model": "lstm", "seed": seed, "best_val_ppl": val,
+             "test_ppl": test, "npmi": None, "lda_npmi": None, "training": {"epochs": 40}}))
+    text = defaults.tuning_report(tmp_path)
+    assert "| lstm_c100 | lstm | 2 | 80.00 / 70.00 | 75.00 / 77.00 | -- | 40 / 40 |" in text
+    assert "topicrnn_old" not in text and (tmp_path / "tuning" / "lee.md").exists()
