@@ -99,3 +99,23 @@ def shared_file(relative):
     if not path.exists():
         raise MissingData(f"{relative} not found at {path} (set TFKTOPIC_SHARED_DATA)")
     return path
+
+
+def paste_between(path, markers, body):
+    """Replace the text between the two `markers` of the page `path` with `body`.
+
+    Args:
+        path: a Markdown page.
+        markers: (opening, closing) marker lines, e.g. ``("<!-- x -->", "<!-- /x -->")``.
+        body: the new text between them.
+
+    Returns:
+        bool: whether both markers were there (without them nothing is written).
+    """
+    path = pathlib.Path(path)
+    old = path.read_text() if path.exists() else ""
+    if markers[0] not in old or markers[1] not in old:
+        return False
+    head, rest = old.split(markers[0], 1)
+    path.write_text(head + markers[0] + body + markers[1] + rest.split(markers[1], 1)[1])
+    return True

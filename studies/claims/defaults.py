@@ -31,7 +31,13 @@ import statistics
 import subprocess
 import sys
 
+from studies.common import paste_between
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
+#: The results page the tables are pasted into (between these markers).
+PAGE = REPO / "docs" / "results" / "defaults.md"
+HELD_OUT_MARKERS = ("<!-- defaults:held_out -->", "<!-- /defaults:held_out -->")
+TUNING_MARKERS = ("<!-- defaults:tuning -->", "<!-- /defaults:tuning -->")
 RESULTS = REPO / "studies" / "results" / "defaults"
 RUNS = REPO / "runs" / "defaults"
 #: corpus -> (shared data file, ``tfktopic train`` corpus arguments). Held out from the tuning.
@@ -212,6 +218,8 @@ def tuning_report(results=RESULTS):
     text = "\n".join(lines) + "\n"
     folder.mkdir(parents=True, exist_ok=True)
     (folder.parent / f"{TUNING_CORPUS}.md").write_text(text)
+    if pathlib.Path(results) == RESULTS:
+        paste_between(PAGE, TUNING_MARKERS, "\n" + text)
     print(text)
     return text
 
@@ -280,6 +288,8 @@ def report(results=RESULTS):
     pathlib.Path(results).mkdir(parents=True, exist_ok=True)
     (pathlib.Path(results) / "summary.md").write_text(text)
     (pathlib.Path(results) / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if pathlib.Path(results) == RESULTS:
+        paste_between(PAGE, HELD_OUT_MARKERS, "\n" + text)
     print(text)
     return summary
 
