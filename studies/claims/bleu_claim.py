@@ -38,6 +38,8 @@ import pathlib
 import statistics
 import time
 
+from studies.common import paste_between
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = REPO / "studies" / "results" / "bleu_claim"
 ORDERS = (3, 4)
@@ -199,14 +201,8 @@ def paste_verdicts(path=None):
     path = pathlib.Path(path) if path else REPO / "docs" / "results" / "study.md"
     summaries = {setting: json.loads((RESULTS / setting / "summary.json").read_text())
                  for setting in SETTINGS if (RESULTS / setting / "summary.json").exists()}
-    old = path.read_text() if path.exists() else ""
-    if MARKERS[0] not in old or MARKERS[1] not in old:
-        return False
-    head, rest = old.split(MARKERS[0], 1)
-    tail = rest.split(MARKERS[1], 1)[1]
-    body = f"\nThe paper: {PAPER_FIGURE}.\n\n{verdict_markdown(summaries)}"
-    path.write_text(head + MARKERS[0] + body + MARKERS[1] + tail)
-    return True
+    return paste_between(path, MARKERS,
+                         f"\nThe paper: {PAPER_FIGURE}.\n\n{verdict_markdown(summaries)}")
 
 
 def verdict(low, high, better_is_higher):

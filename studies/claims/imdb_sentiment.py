@@ -62,6 +62,8 @@ import time
 
 import numpy as np
 
+from studies.common import paste_between
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = REPO / "studies" / "results" / "imdb_sentiment"
 DATA = REPO.parent / "shared" / "data" / "imdb" / "aclImdb_reviews.jsonl.gz"
@@ -558,11 +560,7 @@ def report(results=RESULTS, page=None):
         lines += ["| TopicRNN's features beat the baselines | -- | pending: no TopicRNN "
                   "record yet |"]
     text = "\n".join(lines) + "\n"
-    page = pathlib.Path(page) if page else REPO / "docs" / "results" / "study.md"
-    old = page.read_text() if page.exists() else ""
-    if MARKERS[0] in old and MARKERS[1] in old:
-        head, rest = old.split(MARKERS[0], 1)
-        page.write_text(head + MARKERS[0] + "\n" + text + MARKERS[1] + rest.split(MARKERS[1], 1)[1])
+    paste_between(page or REPO / "docs" / "results" / "study.md", MARKERS, "\n" + text)
     print(text)
     return summary
 
