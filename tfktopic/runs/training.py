@@ -4,12 +4,13 @@ import math
 import pathlib
 import time
 
+from tfktopic.data.preprocessors import sentence_windows
 from tfktopic.errors import TfktopicError
 from tfktopic.models import registry
 from tfktopic.evaluation.perplexity import unigram_perplexity
 from tfktopic.runs import checkpoints, stopping
 from tfktopic.runs.checks import check_learning_rate, check_setting_keys, vocabulary_record
-from tfktopic.runs.data import (given_split, make_examples, perplexity_message, prepare_data,
+from tfktopic.runs.data import (given_split, perplexity_message, prepare_data,
                                 resolve_format, score_perplexity)
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
@@ -17,10 +18,8 @@ from tfktopic.runs.lock import locked
 from tfktopic.runs.precision import check_precision, precision_policy
 from tfktopic.runs.reports import (generate_text, parameter_counts, parameters_message,
                                    print_topics, quality_report)
-from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
-                                    OPTIMIZERS, RUN_FORMAT_VERSION, SIMPLEX_TOPIC_MODELS, SPLIT,
-                                    STREAMED_MODELS, TOPIC_MODELS, apply_overrides, preset_settings,
-                                    parse_override)
+from tfktopic.runs.settings import (GENERATION, OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT,
+                                    apply_overrides, preset_settings, parse_override)
 from tfktopic.runs.usage import collapse_note, topic_usage
 
 # ----------------------------------------------------------------------------- training
@@ -174,8 +173,9 @@ def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates
             num_documents=len(data.examples["train"]), embeddings=embeddings, seed=int(seed),
             train_corpus=data.parts["train"], training=settings["training"], lda=lda)
     if not topic_updates:
-        if name not in HIERARCHICAL_MODELS:
-            raise ValueError(f"topic_updates=False applies to rgbn_rnn and gbn_rnn, not {name}")
+        if not registry.get(name).hierarchical:
+            raise ValueError(f"topic_updates=False applies to "
+                             f"{' and '.join(registry.names('hierarchical'))}, not {name}")
         _skip_topic_updates(model)
     if compile:
         model.compile(optimizer=build_optimizer(settings, data.examples["train"].num_targets,
@@ -221,7 +221,7 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
     if datasets is None:
         datasets = (data.dataset("train", batch, shuffle=True, seed=seed),
                     data.dataset("valid", batch, shuffle=False) if validation else None)
-    if data.model_name in STREAMED_MODELS:
+    if data.preprocessor.kind == "streams":
         # An endless seeded stream of document orders (numpy, not tf.data's seed):
         # made here at the epoch it resumes from.
         train = data.dataset("train", batch, seed=seed, initial_epoch=int(initial_epoch))
@@ -523,8 +523,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     result, _ = score_perplexity(model_name, model, parts["test"], lm_vocab, topic_vocab, data,
                                  "preceding", batch)
     # The unigram baseline scores the same target tokens (every model predicts them).
-    unigram = unigram_perplexity(lm_vocab, make_examples("lstm", parts["test"], lm_vocab,
-                                                         topic_vocab, data))
+    unigram = unigram_perplexity(lm_vocab, sentence_windows(parts["test"], lm_vocab,
+                                                            topic_vocab, data))
     say(log, "\n" + perplexity_message(model_name, result))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
     parameters = parameter_counts(model)
@@ -545,17 +545,18 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                             "seconds": round(sum(h.get("seconds", 0.0)
                                                  for h in config["progress"]["history"]), 1)}}
     run = Run(model, lm_vocab, topic_vocab, config, out)
-    if model_name in SIMPLEX_TOPIC_MODELS:
+    entry = registry.get(model_name)
+    if entry.simplex_topics:
         summary["topic_usage"] = topic_usage(run, parts["train"])
         note = collapse_note(summary["topic_usage"], getattr(model, "decoder_init", None))
         if note:
             say(log, note)
-    if model_name in TOPIC_MODELS:
+    if entry.has_topics:
         summary["topics"] = print_topics(run, 10, log, summary.get("topic_usage"))
         if topic_report:
             summary["topic_quality"] = quality_report(run, parts["train"], seed=int(seed),
                                                       log=log)
-    if model_name in GENERATING_MODELS and model_name in TOPIC_MODELS:
+    if entry.generates and entry.has_topics:
         say(log, "\ngenerated sentences (top-k sampling, conditioned on one topic):")
         summary["generated"] = {}
         topics = summary["topics"]
@@ -564,7 +565,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                  **GENERATION)[0]
             summary["generated"][k] = text
             say(log, f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
-    elif model_name in GENERATING_MODELS:
+    elif entry.generates:
         say(log, "\ngenerated sentences (top-k sampling):")
         summary["generated"] = generate_text(run, num=3, max_len=25, seed=int(seed),
                                              **GENERATION)
