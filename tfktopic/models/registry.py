@@ -25,7 +25,7 @@ import typing
 
 from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
 from tfktopic.models.document_topicrnn import DocumentTopicRNN
-from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+from tfktopic.models.lda_lstm import LDA_PASSES, LDALSTMLanguageModel, fit_lda
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn import RGBNRNN
 from tfktopic.models.tcnlm import TCNLM
@@ -171,7 +171,7 @@ def _lda_lstm(settings, context):
         raise ValueError("lda_lstm: the LDA is fitted on the training corpus; pass train_corpus")
     lda = fit_lda(context["train_corpus"], context["topic_vocab"],
                   num_topics=settings.get("num_topics", 50),
-                  passes=context["training"].get("lda_passes", 5), seed=context["seed"],
+                  passes=context["training"].get("lda_passes", LDA_PASSES), seed=context["seed"],
                   iterations=settings.get("lda_iterations", 50))
     return LDALSTMLanguageModel(len(context["lm_vocab"]), len(context["topic_vocab"]), lda=lda,
                                 embeddings=context["embeddings"], **settings)
@@ -190,7 +190,7 @@ def _lda_start(settings, context, num_topics=None):
                                  "corpus; pass train_corpus")
             lda = fit_lda(context["train_corpus"], context["topic_vocab"],
                           num_topics=num_topics or settings.get("num_topics", 50),
-                          passes=context["training"].get("lda_passes", 10),
+                          passes=context["training"].get("lda_passes", LDA_PASSES),
                           seed=context["seed"])
         settings["topic_word_init"] = lda.get_topics()
     return settings
