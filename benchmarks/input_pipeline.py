@@ -54,7 +54,6 @@ def build(arm, quick=False):
     from tfktopic import runs
     from tfktopic.cli import train_settings
     from tfktopic.runs import checkpoints
-    from tfktopic.runs.data import STREAMED_MODELS
 
     out = pathlib.Path(tempfile.gettempdir()) / "input_pipeline_unused"
     argv = study.command("apnews", arm, "lr4e-3_do0.5", 0, out)[3:]
@@ -66,7 +65,7 @@ def build(arm, quick=False):
                              args.split_seed)
     batch = int(settings["training"]["batch_size"])
     model = runs.build_model(settings, data, 0)
-    if data.model_name in STREAMED_MODELS:
+    if data.preprocessor.kind == "streams":
         train = data.dataset("train", batch, seed=0)
         steps = data.steps("train", batch)
     else:

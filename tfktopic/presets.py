@@ -31,9 +31,6 @@ compares like with like;
 ``tfktopic train`` both call): on a smaller corpus the ``min_doc_freq``
 threshold scales with the number of training documents (never below 1, never
 above the stated value).
-
-`available` / `get` return the pre-`Preset` layouts of TCNLM (nested) and
-TopicRNN / LDA+LSTM (flat): the model modules' ``PRESETS`` views.
 """
 
 import copy
@@ -42,13 +39,11 @@ import types
 import typing
 
 from tfktopic.bayes import sgmcmc_presets
-from tfktopic.models import (lda_lstm, lda_lstm_presets, lstm_presets, tcnlm, tcnlm_presets,
-                             topicrnn, topicrnn_presets)
+from tfktopic.models import lda_lstm_presets, lstm_presets, tcnlm_presets, topicrnn_presets
 from tfktopic.models.rgbn import presets as rgbn_presets
 
-__all__ = ["Preset", "RELATIVE_DATA_KEYS", "REFERENCE_DATA_KEY", "preset", "names", "available",
-           "resolve_data_rules",
-           "get"]
+__all__ = ["Preset", "RELATIVE_DATA_KEYS", "REFERENCE_DATA_KEY", "preset", "names",
+           "resolve_data_rules"]
 
 #: Data settings given for a corpus of `Preset.reference_documents` documents.
 RELATIVE_DATA_KEYS = ("min_doc_freq",)
@@ -236,41 +231,3 @@ def preset(model_name, name):
         raise ValueError(f"unknown preset {name!r} for {model_name}; choose from "
                          f"{', '.join(sorted(table))}")
     return Preset.from_entry(name, table[name])
-
-
-# ------------------------------------------------- the model modules' pre-`Preset` layouts
-_LEGACY = {
-    "tcnlm": tcnlm.PRESETS,
-    "topicrnn": topicrnn.PRESETS,
-    "lda_lstm": lda_lstm.PRESETS,
-}
-
-
-def _table(family):
-    if family not in _LEGACY:
-        raise ValueError(f"unknown model family {family!r}; choose from {', '.join(_LEGACY)}")
-    return _LEGACY[family]
-
-
-def available(family=None):
-    """Preset names in the pre-`Preset` layout: a dict family -> names, or one family's."""
-    if family is not None:
-        return sorted(_table(family))
-    return {name: sorted(_table(name)) for name in _LEGACY}
-
-
-def get(family, name):
-    """A deep copy of one preset in its family's pre-`Preset` layout.
-
-    Args:
-        family: "tcnlm", "topicrnn" or "lda_lstm".
-        name: the preset, e.g. "paper", "small".
-
-    Returns:
-        dict (TCNLM: ``{"model", "data", "training"}``; the others flat).
-    """
-    table = _table(family)
-    if name not in table:
-        raise ValueError(f"unknown preset {name!r} for {family}; choose from "
-                         f"{', '.join(sorted(table))}")
-    return copy.deepcopy(table[name])

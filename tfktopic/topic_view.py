@@ -224,12 +224,12 @@ def run_layers(run):
     topic-word matrix (a softmax of the rows where it holds logits, TopicRNN's B).
     The first layer gets the usage stored by `tfktopic train`, where there is one.
     """
-    from tfktopic.runs.settings import HIERARCHICAL_MODELS
+    from tfktopic.models import registry
     from tfktopic.runs.usage import stored_usage
 
     words = list(run.topic_vocab.decode(list(range(len(run.topic_vocab)))))
     usage = stored_usage(run)
-    if run.name in HIERARCHICAL_MODELS:
+    if registry.get(run.name).hierarchical:
         products = [np.asarray(p, np.float64).T for p in run.model.topic_model.phi_products()]
         layers = [{"name": f"layer {l + 1}", "phi": phi} for l, phi in enumerate(products)]
     else:

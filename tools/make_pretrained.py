@@ -218,11 +218,11 @@ def add_usage(directory):
     from tfktopic.runs import load_run
     from tfktopic.runs.files import write_json
     from tfktopic.runs.reports import run_splits
-    from tfktopic.runs.settings import SIMPLEX_TOPIC_MODELS
+    from tfktopic.models import registry
     from tfktopic.runs.usage import topic_usage
 
     run = load_run(directory)
-    if run.name not in SIMPLEX_TOPIC_MODELS:
+    if not registry.get(run.name).simplex_topics:
         return None
     usage = topic_usage(run, run_splits(run.config)["train"])
     path = pathlib.Path(directory) / "results.json"

@@ -99,9 +99,11 @@ def main(argv=None):
     from tfktopic.data import TopicVocabulary, Vocabulary
     from tfktopic.data.contexts import document_examples
     from tfktopic.data.pipeline import sentence_dataset
-    from tfktopic.models.topicrnn import PRESETS, TopicRNN, build_sentiment_classifier
+    from tfktopic import presets
+    from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier
 
-    preset = dict(PRESETS["imdb"])
+    imdb_preset = presets.preset("topicrnn", "imdb")
+    preset = {**imdb_preset.data, **imdb_preset.model, **imdb_preset.training}
     if args.quick:  # a small model that trains in seconds
         preset.update(max_size=2000, hidden_dim=32, num_layers=1, num_topics=16,
                       encoder_units=(64,), learning_rate=3e-3, batch_size=32, max_len=100,

@@ -347,13 +347,14 @@ def score_protocols(corpus, arm, config, seed, out_root):
             scored other target tokens.
     """
     from tfktopic.atomic import write_text
-    from tfktopic.runs import TOPIC_MODELS, load_run
+    from tfktopic.models import registry
+    from tfktopic.runs import load_run
     from tfktopic.runs.data import score_perplexity
     from tfktopic.runs.reports import run_splits
 
     path = record_path(corpus, arm, config, seed)
     record = json.loads(path.read_text())
-    if record.get("diverged") or record["model"] not in TOPIC_MODELS:
+    if record.get("diverged") or not registry.get(record["model"]).has_topics:
         return None
     missing = [key for key in EXTRA_PROTOCOLS if key not in record]
     if not missing:

@@ -41,7 +41,9 @@ from studies.study.protocol import (NO_CONTEXT, PAPERS_PROTOCOL, RESULTS, SEEDS,
                               arms_of, base_arm, chosen_config, finished, grid, record_path,
                               sensitivity_configs)
 from tfktopic.evaluation.comparison import paired_bootstrap, seed_summary
-from tfktopic.runs.settings import TOPIC_MODELS
+from tfktopic.models import registry
+
+TOPIC_MODELS = registry.names("has_topics")
 
 #: The epoch limit a corpus's paper trained under, and where it says so: the report puts
 #: each arm's best validation perplexity within it next to its converged one

@@ -20,7 +20,6 @@ from tfktopic.data.streams import document_streams, stream_batches
 from tfktopic import presets
 from tfktopic.models import registry
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.runs import settings
 
 FAMILIES = registry.names()  # a new model is in the harness as soon as it is registered
 NUM_TOPICS = 4
@@ -47,10 +46,9 @@ def data():
 
 
 def _batch(name, data):
-    if name in settings.STREAMED_MODELS:
-        return data["stream_batch"]
-    chunked = name in settings.CHUNKED_MODELS
-    return data["chunk_batch"] if chunked else data["sentence_batch"]
+    kind = registry.get(name).data_kind
+    return {"streams": data["stream_batch"], "chunks": data["chunk_batch"],
+            "windows": data["sentence_batch"]}[kind]
 
 
 #: Tiny constructor settings of each family (dropout 0: evaluation is deterministic).
@@ -103,14 +101,13 @@ def _expected_logs(name, model):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_traits_agree_with_the_run_tables(models, name):
+def test_traits_agree_with_the_model_and_its_data_kind(models, name):
+    # The run tables (settings.*_MODELS) are gone: the registry entry is the one table.
     entry = registry.get(name)
     assert isinstance(models[name], entry.model_class)
-    assert entry.has_topics == (name in settings.TOPIC_MODELS)
-    assert entry.chunked == (name in settings.CHUNKED_MODELS)
-    assert entry.streamed == (name in settings.STREAMED_MODELS)
-    assert entry.hierarchical == (name in settings.HIERARCHICAL_MODELS)
-    assert entry.generates == (name in settings.GENERATING_MODELS)
+    assert entry.has_topics == (name in registry.names("has_topics"))
+    assert entry.preprocessor().kind == entry.data_kind
+    assert entry.preprocessor().topical == entry.has_topics
     model = models[name]
     assert isinstance(model, TopicLanguageModel)
     assert (model.has_topics, model.chunked, model.streamed, model.hierarchical,
@@ -177,7 +174,7 @@ def test_train_steps_lower_the_loss_and_report_the_contract(data, name):
 @pytest.mark.parametrize("name", FAMILIES)
 def test_topics_of_topic_models(models, data, name):
     model = models[name]
-    if name not in settings.TOPIC_MODELS:
+    if not registry.get(name).has_topics:
         with pytest.raises((ValueError, AttributeError, NotImplementedError)):
             model.topics(5)
         return
@@ -189,7 +186,7 @@ def test_topics_of_topic_models(models, data, name):
     assert words == [[data["topic"].words[i] for i in row] for row in ids]
 
 
-@pytest.mark.parametrize("name", [n for n in FAMILIES if n in settings.GENERATING_MODELS])
+@pytest.mark.parametrize("name", [n for n in FAMILIES if registry.get(n).generates])
 def test_generate_is_seeded_and_emits_valid_ids(models, data, name):
     model = models[name]
     first = np.asarray(model.generate(3, max_len=8, method="top_k", top_k=5, seed=3, allow_unk=True))
@@ -204,7 +201,7 @@ def test_generate_is_seeded_and_emits_valid_ids(models, data, name):
 
 def _base_generators(models):
     """The models generating through the base class's compiled loop (all generating ones)."""
-    names = [name for name in FAMILIES if name in settings.GENERATING_MODELS
+    names = [name for name in FAMILIES if registry.get(name).generates
              and type(models[name]).generation_step is not TopicLanguageModel.generation_step]
     assert {"topicrnn", "tcnlm", "rgbn_rnn", "gbn_rnn", "doc_topicrnn", "lstm",
             "doc_lstm", "lda_lstm"} <= set(names)
@@ -376,7 +373,7 @@ def test_a_seed_beyond_int32_folds_into_int32_and_no_seed_draws_a_fresh_one(mode
     assert not np.array_equal(*fresh)
 
 
-@pytest.mark.parametrize("name", settings.TOPIC_MODELS)
+@pytest.mark.parametrize("name", registry.names("has_topics"))
 def test_topics_default_to_10_words_and_take_1_to_all_topic_words(models, data, name):
     model = models[name]
     width = len(data["topic"])
@@ -389,7 +386,7 @@ def test_topics_default_to_10_words_and_take_1_to_all_topic_words(models, data, 
             model.topics(bad)
 
 
-@pytest.mark.parametrize("name", settings.TOPIC_MODELS)
+@pytest.mark.parametrize("name", registry.names("has_topics"))
 def test_topic_proportions_check_the_bag_of_words_width_on_its_last_axis(models, data, name):
     """Rows of V_c topic-word counts give K proportions per row (3 rows, not V_c); a bag of
     another width is a one-line error naming context_bow and topic_vocab_size."""
@@ -402,7 +399,7 @@ def test_topic_proportions_check_the_bag_of_words_width_on_its_last_axis(models,
 
 
 
-@pytest.mark.parametrize("name", settings.TOPIC_MODELS)
+@pytest.mark.parametrize("name", registry.names("has_topics"))
 def test_the_bag_of_words_width_is_checked_when_the_batch_size_is_unknown(models, data, name):
     """Traced with an unknown number of rows (as in `fit` on an unbatched-remainder
     dataset or a serving signature), a bag of the wrong width is still the named error,

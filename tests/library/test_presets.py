@@ -1,4 +1,4 @@
-"""The one preset schema: `Preset`, the data rules, shared sizes, legacy layouts, pretrained names."""
+"""The one preset schema: `Preset`, the data rules, shared sizes, pretrained names."""
 
 import dataclasses
 import inspect
@@ -6,7 +6,7 @@ import inspect
 import pytest
 
 from tfktopic import presets
-from tfktopic.models import TCNLM, LSTMLanguageModel, lda_lstm, registry, tcnlm, topicrnn
+from tfktopic.models import TCNLM, LSTMLanguageModel, registry
 from tfktopic.runs import settings
 
 LM_FAMILIES = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_topicrnn",
@@ -119,24 +119,22 @@ def test_preset_and_run_path_share_one_data_rule():
         assert paper.resolve_data(n) == {**paper.data, "min_doc_freq": resolved["min_doc_freq"]}
 
 
-def test_legacy_layouts_hold_the_same_settings():
-    for name in presets.names("tcnlm"):
-        new, old = presets.preset("tcnlm", name), presets.get("tcnlm", name)
-        assert old["model"] == dict(new.model) and old["training"] == dict(new.training)
-        assert {k: v for k, v in old["data"].items() if k != "min_doc_freq_reference_docs"} \
-            == dict(new.data)
-        assert old["data"].get("min_doc_freq_reference_docs") == new.reference_documents
-    for family, module in (("topicrnn", topicrnn), ("lda_lstm", lda_lstm)):
-        for name in presets.names(family):
-            new = presets.preset(family, name)
-            assert module.PRESETS[name] == {**new.model, **new.data, **new.training}
-            assert presets.get(family, name) == module.PRESETS[name]
-    assert tcnlm.PRESETS["paper"]["data"]["min_doc_freq_reference_docs"] == 50000
-    # The run code still reads them: its split gives the preset's model settings.
-    for name in ("lstm", "lda_lstm", "topicrnn", "tcnlm"):
-        family = "topicrnn" if name == "lstm" else name
-        run = settings.preset_settings(name, "small")
-        assert run["model"]["hidden_dim"] == presets.preset(family, "small").model["hidden_dim"]
+def test_run_settings_are_the_one_presets_settings():
+    # The legacy views (presets.get / available, the model modules' flat and nested
+    # PRESETS) are gone; the run code reads the one `Preset`: its model, data and
+    # training parts, the model's registry defaults and the run defaults filled in.
+    for name in registry.names():
+        entry = registry.get(name)
+        for preset_name in presets.names(name):
+            preset = presets.preset(name, preset_name)
+            run = settings.preset_settings(name, preset_name)
+            assert run["model"] == {**entry.defaults.get("model", {}), **preset.model}
+            # minus the keys that describe a script's setup (``dataset``, ...), not a run
+            kept = lambda part: {k: v for k, v in part.items()  # noqa: E731
+                                 if k not in settings._IGNORED_KEYS}
+            assert run["data"] == {**settings.DATA_DEFAULTS, **kept(preset.run_data())}
+            assert run["training"] == {**settings.TRAINING_DEFAULTS, **kept(preset.training)}
+    assert settings.preset_settings("tcnlm", "paper")["data"][presets.REFERENCE_DATA_KEY] == 50000
     with pytest.raises(ValueError, match="unknown preset 'nope' for tcnlm"):
         presets.preset("tcnlm", "nope")
     with pytest.raises(ValueError, match="unknown model 'nope'"):

@@ -14,7 +14,8 @@ from tfktopic.layers.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopi
                                              TopicExpertsLSTM)
 from tfktopic.layers.topic_decoder import (NeuralTopicModel, TopicDecoder, bow_log_likelihood,
                                            topic_diversity)
-from tfktopic.models.tcnlm import PRESETS, TCNLM
+from tfktopic import presets
+from tfktopic.models.tcnlm import TCNLM
 
 SCN_INIT = keras.initializers.RandomUniform(-0.5, 0.5, seed=3)  # non-trivial topic factors
 
@@ -450,15 +451,15 @@ def test_fit_with_backup_and_restore(tmp_path, lee):
 
 def test_presets_and_bad_arguments():
     for name in ("paper", "paper_large", "paper_table6", "paper_table6_moe", "small", "demo"):
-        assert {"model", "data", "training"} <= set(PRESETS[name])
-    assert PRESETS["paper"]["model"]["hidden_dim"] == 600
-    assert PRESETS["paper_large"]["model"]["num_layers"] == 2
-    assert PRESETS["paper_table6_moe"]["model"]["mixture"] == "moe"
+        assert {"model", "data", "training"} <= set(presets.preset("tcnlm", name).settings())
+    assert presets.preset("tcnlm", "paper").model["hidden_dim"] == 600
+    assert presets.preset("tcnlm", "paper_large").model["num_layers"] == 2
+    assert presets.preset("tcnlm", "paper_table6_moe").model["mixture"] == "moe"
     # `small` (the README main job) starts its topic decoder from an LDA: built outside
     # tfktopic.runs it needs the LDA's topic-word matrix, and says so.
     with pytest.raises(ValueError, match="topic_word_init"):
         TCNLM.from_preset("small", 50, 20)
-    num_topics = PRESETS["small"]["model"]["num_topics"]
+    num_topics = presets.preset("tcnlm", "small").model["num_topics"]
     lda = np.random.default_rng(0).dirichlet(np.ones(20), size=num_topics).astype("float32")
     model = TCNLM.from_preset("small", 50, 20, hidden_dim=8, embedding_dim=8,
                               topic_word_init=lda)

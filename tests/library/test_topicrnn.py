@@ -15,7 +15,8 @@ from tfktopic.data.pipeline import document_dataset, sentence_dataset
 from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
 from tfktopic.layers.stopword_gate import StopwordGate
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
-from tfktopic.models.topicrnn import PRESETS, TopicRNN, build_sentiment_classifier
+from tfktopic import presets
+from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier
 
 LM_TO_TOPIC = np.array([-1, -1, -1, -1, 0, -1, 1, 2, -1, 3], np.int32)  # C = 10, V_c = 4
 
@@ -389,11 +390,13 @@ def test_encode_features_and_sentiment_classifier_on_imdb(imdb_path, mallet_stop
 
 # ------------------------------------------------------- presets, arguments
 def test_presets_follow_the_paper():
-    sizes = {name: (PRESETS[name]["hidden_dim"], PRESETS[name]["num_topics"])
+    model_of = lambda name: presets.preset("topicrnn", name).model  # noqa: E731
+    sizes = {name: (model_of(name)["hidden_dim"], model_of(name)["num_topics"])
              for name in ("ptb_10", "ptb_100", "ptb_300")}
     assert sizes == {"ptb_10": (10, 18), "ptb_100": (100, 50), "ptb_300": (300, 50)}
-    assert PRESETS["imdb"]["num_topics"] == 200 and PRESETS["imdb"]["encoder_units"] == (500, 500)
-    assert {"paper", "small"} <= set(PRESETS)
+    assert model_of("imdb")["num_topics"] == 200
+    assert tuple(model_of("imdb")["encoder_units"]) == (500, 500)
+    assert {"paper", "small"} <= set(presets.names("topicrnn"))
     model = TopicRNN.from_preset("ptb_10", vocab_size=10, lm_to_topic=LM_TO_TOPIC, cell="gru")
     assert (model.hidden_dim, model.num_topics, model.cell, model.encoder_units) == (10, 18, "gru",
                                                                                      (200, 200))

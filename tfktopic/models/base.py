@@ -477,9 +477,9 @@ class TopicLanguageModel(keras.Model):
                 from an LDA (``decoder_init="lda"``, e.g. TCNLM ``small``): an
                 LDA of `tokenizer`'s topic vocabulary is fitted on them
                 (`tfktopic.models.lda_lstm.fit_lda` with the preset's
-                ``lda_passes``, default 10, and the model's seed or 0, as
-                ``tfktopic train``) unless ``topic_word_init=`` is given
-                (LDA+LSTM: its LDA, unless ``lda=`` is given).
+                ``lda_passes``, default `tfktopic.models.lda_lstm.LDA_PASSES`,
+                and the model's seed or 0, as ``tfktopic train``) unless
+                ``topic_word_init=`` is given (LDA+LSTM: its LDA, unless ``lda=`` is given).
             **overrides: constructor arguments replacing the preset's.
 
         Returns:
@@ -627,11 +627,11 @@ class TopicLanguageModel(keras.Model):
                              "(decoder_init='lda'): pass topic_word_init= (a [K, V_c] "
                              "topic-word matrix) or documents= (the tokenised training "
                              "documents, with tokenizer=)")
-        from tfktopic.models.lda_lstm import fit_lda  # lda_lstm imports this module
+        from tfktopic.models.lda_lstm import LDA_PASSES, fit_lda  # lda_lstm imports this module
 
         lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
                       num_topics=cls._lda_topics(merged),
-                      passes=cls._preset_training(preset).get("lda_passes", 10),
+                      passes=cls._preset_training(preset).get("lda_passes", LDA_PASSES),
                       seed=merged.get("seed") or 0)
         return {**overrides, "topic_word_init": lda.get_topics()}
 

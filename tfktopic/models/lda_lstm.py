@@ -56,12 +56,14 @@ from tfktopic.models import lda_lstm_presets
 from tfktopic.models.decoding import simplex_topics, stacked_cell_step
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 
-__all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus", "PRESETS"]
+__all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus",
+           "LDA_PASSES"]
 
-#: The presets of `tfktopic.models.lda_lstm_presets`, each flattened into one dict
-#: (the layout ``tfktopic.runs`` reads).
-PRESETS = {name: {**entry["model"], **entry["data"], **entry["training"]}
-           for name, entry in lda_lstm_presets.PRESETS.items()}
+#: The one default of ``lda_passes`` (gensim passes of every LDA fit: LDA+LSTM's and
+#: ``decoder_init="lda"``'s) when a preset does not state it; the measured
+#: ``decoder_init="lda"`` runs (the topic-cause study) fitted with 10, and every
+#: LDA+LSTM preset states its own.
+LDA_PASSES = 10
 
 
 def lda_bow_corpus(documents, topic_vocab):
@@ -84,8 +86,8 @@ def lda_bow_corpus(documents, topic_vocab):
     return corpus
 
 
-def fit_lda(corpus, topic_vocab, num_topics=50, passes=10, seed=0, alpha="symmetric",
-            iterations=50, chunksize=2000, **kwargs):
+def fit_lda(corpus, topic_vocab, num_topics=50, passes=LDA_PASSES, seed=0,
+            alpha="symmetric", iterations=50, chunksize=2000, **kwargs):
     """Fit gensim's `LdaModel` on the topic-vocabulary BoW of training documents.
 
     Args:
@@ -330,14 +332,14 @@ class LDALSTMLanguageModel(LSTMLanguageModel):
     @classmethod
     def _lda_start(cls, settings, overrides, tokenizer, documents, preset):
         """`from_preset`'s ``documents=``: the model's LDA, fitted on them (`fit_lda` over
-        `tokenizer`'s topic vocabulary with the preset's ``lda_passes``, default 5 as
-        ``tfktopic train``'s, seed 0) unless ``lda=`` is given."""
+        `tokenizer`'s topic vocabulary with the preset's ``lda_passes``, default
+        `LDA_PASSES` as ``tfktopic train``'s, seed 0) unless ``lda=`` is given."""
         if documents is None or overrides.get("lda") is not None:
             return super()._lda_start(settings, overrides, tokenizer, None, preset)
         merged = {**settings, **overrides}
         lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
                       num_topics=merged.get("num_topics", 50),
-                      passes=cls._preset_training(preset).get("lda_passes", 5), seed=0,
+                      passes=cls._preset_training(preset).get("lda_passes", LDA_PASSES), seed=0,
                       iterations=merged.get("lda_iterations", 50))
         return {**overrides, "lda": lda}
 

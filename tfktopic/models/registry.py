@@ -2,7 +2,11 @@
 
 Adding a model = one model file (a `TopicLanguageModel` subclass), one preset
 module (``tfktopic/models/<family>_presets.py``) and one line in `MODELS` here
-(plus one in `tfktopic.presets` for its presets).
+(plus one in `tfktopic.presets` for its presets). The entry states what the
+model is fed (``data_kind``: "windows", "chunks" or "streams", with the flags of
+its examples) and `ModelEntry.preprocessor` returns the
+`tfktopic.data.preprocessors` object that builds it: `tfktopic.runs` never
+tests a model's name.
 
 Example:
 >>> from tfktopic.models import registry
@@ -10,6 +14,8 @@ Example:
 ('lstm', 'doc_lstm', 'doc_lstm_chunked', 'lda_lstm', 'topicrnn', 'doc_topicrnn', 'tcnlm', 'rgbn_rnn', 'gbn_rnn')
 >>> registry.get("tcnlm").has_topics, registry.get("doc_lstm").streamed
 (True, True)
+>>> registry.get("rgbn_rnn").data_kind, registry.get("topicrnn").preprocessor().kind
+('chunks', 'windows')
 >>> model = registry.build_model("tcnlm", {"num_topics": 5, "hidden_dim": 16},
 ...                              lm_vocab=lm_vocab, topic_vocab=topic_vocab)  # doctest: +SKIP
 """
@@ -19,13 +25,17 @@ import typing
 
 from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
 from tfktopic.models.document_topicrnn import DocumentTopicRNN
-from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+from tfktopic.models.lda_lstm import LDA_PASSES, LDALSTMLanguageModel, fit_lda
 from tfktopic.models.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn import RGBNRNN
 from tfktopic.models.tcnlm import TCNLM
 from tfktopic.models.topicrnn import TopicRNN
 
-__all__ = ["ModelEntry", "MODELS", "names", "get", "build_model"]
+__all__ = ["ModelEntry", "MODELS", "DATA_KINDS", "names", "get", "build_model",
+           "recorded_name"]
+
+#: What a model is fed (`tfktopic.data.preprocessors.KINDS`).
+DATA_KINDS = ("windows", "chunks", "streams")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +51,22 @@ class ModelEntry:
             ``train_corpus`` and ``training``).
         fixed: constructor arguments the name implies (e.g. ``document_level``).
         description: one line for the command line's help.
+        data_kind: what the model is fed (`DATA_KINDS`): sentence "windows" with
+            leak-free topic contexts, document "chunks" ``[B, J, T]`` or
+            document "streams" (state carried; `tfktopic.data.preprocessors`).
+        document_targets: windows: the batches carry the context's bag of
+            words as targets too (TopicRNN's ``doc_targets``).
+        whole_documents: chunks: the batch size counts windows and scoring
+            uses one chunk per whole document (the chunked document LSTM).
+        defaults: settings the model adds to its presets when they lack them,
+            ``{"model": {...}, "training": {...}}`` (e.g. LDA+LSTM's
+            ``lda_iterations``); ``fixed`` arguments are recorded too.
+        extra_settings: ``--set`` keys `construct` reads that are not
+            constructor arguments (e.g. ``lda_iterations``).
+        allow_unk: whether its generated text may contain ``<unk>`` by
+            default (TCNLM never, as Wang et al.'s samples).
+        topic_transitions: its topics evolve from sentence to sentence
+            (rGBN-RNN's Pi: ``--paragraph`` with ``--document``).
     """
 
     name: str
@@ -48,11 +74,42 @@ class ModelEntry:
     construct: typing.Callable
     fixed: typing.Mapping = dataclasses.field(default_factory=dict)
     description: str = ""
+    data_kind: str = "windows"
+    document_targets: bool = False
+    whole_documents: bool = False
+    defaults: typing.Mapping = dataclasses.field(default_factory=dict)
+    extra_settings: tuple = ()
+    allow_unk: bool = True
+    topic_transitions: bool = False
+
+    def __post_init__(self):
+        if self.data_kind not in DATA_KINDS:
+            raise ValueError(f"{self.name}: unknown data kind {self.data_kind!r}; choose "
+                             f"from {', '.join(DATA_KINDS)}")
 
     def _trait(self, trait):
-        if trait == "chunked" and self.fixed.get("document_level"):
-            return True
         return getattr(self.model_class, trait)
+
+    def preprocessor(self):
+        """The `tfktopic.data.preprocessors.Preprocessor` of the model's data kind.
+
+        Returns:
+            A `WindowPreprocessor`, `ChunkPreprocessor` or `StreamPreprocessor`
+            with the model's flags (topic context, document targets, whole
+            documents).
+
+        Example:
+        >>> get("doc_lstm_chunked").preprocessor()
+        ChunkPreprocessor(topical=False, name='doc_lstm_chunked')
+        """
+        from tfktopic.data import preprocessors
+
+        flags = {"topical": self.has_topics, "name": self.name}
+        if self.data_kind == "windows":
+            flags["document_targets"] = self.document_targets
+        if self.data_kind == "chunks":
+            flags["whole_documents"] = self.whole_documents
+        return preprocessors.for_kind(self.data_kind, **flags)
 
     @property
     def has_topics(self):
@@ -64,11 +121,13 @@ class ModelEntry:
 
     @property
     def chunked(self):
-        return self._trait("chunked")
+        """Trained on document chunks ``[B, J, T]`` (``data_kind == "chunks"``)."""
+        return self.data_kind == "chunks"
 
     @property
     def streamed(self):
-        return self._trait("streamed")
+        """Trained on document streams (``data_kind == "streams"``)."""
+        return self.data_kind == "streams"
 
     @property
     def hierarchical(self):
@@ -113,7 +172,7 @@ def _lda_lstm(settings, context):
         raise ValueError("lda_lstm: the LDA is fitted on the training corpus; pass train_corpus")
     lda = fit_lda(context["train_corpus"], context["topic_vocab"],
                   num_topics=settings.get("num_topics", 50),
-                  passes=context["training"].get("lda_passes", 5), seed=context["seed"],
+                  passes=context["training"].get("lda_passes", LDA_PASSES), seed=context["seed"],
                   iterations=settings.get("lda_iterations", 50))
     return LDALSTMLanguageModel(len(context["lm_vocab"]), len(context["topic_vocab"]), lda=lda,
                                 embeddings=context["embeddings"], **settings)
@@ -132,7 +191,7 @@ def _lda_start(settings, context, num_topics=None):
                                  "corpus; pass train_corpus")
             lda = fit_lda(context["train_corpus"], context["topic_vocab"],
                           num_topics=num_topics or settings.get("num_topics", 50),
-                          passes=context["training"].get("lda_passes", 10),
+                          passes=context["training"].get("lda_passes", LDA_PASSES),
                           seed=context["seed"])
         settings["topic_word_init"] = lda.get_topics()
     return settings
@@ -167,26 +226,42 @@ MODELS = {entry.name: entry for entry in (
                description="sentence-level LSTM baseline"),
     ModelEntry("doc_lstm", DocumentLSTMLanguageModel, _doc_lstm,
                description=("document-level LSTM, streamed (Zheng et al.'s baseline): state "
-                            "carried through each document, truncated BPTT of 30")),
+                            "carried through each document, truncated BPTT of 30"),
+               data_kind="streams"),
     ModelEntry("doc_lstm_chunked", LSTMLanguageModel, _lstm, {"document_level": True},
                description=("document-level LSTM, chunked: state carried within 8-sentence "
-                            "chunks in training (not the streamed baseline)")),
+                            "chunks in training (not the streamed baseline)"),
+               data_kind="chunks", whole_documents=True,
+               defaults={"model": {"document_level": True}}),
     ModelEntry("lda_lstm", LDALSTMLanguageModel, _lda_lstm,
-               description="LSTM with LDA topic proportions before the softmax"),
-    ModelEntry("topicrnn", TopicRNN, _topicrnn, description="TopicRNN (Dieng et al. 2017)"),
+               description="LSTM with LDA topic proportions before the softmax",
+               defaults={"model": {"lda_iterations": 50}}, extra_settings=("lda_iterations",)),
+    ModelEntry("topicrnn", TopicRNN, _topicrnn, description="TopicRNN (Dieng et al. 2017)",
+               document_targets=True),
     ModelEntry("doc_topicrnn", DocumentTopicRNN, _doc_topicrnn,
-               description="TopicRNN on the streamed document LSTM (as Zheng et al.)"),
-    ModelEntry("tcnlm", TCNLM, _tcnlm, description="TCNLM (Wang et al. 2018)"),
+               description="TopicRNN on the streamed document LSTM (as Zheng et al.)",
+               data_kind="streams"),
+    ModelEntry("tcnlm", TCNLM, _tcnlm, description="TCNLM (Wang et al. 2018)",
+               allow_unk=False),
     ModelEntry("rgbn_rnn", RGBNRNN, _rgbn, {"recurrent": True},
-               description="rGBN-RNN (Guo et al. 2020)"),
+               description="rGBN-RNN (Guo et al. 2020)", data_kind="chunks",
+               topic_transitions=True),
     ModelEntry("gbn_rnn", RGBNRNN, _rgbn, {"recurrent": False},
-               description="GBN-RNN: rGBN-RNN without the topic transitions"),
+               description="GBN-RNN: rGBN-RNN without the topic transitions",
+               data_kind="chunks"),
 )}
 
 
-def names():
-    """The model names, in order."""
-    return tuple(MODELS)
+def names(trait=None):
+    """The model names, in order; with `trait` (e.g. "has_topics"), those that have it.
+
+    Example:
+    >>> names("hierarchical")
+    ('rgbn_rnn', 'gbn_rnn')
+    """
+    if trait is None:
+        return tuple(MODELS)
+    return tuple(name for name, entry in MODELS.items() if getattr(entry, trait))
 
 
 def get(name):
@@ -194,6 +269,24 @@ def get(name):
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
     return MODELS[name]
+
+
+def recorded_name(name, model_config=None):
+    """The model name of a recorded run (``run.json``'s ``model``), renamed if it changed.
+
+    Runs written before 0.2 called the chunked document LSTM "doc_lstm" (the
+    streamed one took the name); their ``model_config`` has ``document_level``.
+
+    Args:
+        name: the recorded name.
+        model_config: the recorded constructor settings.
+
+    Returns:
+        The current name.
+    """
+    if name == "doc_lstm" and (model_config or {}).get("document_level"):
+        return "doc_lstm_chunked"
+    return name
 
 
 def build_model(name, settings, *, lm_vocab, topic_vocab=None, num_documents=None,

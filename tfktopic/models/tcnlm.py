@@ -70,20 +70,12 @@ from tfktopic.models.decoding import GENERATION_METHODS, simplex_topics
 from tfktopic.models.schedules import (after_warmup, annealing_weight, check_steps,
                                        optimizer_step)
 
-__all__ = ["TCNLM", "PRESETS", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS"]
+__all__ = ["TCNLM", "MIXTURES", "DECODER_INITS", "GENERATION_METHODS"]
 
 MIXTURES = ("factorized", "moe")
 #: `FactorizedTopicLSTM`'s initializer arguments ("torch" draws each of them).
 FACTORIZED_WEIGHTS = ("factor_initializer", "recurrent_initializer", "topic_initializer",
                       "bias_initializer")
-
-#: The presets of `tfktopic.models.tcnlm_presets` in the nested layout the scripts read
-#: (the data rule's corpus size as ``data["min_doc_freq_reference_docs"]``).
-PRESETS = {name: {"model": dict(entry["model"]), "training": dict(entry["training"]),
-                  "data": {**entry["data"], **({"min_doc_freq_reference_docs":
-                                                entry["reference_documents"]}
-                                               if entry.get("reference_documents") else {})}}
-           for name, entry in tcnlm_presets.PRESETS.items()}
 
 
 def _positive_int(name, value):

@@ -66,15 +66,10 @@ from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS, stacked_cell_step
 from tfktopic.models.schedules import annealing_weight, check_steps, optimizer_step
 
-__all__ = ["TopicRNN", "PRESETS", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier",
+__all__ = ["TopicRNN", "CELLS", "GENERATION_METHODS", "build_sentiment_classifier",
            "elbo_terms"]
 
 CELLS = {"rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
-
-#: The presets of `tfktopic.models.topicrnn_presets`, each flattened into one dict
-#: (data, model and training keys together): the layout the scripts read.
-PRESETS = {name: {**entry["data"], **entry["model"], **entry["training"]}
-           for name, entry in topicrnn_presets.PRESETS.items()}
 
 
 def _positive_int(name, value):

@@ -78,18 +78,13 @@ from tfktopic.runs.directory import Run, load_model, load_run, read_run_config, 
 from tfktopic.runs.reports import (document_bow, evaluate_run, export_run, generate_text,
                                    parameter_counts, run_splits, run_topics, topics_report)
 from tfktopic.runs.precision import PRECISIONS, precision_policy
-from tfktopic.runs.settings import (CHUNKED_MODELS, DATA_DEFAULTS, GENERATING_MODELS,
-                                    GENERATION, HIERARCHICAL_MODELS, MODELS, OPTIMIZERS,
-                                    SPLIT, STREAMED_MODELS, TOPIC_MODELS, TRAINING_DEFAULTS,
-                                    apply_overrides, preset_settings)
+from tfktopic.runs.settings import (DATA_DEFAULTS, GENERATION, MODELS, OPTIMIZERS, SPLIT,
+                                    TRAINING_DEFAULTS, apply_overrides, preset_settings)
 from tfktopic.runs.training import (build_model, build_optimizer, fit_model, resolve_settings,
                                     train_run)
 
 __all__ = [
     "MODELS",
-    "GENERATING_MODELS",
-    "TOPIC_MODELS",
-    "HIERARCHICAL_MODELS",
     "Run",
     "RunData",
     "resolve_run_dir",
@@ -123,13 +118,11 @@ __all__ = [
     "resolve_format",
     "score_perplexity",
     "apply_overrides",
-    "CHUNKED_MODELS",
     "DATA_DEFAULTS",
     "GENERATION",
     "OPTIMIZERS",
     "PRECISIONS",
     "precision_policy",
-    "STREAMED_MODELS",
     "SPLIT",
     "TRAINING_DEFAULTS",
 ]

@@ -124,10 +124,10 @@ def oov_rate(examples, unk_id):
     return float(((targets == unk_id) & mask).sum() / total) if total else 0.0
 
 
-def _model_class(model_name):
+def _entry(model_name):
     from tfktopic.models import registry
 
-    return registry.get(model_name).model_class
+    return registry.get(model_name)
 
 
 def check_setting_keys(model_name, keys, settings):
@@ -144,10 +144,11 @@ def check_setting_keys(model_name, keys, settings):
     """
     import inspect
 
-    parameters = inspect.signature(_model_class(model_name).__init__).parameters
+    entry = _entry(model_name)
+    parameters = inspect.signature(entry.model_class.__init__).parameters
     arguments = {name for name, p in parameters.items()
                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and name != "self"}
-    arguments |= {"num_layers"} | ({"lda_iterations"} if model_name == "lda_lstm" else set())
+    arguments |= {"num_layers"} | set(entry.extra_settings)
     arguments -= {"vocab_size", "topic_vocab_size", "lm_to_topic", "num_documents", "lda",
                   "embeddings"}  # set by the run itself
     valid = sorted(arguments | set(settings["data"]) | set(settings["training"]))

@@ -6,7 +6,9 @@ exactly the data a user gets from ``tfktopic train`` with the same settings.
 The pieces it composes (`read_corpus`, `split_corpus`, `resolve_data_rules`,
 `build_vocabularies`, `make_examples`, `make_dataset`, `score_perplexity`)
 are public for `evaluate_run`, which recomputes a run's test split from
-``run.json``.
+``run.json``. What a model is fed is its own business: each function asks the
+model's `tfktopic.data.preprocessors.Preprocessor`
+(``registry.get(model_name).preprocessor()``) and names no model itself.
 """
 
 import dataclasses
@@ -14,15 +16,18 @@ import pathlib
 
 import numpy as np
 
+from tfktopic.data.preprocessors import StreamExamples, WINDOW_TRAIN_CONTEXTS  # noqa: F401
 from tfktopic.errors import TfktopicError
+from tfktopic.models import registry
 from tfktopic.presets import resolve_data_rules  # noqa: F401  (re-exported)
-from tfktopic.runs.settings import CHUNKED_MODELS, SPLIT, STREAMED_MODELS, TOPIC_MODELS
+from tfktopic.runs.settings import SPLIT
 
 __all__ = ["RunData", "StreamExamples", "prepare_data", "resolve_format", "read_corpus",
            "given_split", "split_corpus",
            "resolve_data_rules", "build_vocabularies", "make_examples", "make_dataset",
            "score_perplexity", "npmi_reference", "NPMI_REFERENCE", "NPMI_WINDOW",
-           "perplexity_message", "protocol_label", "normalize_protocol"]
+           "perplexity_message", "protocol_label", "normalize_protocol", "preprocessor",
+           "train_protocol"]
 
 #: The one NPMI reference-corpus rule of the package (see `npmi_reference`).
 NPMI_REFERENCE = "the training split (window 20)"
@@ -174,39 +179,9 @@ def build_vocabularies(train, data):
 
 
 # ----------------------------------------------------------------- examples, pipelines
-def _windows_per_document(corpus, max_len):
-    """Sentence windows of each document (as `sentence_windows` cuts them)."""
-    return [sum(-(-(len(sentence) + 1) // max_len) for sentence in document)
-            for document in corpus]
-
-
-@dataclasses.dataclass
-class StreamExamples:
-    """A corpus part as document streams, with how they are cut (streamed models).
-
-    Attributes:
-        streams: `tfktopic.data.streams.DocumentStreams` (one per document).
-        bptt: targets per window.
-        context: topic context of each window (`None` for the LSTM; one of
-            `tfktopic.data.streams.CONTEXTS` for the streamed TopicRNN).
-        context_len: topic words kept per context.
-    """
-
-    streams: object
-    bptt: int = 30
-    context: str = None
-    context_len: int = None
-
-    def __len__(self):
-        return len(self.streams)
-
-    @property
-    def num_targets(self):
-        return self.streams.num_targets
-
-
-#: The training contexts of the sentence-window and chunk models (`train_protocol`).
-WINDOW_TRAIN_CONTEXTS = ("all_other", "preceding")
+def preprocessor(model_name):
+    """The `tfktopic.data.preprocessors.Preprocessor` of a model (its data kind and flags)."""
+    return registry.get(model_name).preprocessor()
 
 
 def train_protocol(model_name, data):
@@ -216,20 +191,12 @@ def train_protocol(model_name, data):
     trained) or "preceding" (the preceding sentences only, as every model is scored:
     training then sees the contexts it is evaluated with); the streamed models also
     take Zheng et al.'s "whole_document" (`tfktopic.data.streams.CONTEXTS`).
+    (`Preprocessor.train_protocol` of the model.)
 
     Raises:
         ValueError: a context the model's examples cannot be built with (named).
     """
-    context = str(data.get("train_context", "all_other"))
-    if model_name in STREAMED_MODELS:
-        return context
-    if model_name not in TOPIC_MODELS:      # no topic context is built
-        return "all_other"
-    if context not in WINDOW_TRAIN_CONTEXTS:
-        raise ValueError(f"train_context: {model_name} trains with one of "
-                         f"{', '.join(WINDOW_TRAIN_CONTEXTS)} (got {context!r}; "
-                         "\"whole_document\" is for the streamed models)")
-    return context
+    return preprocessor(model_name).train_protocol(data)
 
 
 def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="preceding",
@@ -237,8 +204,9 @@ def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="pre
     """Sentence windows, document chunks or document streams of a corpus part for a model.
 
     Args:
-        model_name: one of `MODELS`; `CHUNKED_MODELS` get document chunks,
-            `STREAMED_MODELS` document streams (`StreamExamples`).
+        model_name: a model name; its data kind (`ModelEntry.data_kind`) decides:
+            "windows" sentence windows, "chunks" document chunks, "streams"
+            document streams (`StreamExamples`).
         corpus: a `Corpus` (part).
         lm_vocab, topic_vocab: the run's vocabularies.
         data: data settings (``max_len``, ``context_len``, ``sentences_per_chunk``).
@@ -251,32 +219,13 @@ def make_examples(model_name, corpus, lm_vocab, topic_vocab, data, protocol="pre
     Returns:
         `SentenceExamples`, `DocumentSequences` or `StreamExamples`.
     """
-    from tfktopic.data import document_sequences, sentence_examples
-
-    max_len, context_len = int(data["max_len"]), int(data["context_len"])
-    if model_name in STREAMED_MODELS:
-        from tfktopic.data.streams import CONTEXTS, document_streams
-
-        topical = model_name in TOPIC_MODELS
-        if topical and protocol not in CONTEXTS:
-            raise ValueError(f"{model_name}: the context must be one of {CONTEXTS}, got "
-                             f"{protocol!r}")
-        streams = document_streams(corpus, lm_vocab, topic_vocab if topical else None)
-        return StreamExamples(streams, int(data.get("bptt", 30)),
-                              protocol if topical else None, context_len if topical else None)
-    if model_name in CHUNKED_MODELS:
-        J = int(data["sentences_per_chunk"])
-        if whole_documents:
-            J = max(_windows_per_document(corpus, max_len) + [1])
-        return document_sequences(corpus, lm_vocab, topic_vocab, J, max_len, context_len,
-                                  protocol=protocol)
-    return sentence_examples(corpus, lm_vocab, topic_vocab, max_len=max_len,
-                             context_len=context_len, protocol=protocol)
+    return preprocessor(model_name).examples(corpus, lm_vocab, topic_vocab, data,
+                                             protocol=protocol, whole_documents=whole_documents)
 
 
 def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0, drop_remainder=False,
                  initial_epoch=0):
-    """The tf.data pipeline of `examples` for a model.
+    """The tf.data pipeline of `examples` for a model (`Preprocessor.dataset`).
 
     Sentence models get ``sentence_dataset`` batches of `batch_size` windows
     (TopicRNN with ``doc_targets``); rGBN / GBN ``document_dataset`` batches of
@@ -288,30 +237,9 @@ def make_dataset(model_name, examples, batch_size, shuffle=False, seed=0, drop_r
     fixed-shape batches (timing). Under another backend than TensorFlow the same dicts
     come as numpy from a `keras.utils.PyDataset` (`tfktopic.data.batches`).
     """
-    from tfktopic import backend
-
-    if backend.is_tensorflow():
-        from tfktopic.data.pipeline import document_dataset, sentence_dataset
-    else:  # numpy batches (keras.utils.PyDataset): no tf.data outside TensorFlow
-        from tfktopic.data.batches import DocumentBatches as document_dataset
-        from tfktopic.data.batches import SentenceBatches as sentence_dataset
-
-    if model_name in STREAMED_MODELS:
-        from tfktopic.data.streams import document_stream_dataset
-
-        return document_stream_dataset(examples.streams, int(batch_size), examples.bptt,
-                                       shuffle=shuffle, seed=seed, initial_epoch=initial_epoch,
-                                       context=examples.context,
-                                       context_len=examples.context_len)
-    if model_name in CHUNKED_MODELS:
-        if model_name == "doc_lstm_chunked":
-            # batch_size counts sentence windows, as for the sentence-level LSTM.
-            batch_size = max(1, int(batch_size) // examples.tokens.shape[1])
-        return document_dataset(examples, batch_size=int(batch_size), shuffle=shuffle,
-                                seed=seed, drop_remainder=drop_remainder)
-    return sentence_dataset(examples, batch_size=int(batch_size), shuffle=shuffle, seed=seed,
-                            drop_remainder=drop_remainder,
-                            document_targets=model_name == "topicrnn")
+    return preprocessor(model_name).dataset(examples, batch_size, shuffle=shuffle, seed=seed,
+                                            drop_remainder=drop_remainder,
+                                            initial_epoch=initial_epoch)
 
 
 # -------------------------------------------------------------------------- RunData
@@ -320,7 +248,7 @@ class RunData:
     """The prepared data of a run (`prepare_data`).
 
     Attributes:
-        model_name: the model the examples are cut for (one of `MODELS`).
+        model_name: the model the examples are cut for (its `preprocessor`).
         corpus: the corpus read (after ``max_documents``; a corpus that came
             split: its training part).
         parts: dict ``train`` / ``valid`` / ``test`` of `Corpus` (80/10/10 by document).
@@ -354,11 +282,14 @@ class RunData:
         return Tokenizer(self.lm_vocab, self.topic_vocab)
 
     @property
+    def preprocessor(self):
+        """The model's `tfktopic.data.preprocessors.Preprocessor`."""
+        return preprocessor(self.model_name)
+
+    @property
     def unit(self):
         """"documents" (streamed), "chunks" (document-chunked models) or "windows"."""
-        if self.model_name in STREAMED_MODELS:
-            return "documents"
-        return "chunks" if self.model_name in CHUNKED_MODELS else "windows"
+        return self.preprocessor.unit
 
     def dataset(self, split, batch_size, shuffle=None, seed=0, drop_remainder=False,
                 initial_epoch=0):
@@ -371,17 +302,8 @@ class RunData:
 
     def steps(self, split, batch_size, drop_remainder=False):
         """Batches of one epoch of a split (streamed training: `steps_per_epoch`)."""
-        examples = self.examples[split]
-        if self.model_name in STREAMED_MODELS:
-            from tfktopic.data.streams import num_batches, steps_per_epoch
-
-            if split == "train":
-                return steps_per_epoch(examples.streams, int(batch_size), examples.bptt)
-            return num_batches(examples.streams, int(batch_size), examples.bptt)
-        rows = len(examples)
-        if self.model_name == "doc_lstm_chunked":
-            batch_size = max(1, int(batch_size) // examples.tokens.shape[1])
-        return rows // int(batch_size) if drop_remainder else -(-rows // int(batch_size))
+        return self.preprocessor.steps(self.examples[split], batch_size,
+                                       drop_remainder=drop_remainder, training=split == "train")
 
     def for_model(self, model_name):
         """The same split, vocabularies and data settings, with the examples of another model.
@@ -391,8 +313,7 @@ class RunData:
         """
         if model_name == self.model_name:
             return self
-        if ((model_name in CHUNKED_MODELS) == (self.model_name in CHUNKED_MODELS)
-                and model_name not in STREAMED_MODELS and self.model_name not in STREAMED_MODELS):
+        if preprocessor(model_name).shares_examples(self.preprocessor):
             # Same kind of examples (windows, or chunks of J windows): shared.
             return dataclasses.replace(self, model_name=model_name)
         examples = {name: make_examples(model_name, self.parts[name], self.lm_vocab,
@@ -517,43 +438,14 @@ def npmi_reference(train, words, window_size=NPMI_WINDOW):
 
 
 # --------------------------------------------------------------------------- scoring
-def _streamed_label(data):
-    return (f"document-level, streamed: state carried through each document, truncated BPTT "
-            f"of {int(data.get('bptt', 30))} targets")
-
-
 def protocol_label(model_name, protocol, data=None):
-    """The protocol label recorded with a perplexity (LSTMs: no topic context)."""
-    data = data or {}
-    if model_name == "lstm":
-        return "sentence-level, no topic context"
-    if model_name == "doc_lstm":
-        return _streamed_label(data)
-    if model_name == "doc_lstm_chunked":
-        return ("document-level, chunked: trained on 8-sentence chunks from a zero state, "
-                "scored with the state carried across each whole document")
-    if model_name in STREAMED_MODELS:
-        return f"{_streamed_label(data)}; topic context {protocol}"
-    return protocol
+    """The protocol label recorded with a perplexity (`Preprocessor.protocol_label`)."""
+    return preprocessor(model_name).protocol_label(protocol, data or {})
 
 
 def perplexity_message(model_name, result):
     """The line printed with a test perplexity, naming its protocol."""
-    if model_name == "lstm":
-        how = "sentence-level, zero state per sentence window"
-    elif model_name in STREAMED_MODELS:
-        how = result.protocol
-    elif model_name == "doc_lstm_chunked":
-        how = ("document-level, chunked in training (zero state per 8-sentence chunk), state "
-               "carried across each whole test document")
-    elif result.protocol == "preceding":
-        how = "leak-free: topic context from preceding sentences only"
-    elif result.protocol == "none":
-        how = "no topic context: every sentence scored with an empty context (an ablation)"
-    else:
-        how = ("all_other: the papers' protocol, context = all other sentences; lets future "
-               "text in")
-    return f"test perplexity ({how}): {result.perplexity:.2f} over {result.num_tokens} tokens"
+    return preprocessor(model_name).perplexity_message(result)
 
 
 def normalize_protocol(protocol):
@@ -574,7 +466,7 @@ def score_perplexity(model_name, model, part, lm_vocab, topic_vocab, data, proto
     and model call), so early stopping selects on what is reported.
 
     Args:
-        model_name, model: the model (one of `MODELS`) and its Keras model.
+        model_name, model: the model's name and its Keras model.
         part: the `Corpus` part to score.
         lm_vocab, topic_vocab, data: the run's vocabularies and data settings.
         protocol: "preceding" (leak-free), "all_other" (the papers') or "none" (no
@@ -588,20 +480,6 @@ def score_perplexity(model_name, model, part, lm_vocab, topic_vocab, data, proto
         (PerplexityResult with the per-document sums ``document_nll`` /
         ``document_tokens`` over the documents of `part`, examples).
     """
-    from tfktopic.evaluation import evaluate_perplexity
-
-    if whole_documents is None:
-        whole_documents = model_name == "doc_lstm_chunked"
-    examples = make_examples(model_name, part, lm_vocab, topic_vocab, data, protocol=protocol,
-                             whole_documents=whole_documents)
-    if model_name in STREAMED_MODELS:
-        batch_size = min(int(batch_size), int(model.max_streams))
-        documents = len(part)
-    else:
-        documents = (len(part), examples.document_index)
-    dataset = make_dataset(model_name, examples, batch_size, shuffle=False)
-    # The streamed TopicRNN returns normalised log-probabilities (l_t marginalised); the
-    # log-softmax of `from_logits` leaves them unchanged, so every model is scored alike.
-    result = evaluate_perplexity(model, dataset, documents=documents,
-                                 protocol=protocol_label(model_name, protocol, data))
-    return result, examples
+    return preprocessor(model_name).score_perplexity(
+        model, part, lm_vocab, topic_vocab, data, protocol=protocol, batch_size=batch_size,
+        whole_documents=whole_documents)

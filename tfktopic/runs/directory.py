@@ -6,6 +6,7 @@ import pathlib
 
 from tfktopic import pretrained
 from tfktopic.errors import TfktopicError
+from tfktopic.models import registry
 from tfktopic.runs.checkpoints import BACKUP_DIR, BEST_WEIGHTS, intact_keras_file
 from tfktopic.runs.checks import check_finite_weights, check_model_class, check_vocabularies
 from tfktopic.runs.files import read_json
@@ -85,11 +86,8 @@ def read_run_config(directory):
     missing = [k for k in ("model", "data", "seed", "corpus") if k not in config]
     if missing:
         raise TfktopicError(f"{path}: not a tfktopic run file (missing {', '.join(missing)})")
-    if (config["model"] == "doc_lstm"
-            and (config.get("model_config") or {}).get("document_level")):
-        # Runs written before 0.2 called the chunked document LSTM "doc_lstm"
-        # (the streamed one took the name).
-        config["model"] = "doc_lstm_chunked"
+    # A run written under a model's former name (`registry.recorded_name`).
+    config["model"] = registry.recorded_name(config["model"], config.get("model_config"))
     if config["model"] not in MODELS:
         raise TfktopicError(f"{path}: unknown model {config['model']!r}")
     return config

@@ -4,15 +4,17 @@ import pathlib
 
 import numpy as np
 
+from tfktopic.data.preprocessors import sentence_windows
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.runs.data import (NPMI_REFERENCE, given_split, make_examples, normalize_protocol,
+from tfktopic.runs.data import (NPMI_REFERENCE, given_split, normalize_protocol,
                                 npmi_reference, subset_documents,
                                 perplexity_message, read_corpus, resolve_format,
                                 score_perplexity, split_corpus)
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.checks import OOV_WARNING_RATE, oov_rate
-from tfktopic.runs.settings import GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS, TOPIC_MODELS
+from tfktopic.models import registry
+from tfktopic.runs.settings import GENERATION
 from tfktopic.runs.usage import stored_usage, unused, unused_topic_note
 
 # ---------------------------------------------------------------------- parameters
@@ -45,24 +47,30 @@ def parameters_message(counts):
 
 
 # ---------------------------------------------------------------------- topics / evaluate
-def _require(run, models, what):
-    if run.name not in models:
-        raise ValueError(f"{what} applies to {', '.join(models)}; {run.path} holds a "
-                         f"{run.name} model")
+def _require(run, trait, what):
+    if not getattr(registry.get(run.name), trait):
+        raise ValueError(f"{what} applies to {', '.join(registry.names(trait))}; {run.path} "
+                         f"holds a {run.name} model")
+
+
+def _trait(run, trait):
+    """Whether the run's model has a `registry.ModelEntry` trait ("has_topics", ...)."""
+    return getattr(registry.get(run.name), trait)
 
 
 def run_topics(run, top_n=10):
     """Top words of a run's topics.
 
     Returns:
-        For `HIERARCHICAL_MODELS` a list over layers (bottom first) of lists of
+        For hierarchical models (``registry.get(name).hierarchical``) a list
+        over layers (bottom first) of lists of
         word lists; else a list of word lists.
     """
-    _require(run, TOPIC_MODELS, "topics")
+    _require(run, "has_topics", "topics")
     top_n = min(int(top_n), len(run.topic_vocab))
     if top_n < 1:
         raise ValueError(f"--top-n must be >= 1, got {top_n}")
-    if run.name in HIERARCHICAL_MODELS:
+    if _trait(run, "hierarchical"):
         return [run.model.topics(top_n, run.topic_vocab, layer=level)
                 for level in range(1, run.model.num_layers + 1)]
     return run.model.topics(top_n, run.topic_vocab)
@@ -99,12 +107,14 @@ def topic_quality(topics, train, top_n=NPMI_TOP_N, diversity_top_n=DIVERSITY_TOP
             "diversity_top_n": width, "reference": NPMI_REFERENCE}
 
 
-def lda_topics(train, topic_vocab, num_topics, seed=0, passes=10, top_n=DIVERSITY_TOP_N):
+def lda_topics(train, topic_vocab, num_topics, seed=0, passes=None, top_n=DIVERSITY_TOP_N):
     """The top words of a gensim LDA with `num_topics` topics fitted on the training split
-    (the baseline every model's topics are compared with)."""
-    from tfktopic.models.lda_lstm import fit_lda
+    (the baseline every model's topics are compared with; `passes` default
+    `tfktopic.models.lda_lstm.LDA_PASSES`)."""
+    from tfktopic.models.lda_lstm import LDA_PASSES, fit_lda
 
-    lda = fit_lda(train, topic_vocab, num_topics=int(num_topics), passes=passes, seed=seed)
+    lda = fit_lda(train, topic_vocab, num_topics=int(num_topics),
+                  passes=LDA_PASSES if passes is None else passes, seed=seed)
     return [topic_vocab.decode([i for i, _ in lda.get_topic_terms(k, topn=int(top_n))])
             for k in range(int(num_topics))]
 
@@ -117,7 +127,7 @@ def quality_report(run, train, seed=0, log=print, lda=True):
         `lda`, ``lda`` (the LDA's), both printed in one line each.
     """
     topics = run_topics(run, DIVERSITY_TOP_N)
-    topics = topics[0] if run.name in HIERARCHICAL_MODELS else topics
+    topics = topics[0] if _trait(run, "hierarchical") else topics
     report = {"model": topic_quality(topics, train)}
     say(log, f"topic quality ({len(topics)} topics; NPMI coherence of the top {report['model']['top_n']} "
              f"words against {NPMI_REFERENCE}, diversity of the top "
@@ -138,9 +148,9 @@ def print_topics(run, top_n, log, usage=None):
     topic shows its mean proportion, and "unused" by `tfktopic.runs.usage.unused`.
     """
     topics = run_topics(run, top_n)
-    layers = topics if run.name in HIERARCHICAL_MODELS else [topics]
+    layers = topics if _trait(run, "hierarchical") else [topics]
     for l, layer in enumerate(layers):
-        title = (f"layer {l + 1} topics" if run.name in HIERARCHICAL_MODELS else "topics")
+        title = (f"layer {l + 1} topics" if _trait(run, "hierarchical") else "topics")
         shown = usage is not None and l == 0
         idle = set(unused(usage)) if shown else set()
         say(log, f"\n{title} (top {top_n} words"
@@ -174,7 +184,7 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
 
     from tfktopic import pictures
 
-    if (dot_path or svg_path) and run.name not in HIERARCHICAL_MODELS:
+    if (dot_path or svg_path) and not _trait(run, "hierarchical"):
         raise ValueError(f"--dot/--svg draw the topic hierarchy of rgbn_rnn or gbn_rnn; "
                          f"{run.path} holds a {run.name} model (--picture draws any model's "
                          "topics)")
@@ -182,10 +192,10 @@ def topics_report(run, top_n=10, json_path=None, dot_path=None, svg_path=None,
                                  ("--picture", picture_path, pictures.FORMATS)):
         if path and pathlib.Path(path).suffix.lower() not in suffixes:
             raise ValueError(f"{flag} {path}: the file must end in {' or '.join(suffixes)}")
-    _require(run, TOPIC_MODELS, "topics")
+    _require(run, "has_topics", "topics")
     usage = stored_usage(run)
     print_topics(run, top_n, log, usage)
-    if run.name in HIERARCHICAL_MODELS:
+    if _trait(run, "hierarchical"):
         from tfktopic.models.rgbn import hierarchy_to_dot, hierarchy_to_svg, topic_hierarchy
 
         payload = topic_hierarchy(run.model, run.topic_vocab, top_n=min(int(top_n),
@@ -302,7 +312,7 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
     result, _ = score_perplexity(run.name, run.model, part, run.lm_vocab, run.topic_vocab,
                                  data, protocol, batch)
     # Every model predicts the same targets: the sentence windows' (unigram, OOV rate).
-    examples = make_examples("lstm", part, run.lm_vocab, run.topic_vocab, data)
+    examples = sentence_windows(part, run.lm_vocab, run.topic_vocab, data)
     unigram = unigram_perplexity(run.lm_vocab, examples)
     report = {"run": str(run.path), "model": run.name, "corpus": description,
               "protocol": result.protocol, "perplexity": result.as_dict(), "unigram_ppl": unigram,
@@ -317,9 +327,9 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
                  "comparable with the test split's")
     say(log, perplexity_message(run.name, result).replace("test perplexity", "perplexity"))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
-    if run.name in TOPIC_MODELS:
+    if _trait(run, "has_topics"):
         topics = run_topics(run, 10)
-        topics = topics[0] if run.name in HIERARCHICAL_MODELS else topics
+        topics = topics[0] if _trait(run, "hierarchical") else topics
         try:
             train = run_splits(run.config)["train"]
         except (TfktopicError, OSError) as error:  # e.g. a pretrained run without its corpus
@@ -329,7 +339,7 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
             say(log, f"NPMI skipped: its reference ({NPMI_REFERENCE}) is not readable here: "
                      f"{reason}")
             train = None
-    if run.name in TOPIC_MODELS and train is not None:
+    if _trait(run, "has_topics") and train is not None:
         quality = quality_report(run, train, seed=seed, log=log, lda=lda_baseline)
         ours = quality["model"]
         report["npmi"] = {"mean": ours["npmi"], "top_n": ours["top_n"],
@@ -339,10 +349,10 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
             report["lda_baseline"] = {"npmi": quality["lda"]["npmi"],
                                       "diversity": quality["lda"]["diversity"],
                                       "num_topics": len(topics)}
-    if run.name in GENERATING_MODELS and int(num_generated) > 0:
+    if _trait(run, "generates") and int(num_generated) > 0:
         references = [run.lm_vocab.map_unknown(s) for s in part.sentences()]
         # BLEU keeps its protocol: <unk> as in the references (TCNLM never, as Wang et al.)
-        unk = run.name != "tcnlm"
+        unk = _trait(run, "allow_unk")
         hypotheses = [h.split() for h in generate_text(run, num=int(num_generated),
                                                        seed=seed, detokenized=False,
                                                        allow_unk=unk, **GENERATION)]
@@ -352,7 +362,7 @@ def evaluate_run(run, corpus=None, format=None, protocol="preceding", max_docume
             bleu = bleu_report(hypotheses, references, orders=(3, 4))
             bleu.update({"empty_generated_dropped": empty,
                          "generation": {**GENERATION, "seed": seed, "allow_unk": unk,
-                                        "conditioning": "prior" if run.name in TOPIC_MODELS
+                                        "conditioning": "prior" if _trait(run, "has_topics")
                                         else "none"}})
             report["bleu"] = bleu
             say(log, f"BLEU of {len(hypotheses)} generated sentences against the corpus "
@@ -389,7 +399,7 @@ def document_bow(run, path):
 def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=None,
                   paragraph=None, method="top_k", temperature=1.0, top_k=10, seed=0,
                   allow_unk=False, log=None, sampler=None, top_p=0.9, detokenized=True):
-    """Generate sentences with a run's model (`GENERATING_MODELS`).
+    """Generate sentences with a run's model (``registry.get(name).generates``).
 
     Args:
         run: a `Run`.
@@ -421,10 +431,11 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
         ValueError: an option that does not apply to the model (message names it).
     """
     name, model = run.name, run.model
-    if name not in GENERATING_MODELS:
+    entry = registry.get(name)
+    if not entry.generates:
         raise ValueError(f"{run.path} holds a {name} model, which cannot generate text; "
-                         f"generation works with {', '.join(GENERATING_MODELS)}")
-    hierarchical = name in HIERARCHICAL_MODELS
+                         f"generation works with {', '.join(registry.names('generates'))}")
+    hierarchical = entry.hierarchical
     if layer is not None and not hierarchical:
         raise ValueError(f"--layer applies to rgbn_rnn and gbn_rnn (topic layers); {name} has "
                          "one layer of topics")
@@ -433,12 +444,12 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
                          f"sentence to sentence); {name} generates single sentences")
     if layer is not None and topic is None:
         raise ValueError("--layer selects the layer of --topic; give --topic K as well")
-    if (topic is not None or document is not None) and name not in TOPIC_MODELS:
+    if (topic is not None or document is not None) and not entry.has_topics:
         raise ValueError(f"--topic and --document condition on topics; {name} has none "
                          "(it generates from <bos> alone)")
     if topic is not None and document is not None:
         raise ValueError("give --topic or --document, not both")
-    if paragraph is not None and document is not None and name != "rgbn_rnn":
+    if paragraph is not None and document is not None and not entry.topic_transitions:
         raise ValueError("--paragraph with --document continues the document through the topic "
                          "transitions Pi, which only rgbn_rnn has (gbn_rnn: drop --document)")
     if paragraph is not None and topic is not None:
@@ -447,7 +458,7 @@ def generate_text(run, num=None, max_len=30, topic=None, layer=None, document=No
     if method == "temperature":
         method = "sample"
     if allow_unk is None:
-        allow_unk = name != "tcnlm"
+        allow_unk = entry.allow_unk
     options = {"method": method, "temperature": float(temperature), "top_k": int(top_k),
                "allow_unk": bool(allow_unk)}
     if sampler is not None:

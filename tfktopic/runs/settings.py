@@ -4,20 +4,9 @@ import json
 
 from tfktopic.models import registry
 
-#: The model names of the command line (`tfktopic.models.registry`).
+#: The model names of the command line (`tfktopic.models.registry`; what a model is,
+#: has and is fed: its `registry.ModelEntry` traits, e.g. ``registry.get(name).has_topics``).
 MODELS = registry.names()
-#: Models with a `generate(...)` method.
-GENERATING_MODELS = tuple(n for n in MODELS if registry.get(n).generates)
-#: Models with `topics(...)`.
-TOPIC_MODELS = tuple(n for n in MODELS if registry.get(n).has_topics)
-#: Topic models whose topic proportions lie on the simplex (`tfktopic.runs.usage`).
-SIMPLEX_TOPIC_MODELS = tuple(n for n in MODELS if registry.get(n).simplex_topics)
-#: Models with a topic hierarchy (layers, Phi and Pi).
-HIERARCHICAL_MODELS = tuple(n for n in MODELS if registry.get(n).hierarchical)
-#: Models trained on document chunks [B, J, T] instead of sentence windows.
-CHUNKED_MODELS = tuple(n for n in MODELS if registry.get(n).chunked)
-#: Models trained on windows of parallel document streams (state carried, `tfktopic.data.streams`).
-STREAMED_MODELS = tuple(n for n in MODELS if registry.get(n).streamed)
 OPTIMIZERS = ("adam", "sgld", "psgld")
 SPLIT = (0.8, 0.1, 0.1)
 RUN_FORMAT_VERSION = 1
@@ -85,11 +74,11 @@ def preset_settings(model_name, preset="small"):
     training = {**TRAINING_DEFAULTS,
                 **{k: v for k, v in parts["training"].items() if k not in _IGNORED_KEYS}}
     model = parts["model"]
-    if model_name == "lda_lstm":
-        training.setdefault("lda_passes", 5)
-        model.setdefault("lda_iterations", 50)
-    if model_name == "doc_lstm_chunked":
-        model["document_level"] = True
+    defaults = registry.get(model_name).defaults
+    for key, value in defaults.get("model", {}).items():
+        model.setdefault(key, value)
+    for key, value in defaults.get("training", {}).items():
+        training.setdefault(key, value)
     return {"name": model_name, "model": model, "data": data, "training": training}
 
 

@@ -1,15 +1,17 @@
 """Building and training a run's model: `build_model`, `fit_model`, `train_run` (resumable)."""
 
+import dataclasses
 import math
 import pathlib
 import time
 
+from tfktopic.data.preprocessors import sentence_windows
 from tfktopic.errors import TfktopicError
 from tfktopic.models import registry
 from tfktopic.evaluation.perplexity import unigram_perplexity
 from tfktopic.runs import checkpoints, stopping
 from tfktopic.runs.checks import check_learning_rate, check_setting_keys, vocabulary_record
-from tfktopic.runs.data import (given_split, make_examples, perplexity_message, prepare_data,
+from tfktopic.runs.data import (given_split, perplexity_message, prepare_data,
                                 resolve_format, score_perplexity)
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
@@ -17,10 +19,8 @@ from tfktopic.runs.lock import locked
 from tfktopic.runs.precision import check_precision, precision_policy
 from tfktopic.runs.reports import (generate_text, parameter_counts, parameters_message,
                                    print_topics, quality_report)
-from tfktopic.runs.settings import (GENERATING_MODELS, GENERATION, HIERARCHICAL_MODELS,
-                                    OPTIMIZERS, RUN_FORMAT_VERSION, SIMPLEX_TOPIC_MODELS, SPLIT,
-                                    STREAMED_MODELS, TOPIC_MODELS, apply_overrides, preset_settings,
-                                    parse_override)
+from tfktopic.runs.settings import (GENERATION, OPTIMIZERS, RUN_FORMAT_VERSION, SPLIT,
+                                    apply_overrides, preset_settings, parse_override)
 from tfktopic.runs.usage import collapse_note, topic_usage
 
 # ----------------------------------------------------------------------------- training
@@ -174,8 +174,9 @@ def build_model(settings, data, seed=0, embeddings=None, lda=None, topic_updates
             num_documents=len(data.examples["train"]), embeddings=embeddings, seed=int(seed),
             train_corpus=data.parts["train"], training=settings["training"], lda=lda)
     if not topic_updates:
-        if name not in HIERARCHICAL_MODELS:
-            raise ValueError(f"topic_updates=False applies to rgbn_rnn and gbn_rnn, not {name}")
+        if not registry.get(name).hierarchical:
+            raise ValueError(f"topic_updates=False applies to "
+                             f"{' and '.join(registry.names('hierarchical'))}, not {name}")
         _skip_topic_updates(model)
     if compile:
         model.compile(optimizer=build_optimizer(settings, data.examples["train"].num_targets,
@@ -221,7 +222,7 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
     if datasets is None:
         datasets = (data.dataset("train", batch, shuffle=True, seed=seed),
                     data.dataset("valid", batch, shuffle=False) if validation else None)
-    if data.model_name in STREAMED_MODELS:
+    if data.preprocessor.kind == "streams":
         # An endless seeded stream of document orders (numpy, not tf.data's seed):
         # made here at the epoch it resumes from.
         train = data.dataset("train", batch, seed=seed, initial_epoch=int(initial_epoch))
@@ -403,14 +404,62 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     Example:
     >>> train_run("tcnlm", "runs/lee-tcnlm", epochs=2)          # doctest: +SKIP
     """
-    from tfktopic.distribute import check_batch_size, distribute_dataset, get_strategy
-    from tfktopic.runs.sizes import check_model_size
-    from tfktopic.version import __version__
-
     settings = resolve_settings(model_name, preset, overrides, epochs=epochs,
                                 batch_size=batch_size, learning_rate=learning_rate,
                                 stopwords=stopwords, optimizer=optimizer, patience=patience,
                                 precision=precision)
+    plan = _plan_run(model_name, out, corpus, format, preset, settings, overrides, embeddings,
+                     strategy, seed, split_seed, max_documents, subset_seed)
+    rundata, matrix = _prepare_run_data(plan, settings, embeddings, seed, log)
+    _open_run_directory(plan, rundata, settings)
+    model, datasets, resumed = _build_and_restore(plan, settings, rundata, seed, matrix, log)
+    model = _train(plan, model, rundata, settings, datasets, resumed, callbacks, verbose, seed,
+                   log)
+    return _report(plan, model, rundata, seed, topic_report, log)
+
+
+# The steps of `train_run`, in order: resolve the settings (`resolve_settings`) -> plan the
+# run (checks before any data is read; the run.json record) -> prepare the data -> open or
+# resume the run directory -> build the model and restore its newest state -> fit ->
+# score and report.
+@dataclasses.dataclass
+class _RunPlan:
+    """What `train_run` knows before it reads the corpus.
+
+    Attributes:
+        model_name, preset, corpus, format, max_documents, subset_seed: the run's.
+        out: the run directory; ``run_json`` its ``run.json``.
+        config: the run.json record (completed by the later steps).
+        previous: the run.json found in `out` (`None`: a new run).
+        files: the corpus's own split files (`given_split`) or `None`.
+        split_seed: seed of the 80/10/10 split.
+        distribution: the `tfktopic.distribute` strategy.
+        explicit_dim: an ``embedding_dim`` given by ``--set`` (else `None`).
+    """
+
+    model_name: str
+    preset: str
+    corpus: object
+    format: str
+    max_documents: object
+    subset_seed: object
+    out: pathlib.Path
+    run_json: pathlib.Path
+    config: dict
+    previous: object
+    files: object
+    split_seed: int
+    distribution: object
+    explicit_dim: object
+
+
+def _plan_run(model_name, out, corpus, format, preset, settings, overrides, embeddings,
+              strategy, seed, split_seed, max_documents, subset_seed):
+    """Check what can be checked before the corpus is read; the run.json record."""
+    from tfktopic.distribute import check_batch_size, get_strategy
+    from tfktopic.runs.sizes import check_model_size
+    from tfktopic.version import __version__
+
     check_model_size(settings["model"])  # before the corpus is read
     explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
@@ -438,55 +487,100 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     previous = None
     if run_json.exists():
         previous = read_run_config(out)
+    return _RunPlan(model_name, preset, corpus, format, max_documents, subset_seed, out,
+                    run_json, config, previous, files, split_seed, distribution, explicit_dim)
 
-    rundata = prepare_data(settings, corpus, format, max_documents, split_seed,
-                           subset_seed=subset_seed)
+
+def _prepare_run_data(plan, settings, embeddings, seed, log):
+    """Read and split the corpus, resolve its data rules, build vocabularies and examples.
+
+    Returns:
+        (`RunData`, the initial embedding matrix or `None`).
+    """
+    rundata = prepare_data(settings, plan.corpus, plan.format, plan.max_documents,
+                           plan.split_seed, subset_seed=plan.subset_seed)
     for note in rundata.notes:
         say(log, f"note: {note}")
     parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
-    data = settings["data"] = config["data"] = rundata.data  # the resolved data rules
-    how = "its own split files" if files is not None else "80/10/10 by document"
-    say(log, f"{rundata.corpus.source or corpus}: {len(parts['train'])} / {len(parts['valid'])} / "
-             f"{len(parts['test'])} documents (train / valid / test; {how}), LM vocabulary "
-             f"{len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, "
+    settings["data"] = plan.config["data"] = rundata.data  # the resolved data rules
+    how = "its own split files" if plan.files is not None else "80/10/10 by document"
+    say(log, f"{rundata.corpus.source or plan.corpus}: {len(parts['train'])} / "
+             f"{len(parts['valid'])} / {len(parts['test'])} documents (train / valid / test; "
+             f"{how}), LM vocabulary {len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, "
              f"{len(rundata.examples['train'])} training {rundata.unit}")
     matrix = None
     if embeddings is not None:
-        matrix, coverage = _embedding_matrix(embeddings, lm_vocab, settings, explicit_dim, seed,
-                                             log)
-        config["embeddings_coverage"] = coverage
+        matrix, coverage = _embedding_matrix(embeddings, lm_vocab, settings, plan.explicit_dim,
+                                             seed, log)
+        plan.config["embeddings_coverage"] = coverage
+    return rundata, matrix
+
+
+def _fresh_progress():
+    """The progress record of a run with no epoch done."""
+    return {"epochs_done": 0, "best_val_ppl": None, "history": []}
+
+
+def _open_run_directory(plan, rundata, settings):
+    """Refuse an `out` holding another run; write the vocabularies and run.json."""
+    config, out, previous = plan.config, plan.out, plan.previous
     config["model_config"] = jsonable(settings["model"])
-    config["vocabularies"] = vocabulary_record(lm_vocab, topic_vocab)
+    config["vocabularies"] = vocabulary_record(rundata.lm_vocab, rundata.topic_vocab)
     if (previous is not None and checkpoints.has_progress(out)
             and _signature(previous) != _signature(config)):
         changed = [k for k, v in _signature(config).items() if _signature(previous).get(k) != v]
-        raise TfktopicError(f"{run_json}: --out holds another run (different "
+        raise TfktopicError(f"{plan.run_json}: --out holds another run (different "
                             f"{', '.join(changed)}); use a new --out or delete {out}")
     out.mkdir(parents=True, exist_ok=True)
-    lm_vocab.save(out / "lm_vocab.json")
-    topic_vocab.save(out / "topic_vocab.json")
-    backup = out / "backup"
-    fresh = {"epochs_done": 0, "best_val_ppl": None, "history": []}
-    config["progress"] = (previous or {}).get("progress") or fresh
+    rundata.lm_vocab.save(out / "lm_vocab.json")
+    rundata.topic_vocab.save(out / "topic_vocab.json")
+    config["progress"] = (previous or {}).get("progress") or _fresh_progress()
     config["status"] = "training"
-    write_json(run_json, config)
+    write_json(plan.run_json, config)
 
-    batch = int(training["batch_size"])
+
+def _build_and_restore(plan, settings, rundata, seed, matrix, log):
+    """Make the pipelines, build the model and restore the newest intact training state.
+
+    Returns:
+        (model, (train, valid) pipelines, epochs already done).
+    """
+    config, out = plan.config, plan.out
+    batch = int(settings["training"]["batch_size"])
+    # made before `build_model` seeds: a tf.data shuffle seed depends on the global seed
     datasets = (rundata.dataset("train", batch, shuffle=True, seed=seed),
                 rundata.dataset("valid", batch, shuffle=False))
-    with distribution.scope():
+    with plan.distribution.scope():
         model = build_model(settings, rundata, int(seed), embeddings=matrix)
         model(next(iter(datasets[1])))  # build, so the checkpoint can be restored
     # crash safety (tfktopic.runs.checkpoints): exact resume from the newest intact state
-    state = checkpoints.restore_state(backup, model, log)
+    state = checkpoints.restore_state(out / "backup", model, log)
     resumed = int(state["epoch"]) if state else 0
     best = state.get("best_val_ppl") if state else None
     if not checkpoints.recover_model_file(out, model, log):
         best = None
-    config["progress"] = {**fresh, **config["progress"]} if resumed else dict(fresh)
+    fresh = _fresh_progress()
+    config["progress"] = {**fresh, **config["progress"]} if resumed else fresh
     config["progress"].update(epochs_done=resumed, best_val_ppl=best,
                               history=config["progress"]["history"][:resumed])
-    guard, safety = checkpoints.training_callbacks(out, best, training.get("learning_rate"))
+    return model, datasets, resumed
+
+
+def _train(plan, model, rundata, settings, datasets, resumed, callbacks, verbose, seed, log):
+    """Fit the remaining epochs (checkpoints, divergence guard, early stopping).
+
+    Returns:
+        The model to score: the best checkpoint (``out/model.keras``) where there is one.
+
+    Raises:
+        checkpoints.DivergedError: the loss became non-finite (run.json says "diverged").
+    """
+    from tfktopic.distribute import distribute_dataset
+
+    config, out, run_json = plan.config, plan.out, plan.run_json
+    training = settings["training"]
+    guard, safety = checkpoints.training_callbacks(out, config["progress"]["best_val_ppl"],
+                                                   training.get("learning_rate"))
     patience = training.get("patience")
     history = lambda: config["progress"]["history"]
     user_callbacks = list(callbacks)
@@ -494,6 +588,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     if patience:
         callbacks.append(stopping.EarlyStopping(history, int(patience)))
     total = int(training["epochs"])
+    backup = out / "backup"
     stop = stopping.stop_reason(history(), patience, total)
     if stop is not None and stop["stopped_by"] == "max_epochs":
         say(log, f"{out}: all {total} epochs are done (backup in {backup}); scoring the best "
@@ -505,7 +600,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     else:
         if resumed:
             say(log, f"resuming from {backup} after epoch {resumed} of {total}")
-        say(log, f"training {model_name} (preset {preset}) for "
+        say(log, f"training {plan.model_name} (preset {plan.preset}) for "
                  + (f"at most {total} epochs (early stopping, patience {patience})"
                     if patience else f"{total} epochs") + f"; checkpoints in {out}")
         fit_model(model, rundata, settings, callbacks, verbose, int(seed),
@@ -519,12 +614,27 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
     config["progress"]["stop"] = stop
     if (out / "model.keras").exists():
         model = load_model(out / "model.keras")
+    return model
+
+
+def _report(plan, model, rundata, seed, topic_report, log):
+    """Score the test split (leak-free) next to a unigram model; topics, samples and
+    results.json; mark the run finished.
+
+    Returns:
+        The results dict written to ``out/results.json``.
+    """
+    config, out, run_json, model_name = plan.config, plan.out, plan.run_json, plan.model_name
+    preset, split_seed = plan.preset, plan.split_seed
+    parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
+    data, batch = rundata.data, int(config["training"]["batch_size"])
+    stop = config["progress"]["stop"]
 
     result, _ = score_perplexity(model_name, model, parts["test"], lm_vocab, topic_vocab, data,
                                  "preceding", batch)
     # The unigram baseline scores the same target tokens (every model predicts them).
-    unigram = unigram_perplexity(lm_vocab, make_examples("lstm", parts["test"], lm_vocab,
-                                                         topic_vocab, data))
+    unigram = unigram_perplexity(lm_vocab, sentence_windows(parts["test"], lm_vocab,
+                                                            topic_vocab, data))
     say(log, "\n" + perplexity_message(model_name, result))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
     parameters = parameter_counts(model)
@@ -545,17 +655,18 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                             "seconds": round(sum(h.get("seconds", 0.0)
                                                  for h in config["progress"]["history"]), 1)}}
     run = Run(model, lm_vocab, topic_vocab, config, out)
-    if model_name in SIMPLEX_TOPIC_MODELS:
+    entry = registry.get(model_name)
+    if entry.simplex_topics:
         summary["topic_usage"] = topic_usage(run, parts["train"])
         note = collapse_note(summary["topic_usage"], getattr(model, "decoder_init", None))
         if note:
             say(log, note)
-    if model_name in TOPIC_MODELS:
+    if entry.has_topics:
         summary["topics"] = print_topics(run, 10, log, summary.get("topic_usage"))
         if topic_report:
             summary["topic_quality"] = quality_report(run, parts["train"], seed=int(seed),
                                                       log=log)
-    if model_name in GENERATING_MODELS and model_name in TOPIC_MODELS:
+    if entry.generates and entry.has_topics:
         say(log, "\ngenerated sentences (top-k sampling, conditioned on one topic):")
         summary["generated"] = {}
         topics = summary["topics"]
@@ -564,7 +675,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                  **GENERATION)[0]
             summary["generated"][k] = text
             say(log, f"  topic {k:>2} ({' '.join(topics[k][:3])}): {text}")
-    elif model_name in GENERATING_MODELS:
+    elif entry.generates:
         say(log, "\ngenerated sentences (top-k sampling):")
         summary["generated"] = generate_text(run, num=3, max_len=25, seed=int(seed),
                                              **GENERATION)

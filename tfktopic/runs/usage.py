@@ -6,7 +6,7 @@ mean proportion below 0.005 over its training documents, and conditioning genera
 one of them (``tfktopic generate --topic 5``) gives word salad, since its expert was never
 trained; its eight most used topics give fluent, topical text. `tfktopic train` stores
 the usage of every model whose topic proportions are mixing weights
-(`SIMPLEX_TOPIC_MODELS`: LDA+LSTM, TCNLM, rGBN-RNN, GBN-RNN; TopicRNN's theta is an
+(``registry.get(name).simplex_topics``: LDA+LSTM, TCNLM, rGBN-RNN, GBN-RNN; TopicRNN's theta is an
 unconstrained vector) in ``results.json`` (over its training documents), `tfktopic topics`
 prints it, and `tfktopic generate --topic K` says when K is unused.
 
@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from tfktopic.runs.settings import HIERARCHICAL_MODELS, SIMPLEX_TOPIC_MODELS
+from tfktopic.models import registry
 
 #: A topic whose mean proportion over the training documents is below this share of the
 #: uniform 1 / K is "unused". Measured on the pretrained TCNLM (K = 50, threshold 0.005):
@@ -45,7 +45,7 @@ def topic_usage(run, documents, batch_size=256):
     normalised theta).
 
     Args:
-        run: a `Run` of a model in `SIMPLEX_TOPIC_MODELS`.
+        run: a `Run` of a model with ``simplex_topics``.
         documents: documents (lists of sentences of tokens), e.g. the training split.
         batch_size: documents per call of the model.
 
@@ -56,9 +56,10 @@ def topic_usage(run, documents, batch_size=256):
         ValueError: the run's topic proportions are not on the simplex, or no document
             has a topic word.
     """
-    if run.name not in SIMPLEX_TOPIC_MODELS:
-        raise ValueError(f"topic usage applies to {', '.join(SIMPLEX_TOPIC_MODELS)} (topic "
-                         f"proportions on the simplex); {run.path} holds a {run.name} model")
+    if not registry.get(run.name).simplex_topics:
+        raise ValueError(f"topic usage applies to "
+                         f"{', '.join(registry.names('simplex_topics'))} (topic proportions "
+                         f"on the simplex); {run.path} holds a {run.name} model")
     vocab, limit = run.topic_vocab, run.config.get("data", {}).get("context_len")
     rows = []
     for document in documents:
@@ -91,7 +92,7 @@ def unused_topic_note(run, topic, layer=None):
     Only first-layer topics have a stored usage (`layer` None or 1).
     """
     usage = stored_usage(run)
-    if usage is None or (layer not in (None, 1) and run.name in HIERARCHICAL_MODELS) or \
+    if usage is None or (layer not in (None, 1) and registry.get(run.name).hierarchical) or \
             int(topic) not in unused(usage):
         return None
     used = sorted(range(len(usage)), key=lambda k: -usage[k])[:5]
