@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.layers import factorized_lstm
-from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM
-from tfktopic.layers.factorized_recurrence import factorized_recurrence
-from tfktopic.models.tcnlm import TCNLM
+from tfktopic.models.tcnlm import factorized_lstm
+from tfktopic.models.tcnlm.factorized_lstm import FactorizedTopicLSTM
+from tfktopic.models.tcnlm.factorized_recurrence import factorized_recurrence
+from tfktopic.models.tcnlm.model import TCNLM
 
 #: The compiled (XLA) loops are what these tests check (conftest turns XLA off elsewhere).
 pytestmark = pytest.mark.usefixtures("xla_loops_on")

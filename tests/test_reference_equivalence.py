@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.layers import FactorizedTopicLSTM, FactorizedTopicLSTMCell, HoistedLSTM
+from tfktopic.layers import HoistedLSTM
+from tfktopic.models.tcnlm import FactorizedTopicLSTM, FactorizedTopicLSTMCell
 from tfktopic.layers.hoisted_lstm import hoisted_lstm_sequence
 from tfktopic.layers.topic_decoder import NeuralTopicModel
 

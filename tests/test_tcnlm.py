@@ -10,11 +10,11 @@ import tensorflow as tf
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
 from tfktopic.data.pipeline import sentence_dataset
 from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-from tfktopic.layers.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopicLSTMCell,
+from tfktopic.models.tcnlm.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopicLSTMCell,
                                              TopicExpertsLSTM)
 from tfktopic.layers.topic_decoder import (NeuralTopicModel, TopicDecoder, bow_log_likelihood,
                                            topic_diversity)
-from tfktopic.models.tcnlm import PRESETS, TCNLM
+from tfktopic.models.tcnlm.model import PRESETS, TCNLM
 
 SCN_INIT = keras.initializers.RandomUniform(-0.5, 0.5, seed=3)  # non-trivial topic factors
 

@@ -102,7 +102,7 @@ def topic_quality(topics, train, top_n=NPMI_TOP_N, diversity_top_n=DIVERSITY_TOP
 def lda_topics(train, topic_vocab, num_topics, seed=0, passes=10, top_n=DIVERSITY_TOP_N):
     """The top words of a gensim LDA with `num_topics` topics fitted on the training split
     (the baseline every model's topics are compared with)."""
-    from tfktopic.models.lda_lstm import fit_lda
+    from tfktopic.models.lstm.lda_lstm import fit_lda
 
     lda = fit_lda(train, topic_vocab, num_topics=int(num_topics), passes=passes, seed=seed)
     return [topic_vocab.decode([i for i, _ in lda.get_topic_terms(k, topn=int(top_n))])

@@ -21,7 +21,7 @@ sigma there; SCN's code and every LSTM use tanh).
   constant over a sequence, so the input side W_*a((W_*b t) ⊙ (W_*c x)) + b_*
   of **all** time steps is one batched product before the recurrence; only
   the recurrent side runs per step: on a CPU in XLA-compiled loops with a
-  hand-written backward pass (`tfktopic.layers.factorized_recurrence`), else
+  hand-written backward pass (`tfktopic.models.tcnlm.factorized_recurrence`), else
   (a mask, a GPU, JAX, ``fast_path=False``) in one `keras.ops.scan`, the reference.
 * `TopicExpertsLSTM` -- K independent LSTMs run as one batched recurrence,
   for the naive mixture of experts p(y) = sum_k t_k softmax(V h^(k)) (eq. 7).
@@ -33,7 +33,7 @@ import keras
 from keras import ops
 
 from tfktopic import backend
-from tfktopic.layers.factorized_recurrence import factorized_recurrence
+from tfktopic.models.tcnlm.factorized_recurrence import factorized_recurrence
 from tfktopic.layers.hoisted_lstm import _gpu_visible
 
 __all__ = ["FactorizedTopicLSTMCell", "FactorizedTopicLSTM", "TopicExpertsLSTM", "lstm_update"]

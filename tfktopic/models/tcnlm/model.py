@@ -4,7 +4,7 @@ A neural topic model (NTM) reads the bag of words d of a sentence's document
 context and gives topic proportions t (Gaussian softmax, eqs. 8-9); the
 language model is an LSTM whose weights are the topic mixture
 W(t) = sum_k t_k W[k], factorised as W_a diag(W_b t) W_c (eqs. 9-15, see
-`tfktopic.layers.factorized_lstm`). Both are trained jointly by maximising,
+`tfktopic.models.tcnlm.factorized_lstm`). Both are trained jointly by maximising,
 per (sentence, context) pair,
 
     L = E_q[log p(d | t)] - KL(q(theta | d) || N(0, I))
@@ -58,13 +58,13 @@ from keras import ops
 
 from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
-from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
+from tfktopic.models.tcnlm.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.initialization import (cell_initializers, check_initialization,
                                             embedding_initializer, softmax_initializers)
 from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, check_decoder_init,
                                           lda_logits, topic_diversity)
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
-from tfktopic.models import tcnlm_presets
+from tfktopic.models.tcnlm import presets as tcnlm_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS, simplex_topics
 from tfktopic.models.schedules import (after_warmup, annealing_weight, check_steps,
@@ -77,7 +77,7 @@ MIXTURES = ("factorized", "moe")
 FACTORIZED_WEIGHTS = ("factor_initializer", "recurrent_initializer", "topic_initializer",
                       "bias_initializer")
 
-#: The presets of `tfktopic.models.tcnlm_presets` in the nested layout the scripts read
+#: The presets of `tfktopic.models.tcnlm.presets` in the nested layout the scripts read
 #: (the data rule's corpus size as ``data["min_doc_freq_reference_docs"]``).
 PRESETS = {name: {"model": dict(entry["model"]), "training": dict(entry["training"]),
                   "data": {**entry["data"], **({"min_doc_freq_reference_docs":
