@@ -168,11 +168,11 @@ def build(family, data, size):
                                  max_streams=size["batch"], seed=0)
         batches = data.stream_batches(context="all_other")
     elif family == "topicrnn":
-        from tfktopic.models.topicrnn.model import TopicRNN
+        from tfktopic.models.topicrnn import TopicRNN
         model = TopicRNN(V, data.topic_vocab.lm_to_topic, num_topics=K, hidden_dim=H,
                          embedding_dim=E, encoder_units=size["encoder"], seed=0)
     elif family == "tcnlm":
-        from tfktopic.models.tcnlm.model import TCNLM
+        from tfktopic.models.tcnlm import TCNLM
         model = TCNLM(V, V_c, num_topics=K, embedding_dim=E, hidden_dim=H,
                       ntm_units=size["encoder"], seed=0)
     elif family == "lda_lstm":

@@ -20,7 +20,7 @@ separately) get paired bootstrap intervals over test reviews.
 The unsupervised feature extractors use the paper's split of the 75,000 training reviews
 (labelled and unlabelled): a seeded 65,000 to fit on, 10,000 held out; features of the
 25,000 labelled training reviews train the paper's classifier (50 sigmoid units,
-`tfktopic.models.topicrnn.model.build_sentiment_classifier`), scored on the 25,000 test reviews:
+`tfktopic.models.topicrnn.build_sentiment_classifier`), scored on the 25,000 test reviews:
 
 * ``lda``: gensim LDA with K = 200 (TopicRNN's K) on the topic vocabulary TopicRNN's
   inference network sees (the 5,000 most frequent words less Mallet's stop list), the
@@ -235,7 +235,7 @@ def classify(train_x, train_y, test_x, test_y, seed):
     """The paper's classifier on features: per-review correctness on the test set."""
     import keras
 
-    from tfktopic.models.topicrnn.model import build_sentiment_classifier
+    from tfktopic.models.topicrnn import build_sentiment_classifier
 
     keras.utils.set_random_seed(seed)
     classifier = build_sentiment_classifier(train_x.shape[1], hidden_units=CLASSIFIER_UNITS,
@@ -315,7 +315,7 @@ RUNS = REPO / "runs" / "imdb_sentiment"
 def feature_model(arm, size, lm_vocab, topic_vocab, seed):
     """The ``topicrnn`` or ``rnn`` language model of `size` (plain RNN cells)."""
     from tfktopic.models import LSTMLanguageModel
-    from tfktopic.models.topicrnn.model import TopicRNN
+    from tfktopic.models.topicrnn import TopicRNN
 
     sizes = SIZES[size]
     if arm == "topicrnn":

@@ -53,7 +53,7 @@ def parse_args(argv=None):
     parser.add_argument("--data", default=str(DEFAULT_DATA / "apnews" / "apnews.txt"),
                         help="TDLM-format file, or 'lee' (default: %(default)s)")
     parser.add_argument("--preset", default=None,
-                        help="a key of tfktopic.models.tcnlm.model.PRESETS (default: paper; small "
+                        help="a key of tfktopic.models.tcnlm.PRESETS (default: paper; small "
                              "with --quick)")
     parser.add_argument("--mixture", choices=("factorized", "moe"), default=None)
     parser.add_argument("--num-topics", type=int, default=None)

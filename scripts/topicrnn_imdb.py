@@ -99,7 +99,7 @@ def main(argv=None):
     from tfktopic.data import TopicVocabulary, Vocabulary
     from tfktopic.data.contexts import document_examples
     from tfktopic.data.pipeline import sentence_dataset
-    from tfktopic.models.topicrnn.model import PRESETS, TopicRNN, build_sentiment_classifier
+    from tfktopic.models.topicrnn import PRESETS, TopicRNN, build_sentiment_classifier
 
     preset = dict(PRESETS["imdb"])
     if args.quick:  # a small model that trains in seconds

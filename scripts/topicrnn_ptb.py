@@ -4,7 +4,7 @@
     python scripts/topicrnn_ptb.py --quick          # a small slice, about a minute
     python scripts/topicrnn_ptb.py --baseline       # also a plain RNN of the same size (Table 2)
 
-Setup (preset ``ptb_<neurons>`` in `tfktopic.models.topicrnn.model.PRESETS`):
+Setup (preset ``ptb_<neurons>`` in `tfktopic.models.topicrnn.PRESETS`):
 documents are blocks of 10 sentences, the LM vocabulary is PTB's 10k types,
 the inference network sees the stop-word-free bag of words (Mallet's list by
 default: the paper's 449-word list is not published), 1 recurrent layer of

@@ -6,7 +6,8 @@ import inspect
 import pytest
 
 from tfktopic import presets
-from tfktopic.models import TCNLM, LSTMLanguageModel, lda_lstm, registry, tcnlm, topicrnn
+from tfktopic.models import TCNLM, LSTMLanguageModel, registry, tcnlm, topicrnn
+from tfktopic.models.lstm import lda_lstm
 from tfktopic.runs import settings
 
 LM_FAMILIES = ("lstm", "doc_lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "doc_topicrnn",
