@@ -57,7 +57,7 @@ def plain_keras(batches):
 
 def tfktopic_lstm(batches):
     """tfktopic's ``lstm`` model of the same size: (model, fit arguments)."""
-    from tfktopic.models.lstm_lm import LSTMLanguageModel
+    from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 
     model = LSTMLanguageModel(VOCAB, EMBED, HIDDEN)
     model.compile(optimizer="adam")

@@ -152,17 +152,17 @@ def build(family, data, size):
     # their loss to fall visibly in 24 steps (measured at 1e-3: lstm 7.59 -> 7.57).
     optimizer = keras.optimizers.Adam(size["learning_rate"])
     if family in ("lstm", "psgld_lstm"):
-        from tfktopic.models.lstm_lm import LSTMLanguageModel
+        from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
         model = LSTMLanguageModel(V, E, H)
         if family == "psgld_lstm":
             from tfktopic.bayes.sgmcmc import PSGLD
             optimizer = PSGLD(learning_rate=2e-3, num_examples=data.num_tokens, seed=0)
     elif family == "doc_lstm":
-        from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
+        from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
         model = DocumentLSTMLanguageModel(V, E, H, max_streams=size["batch"])
         batches = data.stream_batches()
     elif family == "doc_topicrnn":
-        from tfktopic.models.document_topicrnn import DocumentTopicRNN
+        from tfktopic.models.topicrnn.document import DocumentTopicRNN
         model = DocumentTopicRNN(V, data.topic_vocab.lm_to_topic, num_topics=K, hidden_dim=H,
                                  embedding_dim=E, encoder_units=size["encoder"],
                                  max_streams=size["batch"], seed=0)
@@ -176,7 +176,7 @@ def build(family, data, size):
         model = TCNLM(V, V_c, num_topics=K, embedding_dim=E, hidden_dim=H,
                       ntm_units=size["encoder"], seed=0)
     elif family == "lda_lstm":
-        from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+        from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel, fit_lda
         lda = fit_lda(data.corpus, data.topic_vocab, num_topics=K, passes=size["lda_passes"])
         model = LDALSTMLanguageModel(V, V_c, num_topics=K, embedding_dim=E, hidden_dim=H,
                                      lda=lda)

@@ -12,12 +12,12 @@ import keras
 import numpy as np
 from keras import ops
 
-from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
+from tfktopic.models.tcnlm.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
 from tfktopic.layers.hoisted_lstm import run_lstm
-from tfktopic.layers.stopword_gate import StopwordGate
+from tfktopic.models.topicrnn.stopword_gate import StopwordGate
 from tfktopic.layers.topic_decoder import TopicDecoder
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
-from tfktopic.layers.topic_gated_lstm import TopicGatedLSTMStack
+from tfktopic.models.rgbn.topic_gated_lstm import TopicGatedLSTMStack
 from tfktopic.layers.weibull import WeibullSampler
 
 

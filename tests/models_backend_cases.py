@@ -67,25 +67,25 @@ def build(family, dropout=0.0, seed=0):
     if family == "bigram":
         model = Bigram(V)
     elif family == "lstm":
-        from tfktopic.models.lstm_lm import LSTMLanguageModel
+        from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
         model = LSTMLanguageModel(V, 8, 16, dropout=dropout)
     elif family == "doc_lstm":
-        from tfktopic.models.document_lstm import DocumentLSTMLanguageModel as DocumentLSTM
+        from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel as DocumentLSTM
         model = DocumentLSTM(V, 8, 16, dropout=dropout)
     elif family == "doc_topicrnn":
-        from tfktopic.models.document_topicrnn import DocumentTopicRNN
+        from tfktopic.models.topicrnn.document import DocumentTopicRNN
         model = DocumentTopicRNN(V, LM_TO_TOPIC, num_topics=3, embedding_dim=8, hidden_dim=16,
                                  encoder_units=(16,), dropout=dropout)
     elif family == "topicrnn":
-        from tfktopic.models.topicrnn import TopicRNN
+        from tfktopic.models.topicrnn.model import TopicRNN
         model = TopicRNN(V, LM_TO_TOPIC, num_topics=3, embedding_dim=8, hidden_dim=16,
                          encoder_units=(16,), dropout=dropout)
     elif family == "tcnlm":
-        from tfktopic.models.tcnlm import TCNLM
+        from tfktopic.models.tcnlm.model import TCNLM
         model = TCNLM(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16, ntm_units=(16,),
                       dropout=dropout)
     elif family == "lda_lstm":
-        from tfktopic.models.lda_lstm import LDALSTMLanguageModel
+        from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel
         model = LDALSTMLanguageModel(V, V_C, num_topics=3, embedding_dim=8, hidden_dim=16,
                                      dropout=dropout)
     elif family in ("rgbn_rnn", "gbn_rnn"):

@@ -1,8 +1,8 @@
 """One preset schema for every model: `Preset` (model, data and training settings).
 
 Each model family keeps its presets as pure data in its own module
-``tfktopic/models/<family>_presets.py`` (rGBN-RNN / GBN-RNN:
-``tfktopic/models/rgbn/presets.py``; Gan et al.'s SG-MCMC setups, families
+``tfktopic/models/<family>/presets.py`` (LDA-LSTM:
+``tfktopic/models/lstm/lda_presets.py``; Gan et al.'s SG-MCMC setups, families
 ``sgmcmc_ptb`` / ``sgmcmc_char`` / ``sgmcmc_classifier`` / ``sgmcmc_ablation``:
 ``tfktopic/bayes/sgmcmc_presets.py``), a dict name -> ``{"model", "data",
 "training", "description", "reference_documents"}``; the modules import
@@ -39,7 +39,9 @@ import types
 import typing
 
 from tfktopic.bayes import sgmcmc_presets
-from tfktopic.models import lda_lstm_presets, lstm_presets, tcnlm_presets, topicrnn_presets
+from tfktopic.models.lstm import lda_presets as lda_lstm_presets, presets as lstm_presets
+from tfktopic.models.tcnlm import presets as tcnlm_presets
+from tfktopic.models.topicrnn import presets as topicrnn_presets
 from tfktopic.models.rgbn import presets as rgbn_presets
 
 __all__ = ["Preset", "RELATIVE_DATA_KEYS", "REFERENCE_DATA_KEY", "preset", "names",

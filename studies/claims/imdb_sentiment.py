@@ -204,7 +204,7 @@ def baselines(limit=None, out=RESULTS):
 
 
 STOPWORDS = REPO.parent / "shared" / "data" / "stopwords" / "mallet_en.txt"
-#: TopicRNN's IMDB data rules (`tfktopic/models/topicrnn_presets.py`, preset ``imdb``).
+#: TopicRNN's IMDB data rules (`tfktopic/models/topicrnn/presets.py`, preset ``imdb``).
 LM_REVIEWS, VALID_REVIEWS, VOCAB_SIZE, NUM_TOPICS, CLASSIFIER_UNITS = 65000, 10000, 5000, 200, 50
 
 

@@ -182,7 +182,7 @@ ARMS = {
 #: verdict. tcnlm_coherent: the medium TCNLM's randomly initialised topic decoder collapses
 #: its topics (NPMI 0.025 against LDA's 0.068 in the tcnlm arm); the `coherent` preset starts
 #: it from an LDA of the training split (NPMI 0.087 after 6 epochs, perplexity unchanged:
-#: 84.43 vs 84.62, 3 seeds; `tfktopic/models/tcnlm_presets.py`) -- the paper's TCNLM had
+#: 84.43 vs 84.62, 3 seeds; `tfktopic/models/tcnlm/presets.py`) -- the paper's TCNLM had
 #: coherent topics, so this asks whether collapsed topics cost our TCNLM its margin.
 #: gbn_rnn_1_preceding / rgbn_rnn_1_preceding: the GBN arms train, as the papers did, with
 #: every other sentence of the document as each sentence's context, and are scored with the

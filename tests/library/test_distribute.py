@@ -52,10 +52,10 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     devices = split_cpu(2)
     import keras
     import tensorflow as tf
-    from tfktopic.models.lstm_lm import LSTMLanguageModel
-    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
-    from tfktopic.models.topicrnn import TopicRNN
-    from tfktopic.models.tcnlm import TCNLM
+    from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
+    from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel
+    from tfktopic.models.topicrnn.model import TopicRNN
+    from tfktopic.models.tcnlm.model import TCNLM
     from tfktopic.models.rgbn import RGBNRNN
 
     V, VC, T, J, B, STEPS = 40, 15, 6, 3, 8, 3
@@ -189,11 +189,11 @@ _WORKER_SCRIPT = textwrap.dedent("""
     from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, load_corpus,
                                sentence_examples)
     from tfktopic.data.pipeline import document_dataset, sentence_dataset
-    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
-    from tfktopic.models.lstm_lm import LSTMLanguageModel
+    from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel
+    from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
     from tfktopic.models.rgbn import RGBNRNN
-    from tfktopic.models.tcnlm import TCNLM
-    from tfktopic.models.topicrnn import TopicRNN
+    from tfktopic.models.tcnlm.model import TCNLM
+    from tfktopic.models.topicrnn.model import TopicRNN
 
     # Real text through the real pipeline: 20 documents of the Lee corpus.
     corpus = load_corpus("lee").subset(range(20))

@@ -15,8 +15,8 @@ from tfktopic.data.streams import (
 )
 from tfktopic.evaluation import evaluate_perplexity
 from tfktopic.evaluation.perplexity import unigram_perplexity
-from tfktopic.models.document_lstm import DocumentLSTMLanguageModel, score_stream_perplexity
-from tfktopic.models.document_topicrnn import DocumentTopicRNN
+from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel, score_stream_perplexity
+from tfktopic.models.topicrnn.document import DocumentTopicRNN
 
 
 @pytest.fixture(scope="module")

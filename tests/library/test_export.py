@@ -23,8 +23,8 @@ from tfktopic.data.pipeline import document_dataset, sentence_dataset
 from tfktopic.errors import VocabularyError
 from tfktopic.export import export_saved_model
 from tfktopic.models import RGBNRNN, TCNLM, LDALSTMLanguageModel, LSTMLanguageModel, TopicRNN
-from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
-from tfktopic.models.document_topicrnn import DocumentTopicRNN
+from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.topicrnn.document import DocumentTopicRNN
 
 FAMILIES = ("lstm", "doc_lstm_chunked", "lda_lstm", "topicrnn", "tcnlm", "rgbn_rnn")
 CHUNKED = ("doc_lstm_chunked", "rgbn_rnn")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.layers import factorized_lstm
-from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM
-from tfktopic.layers.factorized_recurrence import factorized_recurrence
-from tfktopic.models.tcnlm import TCNLM
+from tfktopic.models.tcnlm import factorized_lstm
+from tfktopic.models.tcnlm.factorized_lstm import FactorizedTopicLSTM
+from tfktopic.models.tcnlm.factorized_recurrence import factorized_recurrence
+from tfktopic.models.tcnlm.model import TCNLM
 
 #: The compiled (XLA) loops are what these tests check (conftest turns XLA off elsewhere).
 pytestmark = pytest.mark.usefixtures("xla_loops_on")
@@ -138,8 +138,8 @@ def test_recurrence_function_directly_against_autodiff_of_the_same_loop():
         outputs = []
         for step in range(steps):
             pre = x[step] + tf.matmul(s * tf.matmul(h[None], u_c), u_a)
-            c = tf.sigmoid(pre[1]) * c + tf.sigmoid(pre[0]) * tf.tanh(pre[3])
-            h = tf.sigmoid(pre[2]) * tf.tanh(c)
+            c = tf.sigmoid(pre[1]) * c + tf.sigmoid(pre[0]) * tf.tanh(pre[2])   # i, f, c, o
+            h = tf.sigmoid(pre[3]) * tf.tanh(c)
             outputs.append(h)
         return tf.stack(outputs), h, c
 

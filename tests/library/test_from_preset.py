@@ -14,9 +14,9 @@ from tfktopic import cli, pretrained
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus
 from tfktopic.models import TCNLM, LSTMLanguageModel, TopicRNN
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
-from tfktopic.models.document_topicrnn import DocumentTopicRNN
-from tfktopic.models.lda_lstm import LDALSTMLanguageModel, fit_lda
+from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.topicrnn.document import DocumentTopicRNN
+from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel, fit_lda
 from tfktopic.models.registry import MODELS
 from tfktopic.models.rgbn.model import RGBNRNN
 from tfktopic.runs import generate_text, load_run

@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from tfktopic.models.lstm_lm import LSTMLanguageModel
-from tfktopic.models.topicrnn import TopicRNN
+from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
+from tfktopic.models.topicrnn.model import TopicRNN
 from tfktopic.runs.checks import check_setting_keys
 
 H = 64
@@ -65,7 +65,7 @@ def test_lstm_part_alone_leaves_the_sentence_lms_embedding_and_softmax_at_keras(
 
 
 def test_lda_lstm_passes_its_initialization_to_its_language_model():
-    from tfktopic.models.lda_lstm import LDALSTMLanguageModel
+    from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel
 
     keras.utils.set_random_seed(0)
     model = LDALSTMLanguageModel(500, 40, num_topics=3, embedding_dim=16, hidden_dim=H,
@@ -134,7 +134,7 @@ def test_each_weight_of_a_torch_initialised_layer_is_its_own_draw():
 
 
 def _tcnlm(**kwargs):
-    from tfktopic.models.tcnlm import TCNLM
+    from tfktopic.models.tcnlm.model import TCNLM
 
     keras.utils.set_random_seed(0)
     return TCNLM(500, 40, num_topics=4, embedding_dim=16, hidden_dim=H, factor_dim=32,

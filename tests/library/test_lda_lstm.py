@@ -10,7 +10,7 @@ import tensorflow as tf
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
 from tfktopic.data.pipeline import sentence_dataset
 from tfktopic.evaluation import evaluate_perplexity
-from tfktopic.models.lda_lstm import (
+from tfktopic.models.lstm.lda_lstm import (
     LDALSTMLanguageModel,
     LDATopicInference,
     fit_lda,

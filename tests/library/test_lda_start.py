@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tfktopic import runs
-from tfktopic.models.lda_lstm import fit_lda
+from tfktopic.models.lstm.lda_lstm import fit_lda
 
 
 def _softmax_rows(logits):

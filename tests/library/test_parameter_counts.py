@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
-from tfktopic.models.lda_lstm import LDALSTMLanguageModel
-from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel
+from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn import RGBNRNN
 from tfktopic.runs import parameter_counts
 

@@ -22,7 +22,7 @@ import tensorflow as tf
 from tfktopic import cli
 from tfktopic.bayes import PSGLD, SGLD, PredictiveSamples, SampleCollector
 from tfktopic.bayes import setups
-from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

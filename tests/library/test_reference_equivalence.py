@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfktopic.layers import FactorizedTopicLSTM, FactorizedTopicLSTMCell, HoistedLSTM
+from tfktopic.layers import HoistedLSTM
+from tfktopic.models.tcnlm import FactorizedTopicLSTM, FactorizedTopicLSTMCell
 from tfktopic.layers.hoisted_lstm import hoisted_lstm_sequence
 from tfktopic.layers.topic_decoder import NeuralTopicModel
 
@@ -28,7 +29,7 @@ def _sigmoid(z):
 def _numpy_tcnlm_sequence(x, t, mask, h0, c0, weights):
     """TCNLM's factorised LSTM over a whole sequence, straight from the paper.
 
-    For gate g in (i, f, o, c) and topic proportions t (TCNLM eq. 12):
+    For gate g in (i, f, c, o) (keras' order) and topic proportions t (TCNLM eq. 12):
         W_g(t) = W_ga^T diag(W_gb^T t) W_gc^T,   U_g(t) = U_ga^T diag(U_gb^T t) U_gc^T
         z_g = W_g(t) x_m + U_g(t) h_{m-1} + b_g                       (eqs. 13-14)
         c_m = sig(z_f) c_{m-1} + sig(z_i) tanh(z_c),  h_m = sig(z_o) tanh(c_m)   (15)
@@ -46,8 +47,8 @@ def _numpy_tcnlm_sequence(x, t, mask, h0, c0, weights):
         for m in range(length):
             if mask[n, m]:
                 z = [W[g] @ x[n, m] + U[g] @ h + bias[g] for g in range(4)]
-                c = _sigmoid(z[1]) * c + _sigmoid(z[0]) * np.tanh(z[3])
-                h = _sigmoid(z[2]) * np.tanh(c)
+                c = _sigmoid(z[1]) * c + _sigmoid(z[0]) * np.tanh(z[2])
+                h = _sigmoid(z[3]) * np.tanh(c)
             outputs[n, m] = h
         h_last[n], c_last[n] = h, c
     return outputs, h_last, c_last

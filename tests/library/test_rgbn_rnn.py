@@ -18,7 +18,7 @@ from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_
 from tfktopic.data.pipeline import document_dataset
 from tfktopic.evaluation import evaluate_perplexity
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder, RecurrentWeibullEncoder
-from tfktopic.layers.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
+from tfktopic.models.rgbn.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, cut_layers, hierarchy_to_dot,
                                   hierarchy_to_svg, normalize_theta, prior_chain, topic_hierarchy,

@@ -21,7 +21,7 @@ from keras import ops
 from test_models_harness import _batch, _build, data  # noqa: F401 (fixture)
 from tfktopic.evaluation.perplexity import (gather_real_positions, gathered_token_nll,
                                             masked_token_nll)
-from tfktopic.layers.stopword_gate import StopwordGate
+from tfktopic.models.topicrnn.stopword_gate import StopwordGate
 from tfktopic.layers.topic_decoder import topic_diversity
 
 #: Float32 rounding: the gathered softmax multiplies [N, H] instead of [B, T, H], and a

@@ -10,7 +10,7 @@ import tensorflow as tf
 from tfktopic.data import TopicVocabulary, Vocabulary, load_corpus, sentence_examples
 from tfktopic.data.pipeline import sentence_dataset
 from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-from tfktopic.layers.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopicLSTMCell,
+from tfktopic.models.tcnlm.factorized_lstm import (FactorizedTopicLSTM, FactorizedTopicLSTMCell,
                                              TopicExpertsLSTM)
 from tfktopic.layers.topic_decoder import (NeuralTopicModel, TopicDecoder, bow_log_likelihood,
                                            topic_diversity)
@@ -68,13 +68,14 @@ def test_factorised_weights_equal_the_explicit_topic_mixture_of_eq_12():
     # checked on the cell itself in test_reference_equivalence.py.
     got = np.asarray(cell.gate_preactivations(x, h, t))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
-    # The cell step applies sigmoid to i, f, o and tanh to the candidate (eq. 13-15).
+    # The cell step applies sigmoid to i, f, o and tanh to the candidate (eq. 13-15);
+    # gates in keras' order i, f, c, o.
     c = rng.normal(size=(B, n_h)).astype(np.float32)
     out, (h_new, c_new) = cell(np.concatenate([x, t], -1), [h, c])
     sig = lambda z: 1 / (1 + np.exp(-z))
-    c_ref = sig(expected[1]) * c + sig(expected[0]) * np.tanh(expected[3])
+    c_ref = sig(expected[1]) * c + sig(expected[0]) * np.tanh(expected[2])
     np.testing.assert_allclose(np.asarray(c_new), c_ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(out), sig(expected[2]) * np.tanh(c_ref), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), sig(expected[3]) * np.tanh(c_ref), atol=1e-5)
 
 
 def test_fast_sequence_layer_equals_the_cell_run_step_by_step():
@@ -533,7 +534,7 @@ def test_training_step_compiles_with_xla(mixture):
 
 @pytest.mark.parametrize("unit_forget_bias", [True, False])
 def test_unit_forget_bias_adds_1_to_the_forget_gate_only(unit_forget_bias):
-    """Gate-major biases (i, f, o, c): with ``unit_forget_bias`` the forget gate's row is
+    """Gate-major biases (i, f, c, o): with ``unit_forget_bias`` the forget gate's row is
     the initializer's value + 1 (Jozefowicz et al. 2015; Keras' LSTM default)."""
     cell = FactorizedTopicLSTMCell(3, 2, bias_initializer=keras.initializers.Constant(0.5),
                                    unit_forget_bias=unit_forget_bias)
@@ -606,3 +607,56 @@ def test_defaults_are_the_papers_small_tcnlm():
                 "kl_warmup_steps": 0, "topic_warmup_steps": 0, "decoder_init": "random"}
     assert {key: config[key] for key in expected} == expected
     assert model.rnns[0].cell.factor_dim == 600 and model.rnns[0].cell.units == 600
+
+
+def _gate_order_layer_and_store():
+    """A built `FactorizedTopicLSTM` (distinct random weights, keras' gate order) and its
+    cell's weights as a file saved before `gate_order` stored them: gates (i, f, o, c)."""
+    from tfktopic.models.tcnlm.factorized_lstm import to_gate_order
+    rng = np.random.default_rng(3)
+    layer = FactorizedTopicLSTM(5, 3, factor_dim=4, fast_path=False)
+    x = keras.ops.convert_to_tensor(rng.normal(size=(2, 6, 7)), "float32")
+    t = keras.ops.convert_to_tensor(rng.dirichlet(np.ones(3), size=2), "float32")
+    layer(x, t)
+    for weight in layer.cell.weights:
+        weight.assign(rng.normal(scale=0.5, size=weight.shape))
+    store = {str(i): keras.ops.convert_to_numpy(to_gate_order(w, "ifoc"))
+             for i, w in enumerate(layer.cell.weights)}
+    return layer, store, x, t
+
+
+def test_old_gate_order_weights_are_permuted_on_load_and_give_identical_outputs():
+    """A config without ``gate_order`` (a file saved before it) means gates (i, f, o, c):
+    loading such weights swaps the c and o blocks, so the layer computes what the new-order
+    layer computes (atol 1e-6; reference and fast paths), and says "ifco" afterwards. A
+    layer told the new order computes something else from the same store (the swap matters)."""
+    layer, store, x, t = _gate_order_layer_and_store()
+    config = layer.get_config()
+    assert config["gate_order"] == "ifco"
+    legacy_config = {k: v for k, v in config.items() if k != "gate_order"}
+    old = FactorizedTopicLSTM.from_config(legacy_config)
+    assert old.cell.gate_order == "ifoc"
+    old(x, t)
+    old.cell.load_own_variables(store)
+    assert old.cell.gate_order == "ifco" and old.get_config()["gate_order"] == "ifco"
+    expected = keras.ops.convert_to_numpy(layer(x, t))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(old(x, t)), expected, atol=1e-6)
+    old.fast_path = True
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(old(x, t)), expected, atol=1e-6)
+    unswapped = FactorizedTopicLSTM.from_config(config)
+    unswapped(x, t)
+    unswapped.cell.load_own_variables(store)
+    assert np.max(np.abs(keras.ops.convert_to_numpy(unswapped(x, t)) - expected)) > 1e-3
+    with pytest.raises(ValueError, match="gate_order"):
+        FactorizedTopicLSTM(5, 3, gate_order="iofc")
+
+
+def test_a_tcnlm_config_without_gate_order_loads_the_old_order():
+    """`TCNLM.from_config` of a config saved before ``gate_order`` passes "ifoc" to its
+    factorized LSTMs; a new model's config says "ifco" and round-trips it."""
+    model = TCNLM(20, 10, num_topics=3, embedding_dim=4, hidden_dim=5, ntm_units=(6,))
+    config = model.get_config()
+    assert config["gate_order"] == "ifco"
+    assert TCNLM.from_config(config).rnns[0].cell.gate_order == "ifco"
+    legacy = TCNLM.from_config({k: v for k, v in config.items() if k != "gate_order"})
+    assert legacy.rnns[0].cell.gate_order == "ifoc"

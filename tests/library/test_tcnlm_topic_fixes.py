@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tfktopic.layers.topic_decoder import lda_logits
-from tfktopic.models.tcnlm import TCNLM
+from tfktopic.models.tcnlm.model import TCNLM
 
 
 def _tiny(**kwargs):

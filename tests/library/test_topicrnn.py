@@ -13,7 +13,7 @@ from tfktopic.data import (TopicVocabulary, Vocabulary, document_sequences, read
 from tfktopic.data.contexts import document_examples
 from tfktopic.data.pipeline import document_dataset, sentence_dataset
 from tfktopic.evaluation import evaluate_perplexity, unigram_perplexity
-from tfktopic.layers.stopword_gate import StopwordGate
+from tfktopic.models.topicrnn.stopword_gate import StopwordGate
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 from tfktopic import presets
 from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier
@@ -538,7 +538,7 @@ def test_elbo_terms_are_the_same_with_the_xla_row_buckets(monkeypatch):
 ])
 def test_lm_to_topic_maps_each_lm_id_to_minus_1_or_one_topic_id(lm_to_topic, vocab_size,
                                                                   message):
-    from tfktopic.layers.stopword_gate import check_lm_to_topic
+    from tfktopic.models.topicrnn.stopword_gate import check_lm_to_topic
 
     if message is None:
         checked = check_lm_to_topic(lm_to_topic, vocab_size)
@@ -649,7 +649,7 @@ def test_per_token_loss_annealed_kl_proportions_and_empty_encoding():
 
 def test_a_chosen_topic_is_three_prior_standard_deviations_out_by_default():
     """`generation_theta`'s default topic_strength: theta = 3 e_k (theta ~ N(0, I) a priori)."""
-    from tfktopic.models.topicrnn import generation_theta
+    from tfktopic.models.topicrnn.model import generation_theta
 
     never = lambda bow: pytest.fail("a topic needs no posterior")
     theta = generation_theta(never, num_topics=4, num_content=10, num_sentences=2, topic=1)

@@ -13,7 +13,7 @@ import pytest
 from tfktopic.data import TopicVocabulary, Vocabulary, read_imdb
 from tfktopic.data.contexts import document_examples
 from tfktopic.data.pipeline import sentence_dataset
-from tfktopic.models.topicrnn import TopicRNN, build_sentiment_classifier
+from tfktopic.models.topicrnn.model import TopicRNN, build_sentiment_classifier
 
 NUM_TOPICS = 50
 

@@ -6,7 +6,7 @@ import pytest
 
 from tfktopic.layers.topic_decoder import lda_logits
 from tfktopic.models.schedules import after_warmup, annealing_weight, check_steps
-from tfktopic.models.topicrnn import TopicRNN
+from tfktopic.models.topicrnn.model import TopicRNN
 
 LM_TO_TOPIC = np.array([-1, -1, -1, -1, 0, -1, 1, 2, -1, 3], np.int32)  # C = 10, V_c = 4
 
@@ -103,7 +103,7 @@ def test_lda_scale_shrinks_the_start_and_keeps_each_topics_ranking(tmp_path):
 
 
 def test_streamed_topicrnn_takes_the_same_scaled_lda_start_and_keeps_it_when_saved(tmp_path):
-    from tfktopic.models.document_topicrnn import DocumentTopicRNN
+    from tfktopic.models.topicrnn import DocumentTopicRNN
     beta = np.random.default_rng(4).dirichlet(np.ones(4), size=3)
     keras.utils.set_random_seed(0)
     model = DocumentTopicRNN(10, LM_TO_TOPIC, num_topics=3, hidden_dim=8, embedding_dim=8,
@@ -122,8 +122,8 @@ def test_streamed_topicrnn_takes_the_same_scaled_lda_start_and_keeps_it_when_sav
 
 
 def test_coherent_preset_is_medium_with_the_scaled_lda_start():
-    from tfktopic.models.document_topicrnn import DocumentTopicRNN
-    from tfktopic.models.topicrnn_presets import PRESETS
+    from tfktopic.models.topicrnn.document import DocumentTopicRNN
+    from tfktopic.models.topicrnn.presets import PRESETS
 
     coherent, medium = PRESETS["coherent"], PRESETS["medium"]
     assert coherent["model"] == {**medium["model"], "decoder_init": "lda", "lda_scale": 0.1}

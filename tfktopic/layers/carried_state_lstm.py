@@ -9,6 +9,8 @@ slot):
 
     (h_0, c_0)_b = (1 - reset_b) * (h_T, c_T)_b of the previous window
 
+Gate order: the weights are `keras.layers.LSTM`'s, gates (i, f, c, o).
+
 The carried state lives in non-trainable variables of shape
 ``[max_streams, units]`` per layer, so it works inside `model.fit`,
 `model.evaluate` and plain calls, and is saved with the weights. Gradients

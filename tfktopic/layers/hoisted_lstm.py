@@ -12,7 +12,7 @@ multiplies again inside the reverse loop for every weight gradient. Here:
   arithmetic into a few kernels.
 
 The standard LSTM equations (Hochreiter & Schmidhuber 1997) with Keras' gate
-layout i, f, c, o:
+layout i, f, c, o (gate order: i, f, c, o, the package's one order):
 
     z_t = (x_t W + b) + h_{t-1} U
     i, f, g, o = sigmoid(z_i), sigmoid(z_f), tanh(z_c), sigmoid(z_o)

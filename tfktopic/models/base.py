@@ -476,8 +476,8 @@ class TopicLanguageModel(keras.Model):
                 `tfktopic.data.Corpus`) for a preset whose topic decoder starts
                 from an LDA (``decoder_init="lda"``, e.g. TCNLM ``small``): an
                 LDA of `tokenizer`'s topic vocabulary is fitted on them
-                (`tfktopic.models.lda_lstm.fit_lda` with the preset's
-                ``lda_passes``, default `tfktopic.models.lda_lstm.LDA_PASSES`,
+                (`tfktopic.models.lstm.lda_lstm.fit_lda` with the preset's
+                ``lda_passes``, default `tfktopic.models.lstm.lda_lstm.LDA_PASSES`,
                 and the model's seed or 0, as ``tfktopic train``) unless
                 ``topic_word_init=`` is given (LDA+LSTM: its LDA, unless ``lda=`` is given).
             **overrides: constructor arguments replacing the preset's.
@@ -627,7 +627,7 @@ class TopicLanguageModel(keras.Model):
                              "(decoder_init='lda'): pass topic_word_init= (a [K, V_c] "
                              "topic-word matrix) or documents= (the tokenised training "
                              "documents, with tokenizer=)")
-        from tfktopic.models.lda_lstm import LDA_PASSES, fit_lda  # lda_lstm imports this module
+        from tfktopic.models.lstm.lda_lstm import LDA_PASSES, fit_lda  # lda_lstm imports this module
 
         lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
                       num_topics=cls._lda_topics(merged),

@@ -23,13 +23,13 @@ Example:
 import dataclasses
 import typing
 
-from tfktopic.models.document_lstm import DocumentLSTMLanguageModel
-from tfktopic.models.document_topicrnn import DocumentTopicRNN
-from tfktopic.models.lda_lstm import LDA_PASSES, LDALSTMLanguageModel, fit_lda
-from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
+from tfktopic.models.topicrnn.document import DocumentTopicRNN
+from tfktopic.models.lstm.lda_lstm import LDA_PASSES, LDALSTMLanguageModel, fit_lda
+from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn import RGBNRNN
-from tfktopic.models.tcnlm import TCNLM
-from tfktopic.models.topicrnn import TopicRNN
+from tfktopic.models.tcnlm.model import TCNLM
+from tfktopic.models.topicrnn.model import TopicRNN
 
 __all__ = ["ModelEntry", "MODELS", "DATA_KINDS", "names", "get", "build_model",
            "recorded_name"]

@@ -7,7 +7,9 @@
   class's compiled loop over `RGBNRNN.generation_step`);
 * `hierarchy`: the topic hierarchy (JSON dict) and its DOT / SVG export;
 * `presets`: `PRESETS` / `GBN_PRESETS` in the `tfktopic.presets` schema and
-  `cut_layers` (per-layer sizes for ``num_layers``).
+  `cut_layers` (per-layer sizes for ``num_layers``);
+* `topic_gated_lstm`: the topic-gated stacked LSTM of eq. 4 (`TopicGate`,
+  `TopicGatedLSTMCell`, `TopicGatedLSTMStack`).
 
 The TLASGR-MCMC sampler of Phi and Pi is `tfktopic.bayes.tlasgr.TLASGRTopics`.
 """
@@ -18,8 +20,9 @@ from tfktopic.models.rgbn.model import RGBNRNN
 from tfktopic.models.rgbn.presets import (GBN_PRESETS, PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES,
                                           PER_LAYER_KEYS, PRESETS, cut_layers)
 from tfktopic.models.rgbn.prior import prior_chain, rgbn_elbo_terms, topic_thetas
+from tfktopic.models.rgbn.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 
 __all__ = ["RGBNRNN", "PRESETS", "GBN_PRESETS", "PAPER_HIDDEN_SIZES", "PAPER_TOPIC_SIZES",
            "PER_LAYER_KEYS", "cut_layers", "normalize_theta", "rgbn_elbo_terms",
            "prior_chain", "topic_thetas", "topic_hierarchy", "hierarchy_to_dot",
-           "hierarchy_to_svg"]
+           "hierarchy_to_svg", "TopicGate", "TopicGatedLSTMCell", "TopicGatedLSTMStack"]

@@ -52,7 +52,7 @@ from tfktopic.layers.initialization import (check_initialization, embedding_init
                                             softmax_initializers)
 from tfktopic.layers.topic_decoder import check_decoder_init
 from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
-from tfktopic.layers.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
+from tfktopic.models.rgbn.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,

@@ -10,7 +10,7 @@
   chunk starts from a zero state. This is not the streamed baseline of Zheng,
   Vafa & Blei (*Revisiting Topic-Guided Language Models*, TMLR 2023), which
   carries the state through whole documents with truncated BPTT: that is
-  `tfktopic.models.document_lstm.DocumentLSTMLanguageModel`.
+  `tfktopic.models.lstm.document_lstm.DocumentLSTMLanguageModel`.
 
 Both follow the model contract of DESIGN.md §3: a dict batch in, next-token
 logits out; `train_step` / `test_step` (`tfktopic.models.base`) report
@@ -24,7 +24,7 @@ from tfktopic.evaluation.perplexity import gathered_token_nll
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
                                             lstm_initializers, softmax_initializers)
-from tfktopic.models import lstm_presets
+from tfktopic.models.lstm import presets as lstm_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import stacked_cell_step
 

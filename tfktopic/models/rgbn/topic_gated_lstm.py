@@ -22,6 +22,9 @@ layer by layer: one LSTM over all steps (`run_lstm`), the gate applied
 to all steps at once, the result fed to the next layer (`TopicGatedLSTMStack`).
 `TopicGatedLSTMCell` is the same computation one step at a time (generation,
 and the reference the fast stack is tested against).
+
+Gate order: each LSTM^l is a `keras.layers.LSTMCell`'s weights, gates (i, f, c, o)
+(the package's one order); the topic gate's (z, r, h_hat) are separate.
 """
 
 import keras

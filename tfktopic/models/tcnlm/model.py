@@ -4,7 +4,7 @@ A neural topic model (NTM) reads the bag of words d of a sentence's document
 context and gives topic proportions t (Gaussian softmax, eqs. 8-9); the
 language model is an LSTM whose weights are the topic mixture
 W(t) = sum_k t_k W[k], factorised as W_a diag(W_b t) W_c (eqs. 9-15, see
-`tfktopic.layers.factorized_lstm`). Both are trained jointly by maximising,
+`tfktopic.models.tcnlm.factorized_lstm`). Both are trained jointly by maximising,
 per (sentence, context) pair,
 
     L = E_q[log p(d | t)] - KL(q(theta | d) || N(0, I))
@@ -58,13 +58,14 @@ from keras import ops
 
 from tfktopic.evaluation.cross_entropy import row_bucket
 from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_nll
-from tfktopic.layers.factorized_lstm import FactorizedTopicLSTM, TopicExpertsLSTM
+from tfktopic.models.tcnlm.factorized_lstm import (GATE_ORDER, LEGACY_GATE_ORDER,
+                                                   FactorizedTopicLSTM, TopicExpertsLSTM)
 from tfktopic.layers.initialization import (cell_initializers, check_initialization,
                                             embedding_initializer, softmax_initializers)
 from tfktopic.layers.topic_decoder import (DECODER_INITS, NeuralTopicModel, check_decoder_init,
                                           lda_logits, topic_diversity)
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
-from tfktopic.models import tcnlm_presets
+from tfktopic.models.tcnlm import presets as tcnlm_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS, simplex_topics
 from tfktopic.models.schedules import (after_warmup, annealing_weight, check_steps,
@@ -126,6 +127,10 @@ class TCNLM(TopicLanguageModel):
             every weight and bias of the recurrent cells U(±1/sqrt(H)) without a
             forget-gate offset) or a dict of parts
             (`tfktopic.layers.initialization`); the neural topic model keeps its own.
+        gate_order: gate order of the factorized LSTM's weights in a file being
+            loaded: "ifco" (keras' order, every new model) or "ifoc" (files saved
+            before; `from_config` of a config without the key). See
+            `FactorizedTopicLSTMCell`.
 
     Inputs: the pipeline dict (``tokens``, ``context_bow``; ``targets`` and
     ``mask`` for training). ``model(batch)`` returns next-token logits
@@ -155,8 +160,9 @@ class TCNLM(TopicLanguageModel):
                  diversity_weight=0.1, mixture="factorized", dropout=0.0, embeddings=None,
                  bow_normalization="total", seed=None, kl_warmup_steps=0,
                  topic_warmup_steps=0, decoder_init="random", topic_word_init=None,
-                 initialization="keras", **kwargs):
+                 initialization="keras", gate_order=GATE_ORDER, **kwargs):
         super().__init__(**kwargs)
+        self.gate_order = gate_order   # of the weights a file loads (`FactorizedTopicLSTMCell`)
         self.vocab_size = _positive_int("vocab_size", vocab_size)
         self.topic_vocab_size = _positive_int("topic_vocab_size", topic_vocab_size)
         self.num_topics = _positive_int("num_topics", num_topics)
@@ -207,7 +213,7 @@ class TCNLM(TopicLanguageModel):
         if self.mixture == "factorized":
             self.rnns = [FactorizedTopicLSTM(
                 self.hidden_dim, self.num_topics, factor_dim=self.factor_dim, return_state=True,
-                name=f"topic_lstm_{i}", dtype=self.dtype_policy,
+                gate_order=gate_order, name=f"topic_lstm_{i}", dtype=self.dtype_policy,
                 **cell_initializers(self.initialization, self.hidden_dim, FACTORIZED_WEIGHTS))
                 for i in range(self.num_layers)]
         else:
@@ -439,4 +445,11 @@ class TCNLM(TopicLanguageModel):
                 "bow_normalization": self.bow_normalization, "seed": self.seed,
                 "kl_warmup_steps": self.kl_warmup_steps,
                 "topic_warmup_steps": self.topic_warmup_steps,
-                "decoder_init": self.decoder_init, "initialization": self.initialization}
+                "decoder_init": self.decoder_init, "initialization": self.initialization,
+                "gate_order": GATE_ORDER}
+
+    @classmethod
+    def from_config(cls, config):
+        """A config without ``gate_order`` (a file saved before it) holds the factorized
+        LSTM's gates in the order (i, f, o, c); they are put in (i, f, c, o) on load."""
+        return super().from_config({"gate_order": LEGACY_GATE_ORDER, **config})

@@ -2,7 +2,7 @@
 
 The topic component measured on top of the strong baseline, as Zheng, Vafa &
 Blei (TMLR 2023; ``carolinazheng/revisiting-tglms``, ``models/trnn.py``) do:
-the streamed document LSTM of `tfktopic.models.document_lstm` (one token
+the streamed document LSTM of `tfktopic.models.lstm.document_lstm` (one token
 stream per document, truncated BPTT of 30 targets, the LSTM state carried
 across a document's windows and zeroed at its first) with TopicRNN's output
 layer (Dieng, Wang, Gao & Paisley, ICLR 2017, §3):
@@ -25,7 +25,7 @@ with X_c the window's ``context_bow`` from `tfktopic.data.streams`:
   context of `tfktopic.data.streams.stream_examples` for this model; ``"whole_document"``
   reproduces Zheng et al.
 
-The ELBO per token (as `tfktopic.models.topicrnn.TopicRNN`, with the KL of
+The ELBO per token (as `tfktopic.models.topicrnn.model.TopicRNN`, with the KL of
 q charged once per document: a window with n of its document's N targets
 carries (n / N) KL, N = the batch's ``doc_targets``):
 
@@ -38,14 +38,14 @@ from keras import ops
 
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.layers.initialization import check_initialization, embedding_initializer
-from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_decoder import check_decoder_init, check_lda_scale, lda_logits
+from tfktopic.models.topicrnn.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
-from tfktopic.models import topicrnn_presets
+from tfktopic.models.topicrnn import presets as topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import stacked_cell_step
-from tfktopic.models.document_lstm import stream_inputs
-from tfktopic.models.topicrnn import elbo_terms, generation_theta
+from tfktopic.models.lstm.document_lstm import stream_inputs
+from tfktopic.models.topicrnn.model import elbo_terms, generation_theta
 
 __all__ = ["DocumentTopicRNN"]
 

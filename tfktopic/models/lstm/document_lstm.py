@@ -27,9 +27,9 @@ from tfktopic.evaluation.perplexity import evaluate_perplexity, gathered_token_n
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
                                             softmax_initializers)
-from tfktopic.models import lstm_presets
+from tfktopic.models.lstm import presets as lstm_presets
 from tfktopic.models.base import TopicLanguageModel
-from tfktopic.models.lstm_lm import PlainGeneration
+from tfktopic.models.lstm.lstm_lm import PlainGeneration
 
 __all__ = ["DocumentLSTMLanguageModel", "stream_inputs", "score_stream_perplexity"]
 

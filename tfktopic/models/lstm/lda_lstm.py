@@ -52,9 +52,9 @@ from keras import ops
 
 from tfktopic.distributions import digamma
 from tfktopic.layers.hoisted_lstm import run_lstm
-from tfktopic.models import lda_lstm_presets
+from tfktopic.models.lstm import lda_presets as lda_lstm_presets
 from tfktopic.models.decoding import simplex_topics, stacked_cell_step
-from tfktopic.models.lstm_lm import LSTMLanguageModel
+from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 
 __all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus",
            "LDA_PASSES"]

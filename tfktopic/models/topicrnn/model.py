@@ -58,10 +58,10 @@ from tfktopic.evaluation.perplexity import gather_real_positions, masked_token_n
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
                                             lstm_initializers)
-from tfktopic.layers.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
+from tfktopic.models.topicrnn.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
 from tfktopic.layers.topic_decoder import check_decoder_init, check_lda_scale, lda_logits
 from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
-from tfktopic.models import topicrnn_presets
+from tfktopic.models.topicrnn import presets as topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import GENERATION_METHODS, stacked_cell_step
 from tfktopic.models.schedules import annealing_weight, check_steps, optimizer_step
@@ -87,7 +87,7 @@ def elbo_terms(gate, encoder, hidden, theta, mean, log_std, targets, mask, kl_we
     """TopicRNN's ELBO terms (eq. 5) over a batch of windows, as sums (nats).
 
     Written once for the sentence-level `TopicRNN` and the streamed
-    `tfktopic.models.document_topicrnn.DocumentTopicRNN`. The output layer
+    `tfktopic.models.topicrnn.document.DocumentTopicRNN`. The output layer
     runs at the predicted positions only (`gather_real_positions`: the topic
     bias B^T theta of each window, computed once per window, is gathered to
     its positions), which skips the padding's softmaxes; padded positions add

@@ -6,7 +6,7 @@ TCNLM (Wang et al., *Topic Compositional Neural Language Model*, AISTATS 2018,
 
     W(t) = W_a diag(W_b t) W_c                                          (12)
 
-so that, for each gate * in (i, f, o, c),
+so that, for each gate * in (i, f, c, o),
 
     x~_* = (W_*b t) ⊙ (W_*c x_{m-1}),   h~_* = (U_*b t) ⊙ (U_*c h_{m-1})  (13)
     gate_* = act(W_*a x~_* + U_*a h~_* + b_*)                          (14)
@@ -21,25 +21,57 @@ sigma there; SCN's code and every LSTM use tanh).
   constant over a sequence, so the input side W_*a((W_*b t) ⊙ (W_*c x)) + b_*
   of **all** time steps is one batched product before the recurrence; only
   the recurrent side runs per step: on a CPU in XLA-compiled loops with a
-  hand-written backward pass (`tfktopic.layers.factorized_recurrence`), else
+  hand-written backward pass (`tfktopic.models.tcnlm.factorized_recurrence`), else
   (a mask, a GPU, JAX, ``fast_path=False``) in one `keras.ops.scan`, the reference.
 * `TopicExpertsLSTM` -- K independent LSTMs run as one batched recurrence,
   for the naive mixture of experts p(y) = sum_k t_k softmax(V h^(k)) (eq. 7).
 
-Weights are stored gate-major: ``[4, ...]`` in the order (i, f, o, c).
+Weights are stored gate-major: ``[4, ...]`` in keras.layers.LSTM's gate order
+(i, f, c, o), as every LSTM of the package. Files saved before that change hold
+(i, f, o, c): a config without ``gate_order`` (every such file) loads with
+``gate_order="ifoc"`` and the cell swaps the c and o blocks of the loaded
+weights (`FactorizedTopicLSTMCell.load_own_variables`).
 """
 
 import keras
 from keras import ops
 
 from tfktopic import backend
-from tfktopic.layers.factorized_recurrence import factorized_recurrence
+from tfktopic.models.tcnlm.factorized_recurrence import factorized_recurrence
 from tfktopic.layers.hoisted_lstm import _gpu_visible
 
-__all__ = ["FactorizedTopicLSTMCell", "FactorizedTopicLSTM", "TopicExpertsLSTM", "lstm_update"]
+__all__ = ["FactorizedTopicLSTMCell", "FactorizedTopicLSTM", "TopicExpertsLSTM", "lstm_update",
+           "GATE_ORDER", "LEGACY_GATE_ORDER", "to_gate_order"]
 
-#: Gate order of every gate-major weight and pre-activation.
-GATES = ("input", "forget", "output", "candidate")
+#: Gate order of every gate-major weight and pre-activation (keras.layers.LSTM's).
+GATES = ("input", "forget", "candidate", "output")
+#: `gate_order` of new layers: i, f, c, o (keras.layers.LSTM's).
+GATE_ORDER = "ifco"
+#: The order of files saved before `gate_order` existed (a config without the key).
+LEGACY_GATE_ORDER = "ifoc"
+_GATE_ORDERS = (GATE_ORDER, LEGACY_GATE_ORDER)
+
+
+def _check_gate_order(gate_order):
+    if gate_order not in _GATE_ORDERS:
+        raise ValueError(f"gate_order must be one of {_GATE_ORDERS}, got {gate_order!r}")
+    return gate_order
+
+
+def to_gate_order(weight, gate_order):
+    """A gate-major weight [4, ...] stored in `gate_order`, in `GATE_ORDER` (i, f, c, o).
+
+    Args:
+        weight: array or tensor [4, ...], the gate blocks in `gate_order`.
+        gate_order: "ifco" (returned as is) or "ifoc" (the c and o blocks swapped;
+            the swap is its own inverse, so it also converts back).
+
+    Returns:
+        the weight with its gate blocks in the order (i, f, c, o).
+    """
+    if _check_gate_order(gate_order) == GATE_ORDER:
+        return weight
+    return ops.take(weight, [0, 1, 3, 2], axis=0)
 
 #: SCN-LSTM's initialiser of every factor matrix, U(-0.05, 0.05) (reference §1.2). On Lee
 #: it trains markedly better than Glorot/orthogonal factors with W_b = 1 (valid. ppl 77 vs
@@ -47,12 +79,13 @@ GATES = ("input", "forget", "output", "candidate")
 SCN_UNIFORM = {"class_name": "RandomUniform", "config": {"minval": -0.05, "maxval": 0.05}}
 
 
-def lstm_update(pre_i, pre_f, pre_o, pre_c, c):
+def lstm_update(pre_i, pre_f, pre_c, pre_o, c):
     """The LSTM state update from the four gate pre-activations (eq. 15).
 
     Args:
-        pre_i, pre_f, pre_o, pre_c: float [..., n_h] pre-activations of the
-            input, forget and output gates and of the candidate.
+        pre_i, pre_f, pre_c, pre_o: float [..., n_h] pre-activations of the
+            input and forget gates, of the candidate and of the output gate
+            (keras.layers.LSTM's order).
         c: float [..., n_h] previous cell state.
 
     Returns:
@@ -117,7 +150,8 @@ def _time_major_mask(mask):
 class FactorizedTopicLSTMCell(keras.layers.Layer):
     """Topic-compositional LSTM cell (TCNLM eqs. (12)-(15)), one step at a time.
 
-    Parameters per gate * (stored gate-major, ``[4, ...]``):
+    Parameters per gate * (stored gate-major, ``[4, ...]``, gates in keras'
+    order i, f, c, o):
     W_*c [n_x, n_f], W_*b [T, n_f], W_*a [n_f, n_h] on the input side;
     U_*c [n_h, n_f], U_*b [T, n_f], U_*a [n_f, n_h] on the recurrent side;
     one bias b_* [n_h] -- 4 n_f (n_x + 2T + 3 n_h) + 4 n_h parameters (the
@@ -138,6 +172,10 @@ class FactorizedTopicLSTMCell(keras.layers.Layer):
             All three default to SCN-LSTM's U(-0.05, 0.05) (`SCN_UNIFORM`).
         bias_initializer: initializer of the gate biases.
         unit_forget_bias: add 1 to the forget-gate bias at initialisation.
+        gate_order: the gate order of weights loaded from a file
+            (`load_own_variables`): "ifco" (new files) or "ifoc" (files saved
+            before; `from_config` of a config without the key). The variables
+            are always in (i, f, c, o); `get_config` says "ifco".
 
     Example:
     >>> cell = FactorizedTopicLSTMCell(units=8, num_topics=3)
@@ -149,8 +187,10 @@ class FactorizedTopicLSTMCell(keras.layers.Layer):
 
     def __init__(self, units, num_topics, factor_dim=None, factor_initializer=SCN_UNIFORM,
                  recurrent_initializer=SCN_UNIFORM, topic_initializer=SCN_UNIFORM,
-                 bias_initializer="zeros", unit_forget_bias=True, **kwargs):
+                 bias_initializer="zeros", unit_forget_bias=True, gate_order=GATE_ORDER,
+                 **kwargs):
         super().__init__(**kwargs)
+        self.gate_order = _check_gate_order(gate_order)
         for name, value in (("units", units), ("num_topics", num_topics)):
             if int(value) < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
@@ -252,7 +292,7 @@ class FactorizedTopicLSTMCell(keras.layers.Layer):
         x, t = inputs[:, :self.input_dim], inputs[:, self.input_dim:]
         h, c = states[0], states[1]
         pre = self.gate_preactivations(x, h, t)
-        h, c = lstm_update(pre[0], pre[1], pre[2], pre[3], c)
+        h, c = lstm_update(pre[0], pre[1], pre[2], pre[3], c)     # i, f, c, o
         return h, [h, c]
 
     def get_initial_state(self, batch_size=None):
@@ -265,7 +305,20 @@ class FactorizedTopicLSTMCell(keras.layers.Layer):
                 "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
                 "topic_initializer": keras.initializers.serialize(self.topic_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "unit_forget_bias": self.unit_forget_bias}
+                "unit_forget_bias": self.unit_forget_bias, "gate_order": GATE_ORDER}
+
+    @classmethod
+    def from_config(cls, config):
+        """A config without ``gate_order`` was saved before it: gates (i, f, o, c)."""
+        return cls(**{"gate_order": LEGACY_GATE_ORDER, **config})
+
+    def load_own_variables(self, store):
+        """Load the weights, then put their gate blocks in (i, f, c, o) (`gate_order`)."""
+        super().load_own_variables(store)
+        if self.gate_order != GATE_ORDER:
+            for variable in self.weights:
+                variable.assign(to_gate_order(variable, self.gate_order))
+            self.gate_order = GATE_ORDER   # the variables now hold the new order
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -286,7 +339,7 @@ class FactorizedTopicLSTM(keras.layers.Layer):
 
     Args:
         units, num_topics, factor_dim, factor_initializer, recurrent_initializer,
-        topic_initializer, bias_initializer, unit_forget_bias: as in
+        topic_initializer, bias_initializer, unit_forget_bias, gate_order: as in
         `FactorizedTopicLSTMCell`.
         return_sequences: return all outputs [B, L, n_h] (else the last one).
         return_state: also return the final states h and c.
@@ -314,14 +367,16 @@ class FactorizedTopicLSTM(keras.layers.Layer):
     def __init__(self, units, num_topics, factor_dim=None, factor_initializer=SCN_UNIFORM,
                  recurrent_initializer=SCN_UNIFORM, topic_initializer=SCN_UNIFORM,
                  bias_initializer="zeros", unit_forget_bias=True, return_sequences=True,
-                 return_state=False, fast_path=True, jit_compile=True, **kwargs):
+                 return_state=False, fast_path=True, jit_compile=True, gate_order=GATE_ORDER,
+                 **kwargs):
         super().__init__(**kwargs)
         self.fast_path = bool(fast_path)
         self.jit_compile = bool(jit_compile)
         self.cell = FactorizedTopicLSTMCell(
             units, num_topics, factor_dim=factor_dim, factor_initializer=factor_initializer,
             recurrent_initializer=recurrent_initializer, topic_initializer=topic_initializer,
-            bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias, name="cell",
+            bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias,
+            gate_order=gate_order, name="cell",
             dtype=self.dtype_policy)
         self.units = self.cell.units
         self.num_topics = self.cell.num_topics
@@ -349,9 +404,9 @@ class FactorizedTopicLSTM(keras.layers.Layer):
                 initial_state = [zeros, zeros]
 
             def step(x_t, h, c):
-                pre_i, pre_f, pre_o, pre_c = ops.unstack(
+                pre_i, pre_f, pre_c, pre_o = ops.unstack(
                     x_t + cell.recurrent_side(h, topic_factors))
-                return lstm_update(pre_i, pre_f, pre_o, pre_c, c)
+                return lstm_update(pre_i, pre_f, pre_c, pre_o, c)
 
             outputs, h, c = _recurrence(input_side, _time_major_mask(mask), initial_state[0],
                                         initial_state[1], step)
@@ -373,10 +428,15 @@ class FactorizedTopicLSTM(keras.layers.Layer):
         cell = self.cell.get_config()
         keys = ("units", "num_topics", "factor_dim", "factor_initializer",
                 "recurrent_initializer", "topic_initializer", "bias_initializer",
-                "unit_forget_bias")
+                "unit_forget_bias", "gate_order")
         return {**super().get_config(), **{k: cell[k] for k in keys},
                 "return_sequences": self.return_sequences, "return_state": self.return_state,
                 "fast_path": self.fast_path, "jit_compile": self.jit_compile}
+
+    @classmethod
+    def from_config(cls, config):
+        """A config without ``gate_order`` was saved before it: gates (i, f, o, c)."""
+        return cls(**{"gate_order": LEGACY_GATE_ORDER, **config})
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
@@ -466,7 +526,7 @@ class TopicExpertsLSTM(keras.layers.Layer):
         def step(x_t, h, c):
             pre = x_t + ops.matmul(h, self.recurrent_kernel)                 # [K, B, 4 n_h]
             pre_i, pre_f, pre_c, pre_o = ops.split(pre, 4, axis=-1)   # keras.layers.LSTM order
-            return lstm_update(pre_i, pre_f, pre_o, pre_c, c)
+            return lstm_update(pre_i, pre_f, pre_c, pre_o, c)
 
         outputs, h, c = _recurrence(input_side, _time_major_mask(mask), initial_state[0],
                                     initial_state[1], step)

@@ -4,7 +4,7 @@ The fast path of `FactorizedTopicLSTM` (in the style of `hoisted_lstm`). With
 the input side X_t = W_*a((W_*b t) ⊙ (W_*c x_t)) + b_* of every step computed
 before the loop (one product, `FactorizedTopicLSTMCell.input_side`) and the
 recurrent topic factors s_* = U_*b t computed once per sequence, the loop is
-(Wang et al. 2018, eqs. 13-15; gates in the order i, f, o, c)
+(Wang et al. 2018, eqs. 13-15; gates in keras' order i, f, c, o)
 
     a_t = h_{t-1} U_*c                                       (13, [B, n_f] per gate)
     pre_t = X_t + U_*a (s_* ⊙ a_t)                           (13-14)
@@ -57,7 +57,7 @@ def factorized_recurrence(input_side, topic_factors, factor_kernel, output_kerne
     """Run the factorised topic LSTM's recurrence over whole sequences.
 
     Args:
-        input_side: float [L, 4, B, n_h], time-major and gate-major (i, f, o, c):
+        input_side: float [L, 4, B, n_h], time-major and gate-major (i, f, c, o):
             X_t = W_*a((W_*b t) ⊙ (W_*c x_t)) + b_* of every step; gradients reach it.
         topic_factors: float [4, B, n_f], s_* = U_*b t; gradients reach it.
         factor_kernel: U_*c, [4, n_h, n_f].
@@ -129,7 +129,7 @@ def _batch_major(gate_major):
 
 def _forward_loop(input_side, topic_factors, factor_kernel, output_kernel, h_0, c_0):
     """Forward pass (eqs. 13-15): h and c of every step [L, B, n_h], the activated
-    gates i, f, o, g [L, 4, B, n_h], the factors a_t = h_{t-1} U_*c and s ⊙ a_t
+    gates i, f, g, o [L, 4, B, n_h], the factors a_t = h_{t-1} U_*c and s ⊙ a_t
     [L, 4, B, n_f]."""
     import tensorflow as tf  # the TensorFlow fast path only (lazy: JAX never imports it)
     factors_side_by_side = _concat_gates(factor_kernel)
@@ -139,9 +139,9 @@ def _forward_loop(input_side, topic_factors, factor_kernel, output_kernel, h_0, 
         a = _gate_major(tf.matmul(h, factors_side_by_side))                        # (13)
         topic_a = topic_factors * a
         pre = x_t + tf.matmul(topic_a, output_kernel)                              # (13-14)
-        gates = tf.concat([tf.sigmoid(pre[:3]), tf.tanh(pre[3:])], axis=0)
-        c = gates[1] * c + gates[0] * gates[3]                                     # (15)
-        return tf.tanh(c) * gates[2], c, gates, a, topic_a
+        gates = tf.concat([tf.sigmoid(pre[:2]), tf.tanh(pre[2:3]), tf.sigmoid(pre[3:])], axis=0)
+        c = gates[1] * c + gates[0] * gates[2]                                     # (15)
+        return tf.tanh(c) * gates[3], c, gates, a, topic_a
 
     zeros = tf.zeros_like(topic_factors)
     return tf.scan(step, input_side,
@@ -160,12 +160,12 @@ def _backward_loop(d_hidden, d_c_last, topic_factors, factor_kernel, output_kern
     def back(carry, step_values):
         dh_next, dc_next, d_topic = carry[0], carry[1], carry[2]
         dh_out, c, c_prev, gates_t, a = step_values
-        i, f, o, g = gates_t[0], gates_t[1], gates_t[2], gates_t[3]
+        i, f, g, o = gates_t[0], gates_t[1], gates_t[2], gates_t[3]
         dh = dh_out + dh_next
         tanh_c = tf.tanh(c)
         dc = dc_next + dh * o * (1.0 - tanh_c * tanh_c)
         d_pre = tf.stack([dc * g * i * (1.0 - i), dc * c_prev * f * (1.0 - f),
-                          dh * tanh_c * o * (1.0 - o), dc * i * (1.0 - g * g)])
+                          dc * i * (1.0 - g * g), dh * tanh_c * o * (1.0 - o)])
         d_a = tf.matmul(d_pre, output_kernel, transpose_b=True)                     # [4, B, n_f]
         d_factors = _batch_major(topic_factors * d_a)                               # [B, 4 n_f]
         dh_prev = tf.matmul(d_factors, factors_side_by_side_t)
