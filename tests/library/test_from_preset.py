@@ -107,9 +107,11 @@ def test_load_run_and_the_generate_command_give_detokenised_text(capsys):
 
 # ------------------------------------------------------------ hyperparameter presets
 def test_a_hyperparameter_preset_takes_its_sizes_from_a_tokenizer_and_attaches_it(lee):
-    _, tokenizer = lee
-    model = TopicRNN.from_preset("small", tokenizer=tokenizer, hidden_dim=8, embedding_dim=8,
-                                 num_topics=3)
+    docs, tokenizer = lee
+    # TopicRNN's and rGBN-RNN's `small` start their topics from an LDA of `documents`.
+    model = TopicRNN.from_preset("small", tokenizer=tokenizer, documents=docs, hidden_dim=8,
+                                 embedding_dim=8, num_topics=3)
+    assert model.decoder_init == "lda" and model.lda_scale == 0.1
     assert model.vocab_size == tokenizer.vocab_size and model.tokenizer is tokenizer
     np.testing.assert_array_equal(model.lm_to_topic, tokenizer.topic_vocab.lm_to_topic)
     texts = model.generate("the fire", max_length=6, seed=0)
@@ -117,7 +119,9 @@ def test_a_hyperparameter_preset_takes_its_sizes_from_a_tokenizer_and_attaches_i
     lstm = LSTMLanguageModel.from_preset("small", tokenizer=Tokenizer(tokenizer.lm_vocab),
                                          hidden_dim=8, embedding_dim=8)
     assert lstm.vocab_size == tokenizer.vocab_size
-    rgbn = RGBNRNN.from_preset("small", tokenizer=tokenizer, num_documents=10, num_layers=1)
+    rgbn = RGBNRNN.from_preset("small", tokenizer=tokenizer, documents=docs, num_documents=10,
+                               num_layers=1)
+    assert rgbn.decoder_init == "lda"
     assert (rgbn.vocab_size, rgbn.topic_vocab_size) == (tokenizer.vocab_size,
                                                          tokenizer.topic_vocab_size)
 
@@ -125,10 +129,12 @@ def test_a_hyperparameter_preset_takes_its_sizes_from_a_tokenizer_and_attaches_i
 @pytest.mark.parametrize("family", [LDALSTMLanguageModel, DocumentLSTMLanguageModel,
                                     DocumentTopicRNN])
 def test_every_family_built_with_a_tokenizer_generates_text(lee, family):
-    _, tokenizer = lee
+    docs, tokenizer = lee
     sizes = {"hidden_dim": 8, "embedding_dim": 8}
     if family is not DocumentLSTMLanguageModel:
         sizes["num_topics"] = 3
+    if family is DocumentTopicRNN:
+        sizes["documents"] = docs                   # its `small` starts B from an LDA
     model = family.from_preset("small", tokenizer=tokenizer, **sizes)
     texts = model.generate("the fire", max_length=6, seed=0, num_sentences=2)
     assert len(texts) == 2 and all(text.startswith("the fire") for text in texts)
@@ -141,8 +147,11 @@ def test_preset_errors_are_one_line(lee):
         (lambda: TopicRNN.from_preset("small", tokenizer=Tokenizer(tokenizer.lm_vocab)),
          "no topic vocabulary, which TopicRNN needs"),
         (lambda: TopicRNN.from_preset("small", tokenizer="words"), "must be a tfktopic"),
-        (lambda: TopicRNN.from_preset("small", tokenizer=tokenizer, documents=[[["a"]]]),
+        (lambda: TopicRNN.from_preset("small", tokenizer=tokenizer, decoder_init="random",
+                                      documents=[[["a"]]]),
          "documents= is only used to fit the LDA"),
+        (lambda: TopicRNN.from_preset("small", tokenizer=tokenizer),
+         "topic_word_init=.*documents="),
         (lambda: TCNLM.from_preset("small", 50, 20), "topic_word_init=.*documents="),
         (lambda: TCNLM.from_preset("small", 50, 20, documents=[[["a"]]]),
          "documents= needs tokenizer="),
@@ -206,7 +215,7 @@ def test_topic_weights_are_the_normalised_distribution_in_decreasing_order(lee):
 def test_topicrnn_topic_weights_are_the_softmax_of_its_topic_word_rows(lee):
     _, tokenizer = lee
     model = TopicRNN.from_preset("small", tokenizer=tokenizer, hidden_dim=8, embedding_dim=8,
-                                 num_topics=3)
+                                 num_topics=3, decoder_init="random")
     rows = model.topic_word_matrix()
     assert (rows < 0).any()                          # unconstrained B
     expected = np.exp(rows) / np.exp(rows).sum(axis=1, keepdims=True)

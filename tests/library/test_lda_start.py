@@ -17,9 +17,11 @@ def _softmax_rows(logits):
 CASES = {
     "tcnlm": ({"hidden_dim": 8, "embedding_dim": 8, "ntm_units": [8]},
               lambda model: model.beta(), 0),
-    "topicrnn": ({"hidden_dim": 8, "embedding_dim": 8, "encoder_units": [8]},
+    # (lda_scale 1: B's softmax is then the LDA's topics themselves; `small` scales by 0.1)
+    "topicrnn": ({"hidden_dim": 8, "embedding_dim": 8, "encoder_units": [8], "lda_scale": 1.0},
                  lambda model: _softmax_rows(np.asarray(model.gate.topic_word, np.float64)), 3),
-    "doc_topicrnn": ({"hidden_dim": 8, "embedding_dim": 8, "encoder_units": [8]},
+    "doc_topicrnn": ({"hidden_dim": 8, "embedding_dim": 8, "encoder_units": [8],
+                      "lda_scale": 1.0},
                      lambda model: _softmax_rows(np.asarray(model.gate.topic_word, np.float64)),
                      3),
     "gbn_rnn": ({"num_layers": 1, "hidden_sizes": [8], "embedding_dim": 8},

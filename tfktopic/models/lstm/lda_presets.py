@@ -7,6 +7,8 @@ LDA fit's budget --, ``description``, ``reference_documents``). ``small`` and
 medium).
 """
 
+from tfktopic.models.budget import CONVERGE
+
 _DATA = {"max_len": 30, "context_len": 300}
 
 PRESETS = {
@@ -34,7 +36,7 @@ PRESETS = {
         "model": {"num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
                   "dropout": 0.0, "lda_iterations": 50},
         "data": dict(_DATA),
-        "training": {"learning_rate": 3e-3, "clipnorm": 5.0, "batch_size": 64, "epochs": 5,
+        "training": {"learning_rate": 3e-3, "clipnorm": 5.0, "batch_size": 64, **CONVERGE,
                      "lda_passes": 5},
     },
     "medium": {

@@ -45,6 +45,8 @@ Example:
 (100,)
 """
 
+from tfktopic.models.budget import CONVERGE
+
 __all__ = ["PRESETS", "GBN_PRESETS", "PAPER_HIDDEN_SIZES", "PAPER_TOPIC_SIZES",
            "PER_LAYER_KEYS", "COHERENT_CHANGES", "cut_layers"]
 
@@ -106,13 +108,16 @@ PRESETS = {
     },
     "small": {
         "description": "the shared small LM (32-d embeddings, 64 units in the first layer) "
-                       "with 10 topics: LSTM 64-32, topics 10-5; CPU-friendly (tests, demos)",
+                       "with 10 topics: LSTM 64-32, topics 10-5; Phi^1 from a training-split "
+                       "LDA with TLASGR steps eps_0 = 0.005, trained until validation stops "
+                       "improving (docs/results/defaults.md)",
         "model": {"num_layers": 2, "hidden_sizes": (64, 32), "topic_sizes": (10, 5),
                   "embedding_dim": 32, "dropout": 0.0, "encoder_recurrent": True,
                   "scalar_k": False, "gate_orientation": "paper", "tm_weight": 1.0,
-                  "kl_weights": (1.0, 1.0), "tau0": 1.0, "recurrent": True},
+                  "kl_weights": (1.0, 1.0), "tau0": 1.0, "recurrent": True,
+                  "decoder_init": "lda", "tlasgr": {"step_size": 0.005}},
         "data": {**_DATA, "min_count": 3},
-        "training": {**_ADAM, "learning_rate": 3e-3, "clipnorm": 5.0, "epochs": 3},
+        "training": {**_ADAM, "learning_rate": 1e-2, "clipnorm": 5.0, **CONVERGE},
     },
 }
 #: ``medium`` with the fixes of issue 14 (module docstring): Phi^1 starts at the training

@@ -8,6 +8,8 @@ resolve_data` scales it down for a smaller corpus. ``small`` and ``medium`` are
 the LM sizes shared by every family (the benchmarks' quick / medium); n_f = n_h.
 """
 
+from tfktopic.models.budget import CONVERGE
+
 _PAPER_DATA = {
     # TDLM preprocessing, which TCNLM follows (reference §2.2-2.3, Table 1).
     "min_count": 10,                 # LM vocabulary: types seen >= 10 times
@@ -60,8 +62,8 @@ PRESETS = {
     # (studies/results/topics/lee_main_job.json).
     "small": {
         "description": "the shared small LM (32-d embeddings, 1 x 64) with 10 topics and an "
-                       "LDA-initialised topic decoder; trains in about a minute on 2 CPU cores "
-                       "on the Lee corpus",
+                       "LDA-initialised topic decoder, trained until validation stops "
+                       "improving (about a minute on 2 CPU cores on the Lee corpus)",
         "model": {"num_topics": 10, "embedding_dim": 32, "hidden_dim": 64, "num_layers": 1,
                   "factor_dim": 64, "ntm_units": (64, 64), "diversity_weight": 0.1,
                   "mixture": "factorized", "dropout": 0.4, "decoder_init": "lda"},
@@ -69,7 +71,7 @@ PRESETS = {
                  "min_doc_freq": 2, "max_len": 30, "context_len": 300,
                  "train_protocol": "all_other"},
         "training": {"optimizer": "adam", "learning_rate": 1e-2, "batch_size": 64,
-                     "epochs": 10, "clipnorm": 5.0},
+                     **CONVERGE, "clipnorm": 5.0},
     },
     "medium": {
         "description": "the shared medium LM (128-d embeddings, 1 x 256, dropout 0.3) with 50 "

@@ -7,6 +7,8 @@ ours are marked "ours". ``small`` and ``medium`` are the LM sizes shared by
 every family (the benchmarks' quick / medium).
 """
 
+from tfktopic.models.budget import CONVERGE
+
 _PTB_DATA = {
     "dataset": "ptb",
     "sentences_per_document": 10,   # §4.1: documents = blocks of 10 sentences (Mikolov & Zweig)
@@ -59,13 +61,15 @@ PRESETS = {
                      "epochs": 13, "classifier_units": 50, "classifier_epochs": 100},
     },
     "small": {
-        "description": "the shared small LM (32-d embeddings, 1 x 64 LSTM) with 10 topics; "
-                       "trains in a minute on 2 CPU cores (tests, demos)",
+        "description": "the shared small LM (32-d embeddings, 1 x 64 LSTM) with 10 topics, B "
+                       "started from a training-split LDA scaled by 0.1 (as `coherent`), "
+                       "trained until validation stops improving (docs/results/defaults.md)",
         "model": {"embedding_dim": 32, "hidden_dim": 64, "num_layers": 1, "num_topics": 10,
-                  "encoder_units": (64,), "cell": "lstm", "variant": "paper", "dropout": 0.0},
+                  "encoder_units": (64,), "cell": "lstm", "variant": "paper", "dropout": 0.0,
+                  "decoder_init": "lda", "lda_scale": 0.1},
         "data": {"dataset": "lee", "min_count": 3, "stopwords": "gensim",
                  "max_freq_fraction": 0.001, "max_len": 30, "context_len": 300},
-        "training": {"optimizer": "adam", "learning_rate": 3e-3, "batch_size": 64, "epochs": 8},
+        "training": {"optimizer": "adam", "learning_rate": 3e-3, "batch_size": 64, **CONVERGE},
     },
     "medium": {
         "description": "the shared medium LM (128-d embeddings, 1 x 256 LSTM, dropout 0.3) "
