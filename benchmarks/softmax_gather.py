@@ -129,7 +129,7 @@ def measure(name, data, steps, rounds, precision):
     data = data.for_model(name)
     lda = None
     if name == "lda_lstm":
-        from tfktopic.models.lstm.lda_lstm import fit_lda
+        from tfktopic.lda import fit_lda
 
         lda = fit_lda(data.parts["train"], data.topic_vocab,
                       num_topics=settings["model"]["num_topics"],

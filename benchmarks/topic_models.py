@@ -170,7 +170,7 @@ def _description(mode):
 @functools.lru_cache(maxsize=None)
 def _lda(mode):
     """gensim LDA on the training documents' topic-vocabulary BoW (cached per mode)."""
-    from tfktopic.models.lstm.lda_lstm import fit_lda
+    from tfktopic.lda import fit_lda
 
     cfg, data = SETTINGS[mode], _data(mode)
     start = time.perf_counter()

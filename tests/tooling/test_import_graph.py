@@ -152,11 +152,6 @@ def test_no_import_circle_through_the_studies_benchmarks_or_tools(graph):
     assert outside == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "one circle is left inside the library: tfktopic.models.base imports the registry "
-    "(from_preset) and lda_lstm (fit_lda) in functions, and the registry imports every "
-    "family, which imports base; issue 52's family/settings work removes it -- then this "
-    "test passes and the marker must go"))
 def test_no_import_circle_between_modules(graph):
     assert circles(graph) == []
 

@@ -64,6 +64,7 @@ from keras import ops
 from keras.src.trainers.compile_utils import MetricsList as _KerasMetricsList
 
 from tfktopic import backend, pretrained
+from tfktopic.lda import LDA_PASSES, fit_lda
 from tfktopic.data.vocab import topic_words
 from tfktopic.distribute import global_logs
 from tfktopic.errors import TfktopicError
@@ -75,6 +76,15 @@ from tfktopic.tokenizer import LM_VOCAB_FILE, Tokenizer, detokenize
 __all__ = ["TopicLanguageModel"]
 
 _PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
+
+
+def _registered_name(path):
+    """The registered class name (``"tfktopic>TCNLM"``) a ``.keras`` file's config names."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        return json.loads(archive.read("config.json")).get("registered_name")
 
 
 def _other_class(shipped, found, wanted):
@@ -476,8 +486,8 @@ class TopicLanguageModel(keras.Model):
                 `tfktopic.data.Corpus`) for a preset whose topic decoder starts
                 from an LDA (``decoder_init="lda"``, e.g. TCNLM ``small``): an
                 LDA of `tokenizer`'s topic vocabulary is fitted on them
-                (`tfktopic.models.lstm.lda_lstm.fit_lda` with the preset's
-                ``lda_passes``, default `tfktopic.models.lstm.lda_lstm.LDA_PASSES`,
+                (`tfktopic.lda.fit_lda` with the preset's
+                ``lda_passes``, default `tfktopic.lda.LDA_PASSES`,
                 and the model's seed or 0, as ``tfktopic train``) unless
                 ``topic_word_init=`` is given (LDA+LSTM: its LDA, unless ``lda=`` is given).
             **overrides: constructor arguments replacing the preset's.
@@ -544,10 +554,9 @@ class TopicLanguageModel(keras.Model):
             path = pretrained.resolve(shipped)
         except TfktopicError as error:
             raise ValueError(str(error)) from None
-        from tfktopic.models.registry import MODELS  # the registry imports every family
-
-        entry = MODELS.get(pretrained.info(shipped).get("model"))
-        family = None if entry is None else entry.model_class
+        # The class the file names (every family is registered by then: importing this
+        # module imports `tfktopic.models`), checked before the weights are read.
+        family = keras.saving.get_registered_object(_registered_name(path / "model.keras"))
         if family is not None and not issubclass(family, cls):
             raise ValueError(_other_class(shipped, family, cls))
         model = keras.saving.load_model(path / "model.keras")
@@ -627,7 +636,6 @@ class TopicLanguageModel(keras.Model):
                              "(decoder_init='lda'): pass topic_word_init= (a [K, V_c] "
                              "topic-word matrix) or documents= (the tokenised training "
                              "documents, with tokenizer=)")
-        from tfktopic.models.lstm.lda_lstm import LDA_PASSES, fit_lda  # lda_lstm imports this module
 
         lda = fit_lda(documents, cls._documents_vocabulary(tokenizer, preset),
                       num_topics=cls._lda_topics(merged),

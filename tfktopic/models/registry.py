@@ -25,7 +25,8 @@ import typing
 
 from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
 from tfktopic.models.topicrnn.document import DocumentTopicRNN
-from tfktopic.models.lstm.lda_lstm import LDA_PASSES, LDALSTMLanguageModel, fit_lda
+from tfktopic.lda import LDA_PASSES, fit_lda
+from tfktopic.models.lstm.lda_lstm import LDALSTMLanguageModel
 from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 from tfktopic.models.rgbn import RGBNRNN
 from tfktopic.models.tcnlm.model import TCNLM

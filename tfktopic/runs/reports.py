@@ -111,7 +111,7 @@ def lda_topics(train, topic_vocab, num_topics, seed=0, passes=None, top_n=DIVERS
     """The top words of a gensim LDA with `num_topics` topics fitted on the training split
     (the baseline every model's topics are compared with; `passes` default
     `tfktopic.models.lstm.lda_lstm.LDA_PASSES`)."""
-    from tfktopic.models.lstm.lda_lstm import LDA_PASSES, fit_lda
+    from tfktopic.lda import LDA_PASSES, fit_lda
 
     lda = fit_lda(train, topic_vocab, num_topics=int(num_topics),
                   passes=LDA_PASSES if passes is None else passes, seed=seed)

@@ -44,13 +44,12 @@ ones), so it is deterministic and agrees with gensim to the convergence
 tolerance (tested against `LdaModel.inference` on real documents).
 """
 
-import collections
-
 import numpy as np
 import keras
 from keras import ops
 
 from tfktopic.distributions import digamma
+from tfktopic.lda import LDA_PASSES, fit_lda, lda_bow_corpus
 from tfktopic.layers.hoisted_lstm import run_lstm
 from tfktopic.models.lstm import lda_presets as lda_lstm_presets
 from tfktopic.models.decoding import simplex_topics, stacked_cell_step
@@ -58,71 +57,6 @@ from tfktopic.models.lstm.lstm_lm import LSTMLanguageModel
 
 __all__ = ["LDATopicInference", "LDALSTMLanguageModel", "fit_lda", "lda_bow_corpus",
            "LDA_PASSES"]
-
-#: The one default of ``lda_passes`` (gensim passes of every LDA fit: LDA+LSTM's and
-#: ``decoder_init="lda"``'s) when a preset does not state it; the measured
-#: ``decoder_init="lda"`` runs (the topic-cause study) fitted with 10, and every
-#: LDA+LSTM preset states its own.
-LDA_PASSES = 10
-
-
-def lda_bow_corpus(documents, topic_vocab):
-    """Topic-vocabulary bags of words of whole documents, in gensim's format.
-
-    Args:
-        documents: iterable of documents (lists of sentences of tokens), e.g. a
-            `Corpus`.
-        topic_vocab: the `TopicVocabulary`; its topic ids are the gensim term ids.
-
-    Returns:
-        A list with one ``[(topic_id, count), ...]`` per document (ids ascending;
-        a document without topic words gives an empty list).
-    """
-    corpus = []
-    for document in documents:
-        ids = (topic_vocab.word_to_id(w) for sentence in document for w in sentence)
-        counts = collections.Counter(i for i in ids if i >= 0)    # -1: not a topic word
-        corpus.append(sorted(counts.items()))
-    return corpus
-
-
-def fit_lda(corpus, topic_vocab, num_topics=50, passes=LDA_PASSES, seed=0,
-            alpha="symmetric", iterations=50, chunksize=2000, **kwargs):
-    """Fit gensim's `LdaModel` on the topic-vocabulary BoW of training documents.
-
-    Args:
-        corpus: the training documents (a `Corpus` or list of documents).
-        topic_vocab: the `TopicVocabulary` (its ids are the LDA's term ids, so the
-            LDA's columns line up with the pipeline's ``context_bow``).
-        num_topics: K.
-        passes: passes over the corpus (online VB epochs).
-        seed: gensim's ``random_state``.
-        alpha: gensim's document-topic prior ("symmetric" = 1/K, "asymmetric",
-            "auto" to learn it, or an array).
-        iterations: maximum E-step iterations per document during training.
-        chunksize: documents per online update.
-        **kwargs: further `gensim.models.LdaModel` arguments (e.g. ``eta``).
-
-    Returns:
-        A fitted `gensim.models.LdaModel` (float32) over ``len(topic_vocab)`` terms.
-
-    Raises:
-        ValueError: for num_topics or passes < 1, or a corpus without topic words.
-    """
-    from gensim.models import LdaModel
-
-    if int(num_topics) < 1:
-        raise ValueError(f"num_topics must be >= 1, got {num_topics}")
-    if int(passes) < 1:
-        raise ValueError(f"passes must be >= 1, got {passes}")
-    bows = lda_bow_corpus(corpus, topic_vocab)
-    if not any(bows):
-        raise ValueError("fit_lda: the corpus has no topic-vocabulary words; check topic_vocab")
-    id2word = dict(enumerate(topic_vocab.words))
-    return LdaModel(bows, num_topics=int(num_topics), id2word=id2word, passes=int(passes),
-                    random_state=seed, alpha=alpha, iterations=int(iterations),
-                    chunksize=int(chunksize), eval_every=None, dtype=np.float32, **kwargs)
-
 
 def _lda_parameters(lda):
     """(lambda [K, V], alpha [K]) of a gensim LdaModel or a dict of the two."""
