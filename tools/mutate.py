@@ -181,17 +181,17 @@ EXPLAINED = {
     ("tfktopic/models/topicrnn/stopword_gate.py", "line 168:72: constant 1 -> 2"):
         "`topic_bias` appends zero columns to B^T theta for the stop words to read; they "
         "read column V_c, which is 0 with one appended column or two",
-    ("tfktopic/layers/topic_decoder.py", "line 72:28: constant 0 -> 1"):
+    ("tfktopic/layers/topic_decoder.py", "line 73:28: constant 0 -> 1"):
         "`topic_diversity` returns 0 early for fewer than 2 topics; reading the word count "
         "instead only changes which inputs take the shortcut: one topic computes 0 anyway "
         "(the diagonal is masked) and one word makes every angle 0",
-    ("tfktopic/layers/topic_decoder.py", "line 144:31: Div -> Mult"):
+    ("tfktopic/layers/topic_decoder.py", "line 163:31: Div -> Mult"):
         "`lda_logits` centres each row's log: a row scale s cancels (log(beta s) and "
         "log(beta / s) centre alike), so normalising by x s instead of / s changes only "
         "which entries within a factor s^2 of the 1e-10 floor get floored",
-    ("tfktopic/layers/topic_decoder.py", "line 258:55: constant 1 -> 2"):
+    ("tfktopic/layers/topic_decoder.py", "line 277:55: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/topicrnn/model.py", "line 174:50: constant 1 -> 2"):
+    ("tfktopic/models/topicrnn/model.py", "line 169:50: constant 1 -> 2"):
         "`weights.reshape(-1, K)`: numpy infers any negative size, so `reshape(-2, K)` is "
         "the same [N, K] array",
     ("tfktopic/layers/topic_encoders.py", "line 106:28: constant 1 -> 2"):
@@ -210,9 +210,9 @@ EXPLAINED = {
     ("tfktopic/layers/topic_encoders.py", "line 221:56: Add -> Sub"):
         "the Weibull encoder's initialisers get distinct seeds (seed + i); seed - i keeps "
         "them distinct: other draws of the same truncated normal",
-    ("tfktopic/models/tcnlm/model.py", "line 233:58: constant 1 -> 2"):
+    ("tfktopic/models/tcnlm/model.py", "line 225:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
-    ("tfktopic/models/tcnlm/model.py", "line 288:26: constant 0 -> 1"):
+    ("tfktopic/models/tcnlm/model.py", "line 280:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
     ("tfktopic/models/rgbn/topic_gated_lstm.py", "line 105:63: Add -> Sub"):
         "the gate's three initialisers take seeds seed + 0, 1, 2 (a stack's layers are 10 "
@@ -221,7 +221,7 @@ EXPLAINED = {
     ("tfktopic/models/rgbn/topic_gated_lstm.py", "line 112:79: constant 2 -> 3"):
         "the candidate kernel's seed offset 2 -> 3 stays distinct from the gate's other two "
         "(0, 1) and from the next layer's (10 apart): other draws of the same uniform",
-    ("tfktopic/models/tcnlm/model.py", "line 362:91: constant 1 -> 2"):
+    ("tfktopic/models/tcnlm/model.py", "line 354:91: constant 1 -> 2"):
         "the MoE head's gathered rows are not bucket-padded (bucket 1); a bucket of 2 pads "
         "at most one row of t = 0 and mask 0: the mixture's log floor (1e-30) keeps it "
         "finite, so it adds exactly 0 to the NLL and the token count",
@@ -241,17 +241,17 @@ EXPLAINED = {
         _BUILD_READS_LAST_AXIS,
     ("tfktopic/models/rgbn/topic_gated_lstm.py", "line 301:61: constant 0 -> 1"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/topicrnn/model.py", "line 305:91: Add -> Sub"):
+    ("tfktopic/models/topicrnn/model.py", "line 298:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
-    ("tfktopic/models/topicrnn/model.py", "line 346:26: constant 0 -> 1"):
+    ("tfktopic/models/topicrnn/model.py", "line 339:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
-    ("tfktopic/models/topicrnn/model.py", "line 384:36: constant 3 -> 4"):
+    ("tfktopic/models/topicrnn/model.py", "line 377:36: constant 3 -> 4"):
         "the `stacklevel` of the missing-doc_targets warning: which caller's line the "
         "message names, not what is computed (the warning itself is tested)",
-    ("tfktopic/models/topicrnn/model.py", "line 307:58: constant 1 -> 2"):
+    ("tfktopic/models/topicrnn/model.py", "line 300:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
-    **_fresh_seed_sites("tfktopic/models/base.py", 335, (None, 56, 61, 66)),
+    **_fresh_seed_sites("tfktopic/models/base.py", 345, (None, 56, 61, 66)),
     **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 336, (41, 44, 47, 52)),
     **_fresh_seed_sites("tfktopic/bayes/sgmcmc.py", 205, (41, 44, 47, 52)),
     ("tfktopic/evaluation/comparison.py", "line 138:20: constant 1 -> 2"):
@@ -259,27 +259,26 @@ EXPLAINED = {
     ("tfktopic/evaluation/coherence.py", "line 375:27: Add -> Sub"):
         "`range(i - 1, size)` in the pair loop also fills the diagonal and one entry below "
         "it, which the sum never reads (`np.triu_indices(card, k=1)`: above the diagonal)",
-    **{("tfktopic/models/lstm/lda_lstm.py", f"line {site}"):
+    **{("tfktopic/lda.py", f"line {site}"):
        "a default of `fit_lda`'s signature: the package's callers (the registry, "
        "`tfktopic.runs.reports`) pass num_topics, passes and seed explicitly"
-       for site in ("87:44: constant 50 -> 51", "87:55: constant 10 -> 11",
-                    "87:64: constant 0 -> 1")},
+       for site in ("48:44: constant 50 -> 51", "48:72: constant 0 -> 1")},
     **{("tfktopic/models/decoding.py", f"line {site}: constant 1 -> 2"):
        "two draws per row of which `[:, 0]` keeps the first: a draw of the same law"
        for site in ("43:70", "46:65")},
-    ("tfktopic/models/lstm/lda_lstm.py", "line 251:20: Add -> Sub"):
+    ("tfktopic/models/lstm/lda_lstm.py", "line 187:20: Add -> Sub"):
         "the E-step's own counter only repeats the bound that `tf.while_loop`'s "
         "`maximum_iterations=self.iterations` also enforces",
-    ("tfktopic/models/lstm/lda_lstm.py", "line 364:16: Add -> Sub"):
+    ("tfktopic/models/lstm/lda_lstm.py", "line 300:16: Add -> Sub"):
         "theta is broadcast over the window by adding zeros; subtracting them is the same",
-    ("tfktopic/models/lstm/lda_lstm.py", "line 360:26: constant 0 -> 1"):
+    ("tfktopic/models/lstm/lda_lstm.py", "line 296:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
-    ("tfktopic/models/lstm/lda_lstm.py", "line 88:37: constant 2000 -> 2001"):
+    ("tfktopic/lda.py", "line 49:56: constant 2000 -> 2001"):
         "`fit_lda`'s default chunksize: every corpus the tests fit has fewer than 2,000 "
         "documents, so both values make one chunk per pass (the same online updates)",
-    ("tfktopic/models/lstm/lda_lstm.py", "line 135:59: constant 1 -> 2"):
+    ("tfktopic/models/lstm/lda_lstm.py", "line 71:59: constant 1 -> 2"):
         "`reshape(-2)`: numpy takes any negative size as the one unknown dimension, as -1",
-    **{("tfktopic/models/lstm/lda_lstm.py", f"line 195:77: {change}"):
+    **{("tfktopic/models/lstm/lda_lstm.py", f"line 131:77: {change}"):
        "alpha's placeholder (before `set_lda` or loading): with the placeholder topics all "
        "equal, the E-step gives uniform theta for any constant alpha, and the prior's mean "
        "alpha / sum(alpha) is uniform too"
@@ -320,6 +319,7 @@ CORE = {
                                     "tests/library/test_topicrnn_topic_fixes.py",
                                     "tests/library/test_initialization.py"],
     "tfktopic/models/lstm/lda_lstm.py": ["tests/library/test_lda_lstm.py", "tests/library/test_initialization.py"],
+    "tfktopic/lda.py": ["tests/library/test_lda_lstm.py", "tests/library/test_lda_start.py"],
     "tfktopic/models/decoding.py": ["tests/library/test_decoding.py", "tests/library/test_models_harness.py",
                                     "tests/library/test_tcnlm.py", "tests/library/test_lda_lstm.py"],
     "tfktopic/models/base.py": ["tests/library/test_models_harness.py", "tests/library/test_presets.py"],

@@ -936,7 +936,8 @@ def test_presets_cut_their_layers_in_one_place():
     model = RGBNRNN.from_preset("medium", 50, 20, 4, num_layers=2, topic_sizes=(7, 3))
     assert model.hidden_sizes == (256, 128) and model.topic_sizes == (7, 3)
     from tfktopic import presets
-    gbn = RGBNRNN.from_preset(presets.preset("gbn_rnn", "small"), 50, 20, 4, num_layers=1)
+    gbn = RGBNRNN.from_preset(presets.preset("gbn_rnn", "small"), 50, 20, 4, num_layers=1,
+                              decoder_init="random")     # (small starts from an LDA)
     assert not gbn.recurrent and gbn.hidden_sizes == (64,) and gbn.topic_sizes == (10,)
     # A preset that does not say how many layers has the paper's 3.
     assert RGBNRNN.from_preset({"embedding_dim": 8}, 50, 20, 4).num_layers == 3

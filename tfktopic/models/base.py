@@ -530,6 +530,7 @@ class TopicLanguageModel(keras.Model):
         settings = cls._preset_settings(preset)
         if tokenizer is not None:
             overrides = {**cls._tokenizer_arguments(tokenizer, args, preset), **overrides}
+        cls._check_settings(settings, overrides)      # before an LDA start reads documents
         overrides = cls._lda_start(settings, overrides, tokenizer, documents, preset)
         model = cls._from_settings(settings, args, overrides)
         if tokenizer is not None:
@@ -580,6 +581,11 @@ class TopicLanguageModel(keras.Model):
                          f"its presets ({', '.join(sorted(cls.presets)) or 'none'}) or a "
                          f"pretrained model name "
                          f"({', '.join(sorted(pretrained.available())) or 'none'})")
+
+    @classmethod
+    def _check_settings(cls, settings, overrides):
+        """Refuse settings the constructor would refuse, before any LDA is fitted (a
+        family's check of what its constructor alone cannot see early; none here)."""
 
     @classmethod
     def _from_settings(cls, settings, args, overrides):

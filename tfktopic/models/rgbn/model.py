@@ -699,7 +699,14 @@ class RGBNRNN(TopicLanguageModel):
         return int((settings.get("topic_sizes") or (100,))[0])
 
     @classmethod
-    def _from_settings(cls, settings, args, overrides):
+    def _cut(cls, settings, overrides):
         num_layers = int(overrides.get("num_layers", settings.get("num_layers", 3)))
-        cut = cut_layers({k: v for k, v in settings.items() if k not in overrides}, num_layers)
-        return cls(*args, **{**settings, **cut, **overrides})
+        return cut_layers({k: v for k, v in settings.items() if k not in overrides}, num_layers)
+
+    @classmethod
+    def _check_settings(cls, settings, overrides):
+        cls._cut(settings, overrides)            # num_layers beyond the preset's lists
+
+    @classmethod
+    def _from_settings(cls, settings, args, overrides):
+        return cls(*args, **{**settings, **cls._cut(settings, overrides), **overrides})
