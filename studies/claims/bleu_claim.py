@@ -3,9 +3,9 @@
 Guo et al. (2020, Fig. 3 and Appendices E/F) report that rGBN-RNN's generated sentences have
 a higher test-BLEU (closer to real text) *and* a lower self-BLEU (more diverse) than
 GBN-RNN's and the LSTM baselines'. This module scores converged APNEWS models of the
-comparison study (`studies.study.protocol`: the same ``tfktopic train`` commands, seed 0 of each
-arm's chosen configuration) over several generation seeds, and decides each comparison
-with an interval.
+comparison study (`studies.study.protocol`: the same ``tfktopic train`` commands, each
+training seed of each arm's chosen configuration) over several generation seeds, and decides
+each comparison with an interval.
 
 Protocol (the same for every model):
 
@@ -18,15 +18,17 @@ Protocol (the same for every model):
 * test-BLEU-n: each generated sentence against every sentence of the run's test split
   (Texygen semantics, `tfktopic.evaluation.bleu`), averaged; self-BLEU-n: each generated
   sentence against the other sentences of its seed's set, averaged;
-* per model: mean +- sd over the generation seeds; per comparison: the difference of the
-  means with a Welch t-interval (95 %) over the generation seeds. One training seed per arm
-  (the study's models were not kept): the interval covers the sampling of sentences, not
-  the training seed. Inside the interval is "inconclusive".
+* per model: mean +- sd; per comparison: the difference of the means with a Welch
+  t-interval (95 %). When both arms have at least two training seeds, the unit is the
+  training seed (each seed's mean over its generation seeds): the interval covers the
+  training seed and the sampling of sentences. With one training seed in either arm it falls
+  back to the generation seeds of that seed and covers only the sampling of sentences (the
+  `units` field of each row says which). Inside the interval is "inconclusive".
 
 Usage::
 
-    python -m studies.claims.bleu_claim score RUN_DIR --arm ARM [--setting sample|top_k10]
-        # -> results/bleu_claim/<setting>/<arm>.json
+    python -m studies.claims.bleu_claim score RUN_DIR --arm ARM [--seed S] [--setting sample|top_k10]
+        # -> results/bleu_claim/<setting>/<arm>.json (seed 0) or <arm>-s<S>.json
     python -m studies.claims.bleu_claim report [--setting ...]   # -> .../<setting>/summary.{json,md}
         # and the verdict rows of every setting into docs/results/study.md (`paste_verdicts`)
 """
@@ -83,25 +85,40 @@ def references(run):
             if sentence]
 
 
-def _study_record(arm):
-    """The study record (seed 0 of the arm's chosen configuration) whose command trained it."""
+def _study_record(arm, seed=0):
+    """The study record (a seed of the arm's chosen configuration) whose command trained it."""
     from studies.study.protocol import chosen_config, record_path
 
-    return str(record_path("apnews", arm, chosen_config("apnews", arm), 0).relative_to(REPO))
+    return str(record_path("apnews", arm, chosen_config("apnews", arm), seed).relative_to(REPO))
 
 
-def score(run_dir, arm, setting="sample", out=None):
-    """Generate and score one run's sentences; write ``results/bleu_claim/<setting>/<arm>.json``."""
+def arm_record_path(setting, arm, seed=0):
+    """``results/bleu_claim/<setting>/<arm>.json`` for training seed 0 (the first records'
+    name), ``<arm>-s<seed>.json`` for the others."""
+    return RESULTS / setting / (f"{arm}.json" if int(seed) == 0 else f"{arm}-s{int(seed)}.json")
+
+
+def score(run_dir, arm, setting="sample", out=None, seed=0):
+    """Generate and score one run's sentences; write `arm_record_path`'s file.
+
+    Args:
+        run_dir: the run (trained by the study's command of `arm` and training `seed`).
+        arm: the study arm.
+        setting: a key of `SETTINGS`.
+        out: another output path.
+        seed: the training seed of the run.
+    """
     from tfktopic.evaluation.bleu import BleuScorer, SelfBleuScorer
     from tfktopic.runs import load_run
 
     run = load_run(run_dir)
     refs = references(run)
     scorer = BleuScorer(refs, max_order=max(ORDERS))
-    record = {"arm": arm, "model": run.name, "run_dir": str(run_dir),
+    record = {"arm": arm, "training_seed": int(seed), "model": run.name,
+              "run_dir": str(run_dir),
               "run": {key: run.config.get(key) for key in (
                   "model", "preset", "corpus", "seed", "split_seed", "data", "training")},
-              "study_record": _study_record(arm), "num_references": len(refs),
+              "study_record": _study_record(arm, seed), "num_references": len(refs),
               "setting": setting, "generation": {**SETTINGS[setting], "max_len": MAX_LEN, "num_sentences": NUM_SENTENCES,
                              "seeds": list(GENERATION_SEEDS), "conditioning": "the prior"},
               "seeds": {}}
@@ -130,7 +147,7 @@ def score(run_dir, arm, setting="sample", out=None):
         record["seeds"][str(seed)] = entry
         print(f"{arm} seed {seed}: " + ", ".join(
             f"{k} {entry[k]:.4f}" for k in entry if "bleu" in k), flush=True)
-    out = pathlib.Path(out) if out else RESULTS / setting / f"{arm}.json"
+    out = pathlib.Path(out) if out else arm_record_path(setting, arm, seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     # The shared data folder as the study's commands name it (relative to the repository).
     text = json.dumps(record, indent=1).replace(str(REPO.parent / "shared"), "../shared")
@@ -178,8 +195,9 @@ def joint_verdict(quality, diversity):
 def verdict_markdown(summaries):
     """The claim's verdict rows of every setting's summary (dict setting -> summary)."""
     lines = ["| comparison (claimed better first) | generation | BLEU-n | test-BLEU difference "
-             "[95 % CI] | self-BLEU difference [95 % CI] | better and more diverse? |",
-             "|---|---|---|---|---|---|"]
+             "[95 % CI] | self-BLEU difference [95 % CI] | better and more diverse? | "
+             "interval over |",
+             "|---|---|---|---|---|---|---|"]
     for setting, summary in summaries.items():
         rows = {(row["claim"], row["metric"]): row for row in summary["claims"]}
         for claim in dict.fromkeys(row["claim"] for row in summary["claims"]):
@@ -188,19 +206,21 @@ def verdict_markdown(summaries):
                 cells = [f"{r['difference']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}] "
                          f"{r['verdict']}" for r in (test, own)]
                 lines.append(f"| {claim} | {setting} | {n} | {cells[0]} | {cells[1]} | "
-                             f"{joint_verdict(test['verdict'], own['verdict'])} |")
+                             f"{joint_verdict(test['verdict'], own['verdict'])} | "
+                             f"{test.get('units', 'generation seeds')} |")
     return "\n".join(lines) + "\n"
 
 
-def paste_verdicts(path=None):
+def paste_verdicts(path=None, results=RESULTS):
     """Write every setting's verdict rows between `MARKERS` of docs/results/study.md.
 
     Returns:
         bool: whether the markers were there (without them nothing is written).
     """
     path = pathlib.Path(path) if path else REPO / "docs" / "results" / "study.md"
-    summaries = {setting: json.loads((RESULTS / setting / "summary.json").read_text())
-                 for setting in SETTINGS if (RESULTS / setting / "summary.json").exists()}
+    results = pathlib.Path(results)
+    summaries = {setting: json.loads((results / setting / "summary.json").read_text())
+                 for setting in SETTINGS if (results / setting / "summary.json").exists()}
     return paste_between(path, MARKERS,
                          f"\nThe paper: {PAPER_FIGURE}.\n\n{verdict_markdown(summaries)}")
 
@@ -214,43 +234,69 @@ def verdict(low, high, better_is_higher):
     return "inconclusive"
 
 
-def report(setting="sample"):
-    """Per-arm table and claim rows from a setting's arm records -> its summary.{json,md}."""
-    results = RESULTS / setting
-    records = {path.stem: json.loads(path.read_text())
-               for path in sorted(results.glob("*.json")) if path.stem != "summary"}
+def _units(better, other, metric):
+    """The samples a comparison's interval is over: (values of `better`, of `other`, the unit).
+
+    With at least two training seeds in both arms, one value per training seed (the mean of
+    its generation seeds); otherwise the generation seeds of each arm's first training seed.
+    """
+    if min(len(better["training_seeds"]), len(other["training_seeds"])) >= 2:
+        return ([statistics.fmean(v) for v in better["values"][metric].values()],
+                [statistics.fmean(v) for v in other["values"][metric].values()],
+                "training seeds")
+    return better["first_values"][metric], other["first_values"][metric], "generation seeds"
+
+
+def report(setting="sample", results=RESULTS, page=None):
+    """Per-arm table and claim rows from a setting's arm records -> its summary.{json,md},
+    and every setting's verdict rows into `page` (default docs/results/study.md)."""
+    root, results = pathlib.Path(results), pathlib.Path(results) / setting
+    records = {}                                    # arm -> training seed -> record
+    for path in sorted(results.glob("*.json")):
+        if path.stem != "summary":
+            record = json.loads(path.read_text())
+            records.setdefault(record["arm"], {})[int(record.get("training_seed", 0))] = record
     metrics = [f"{kind}_bleu_{n}" for n in ORDERS for kind in ("test", "self")]
     arms = {}
-    for arm, record in records.items():
-        values = {m: [s[m] for s in record["seeds"].values()] for m in metrics}
+    for arm, by_seed in records.items():
+        # per training seed, its generation seeds' scores (and their mean)
+        values = {m: {seed: [s[m] for s in r["seeds"].values()] for seed, r in by_seed.items()}
+                  for m in metrics}
+        pooled = {m: [v for seed in sorted(by_seed) for v in values[m][seed]] for m in metrics}
         arms[arm] = {m: {"mean": statistics.fmean(v), "sd": statistics.stdev(v), "n": len(v)}
-                     for m, v in values.items()}
+                     for m, v in pooled.items()}
+        arms[arm]["training_seeds"] = sorted(by_seed)
         arms[arm]["values"] = values
-        arms[arm]["test_perplexity"] = record.get("test_perplexity")
+        arms[arm]["test_perplexity"] = {seed: r.get("test_perplexity")
+                                        for seed, r in sorted(by_seed.items())}
+        arms[arm]["first_values"] = {m: values[m][min(by_seed)] for m in metrics}
     rows = []
     for better, other in CLAIMS:
         if better not in arms or other not in arms:
             continue
         for m in metrics:
-            diff, low, high = welch(arms[better]["values"][m], arms[other]["values"][m])
+            a, b, units = _units(arms[better], arms[other], m)
+            diff, low, high = welch(a, b)
             rows.append({"claim": f"{better} vs {other}", "metric": m, "difference": diff,
-                         "low": low, "high": high,
+                         "low": low, "high": high, "units": units,
                          "verdict": verdict(low, high, better_is_higher=m.startswith("test"))})
     summary = {"protocol": __doc__.split("Usage::")[0].strip(), "arms": {
-        arm: {k: v for k, v in a.items() if k != "values"} for arm, a in arms.items()},
-        "claims": rows}
+        arm: {k: v for k, v in a.items() if k not in ("values", "first_values")}
+        for arm, a in arms.items()}, "claims": rows}
     (results / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    lines = ["| arm | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+    lines = ["| arm | training seeds | " + " | ".join(metrics) + " |",
+             "|---|---|" + "---:|" * len(metrics)]
     for arm, a in arms.items():
-        lines.append(f"| {arm} | " + " | ".join(
+        lines.append(f"| {arm} | {', '.join(map(str, a['training_seeds']))} | " + " | ".join(
             f"{a[m]['mean']:.4f} +- {a[m]['sd']:.4f}" for m in metrics) + " |")
-    lines += ["", "| claim (first is claimed better) | metric | difference [95 % CI] | verdict |",
-              "|---|---|---|---|"]
+    lines += ["", "| claim (first is claimed better) | metric | difference [95 % CI] | verdict "
+              "| interval over |", "|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row['claim']} | {row['metric']} | {row['difference']:+.4f} "
-                     f"[{row['low']:+.4f}, {row['high']:+.4f}] | {row['verdict']} |")
+                     f"[{row['low']:+.4f}, {row['high']:+.4f}] | {row['verdict']} | "
+                     f"{row['units']} |")
     (results / "summary.md").write_text("\n".join(lines) + "\n")
-    paste_verdicts()
+    paste_verdicts(page, root)
     print("\n".join(lines))
     return summary
 
@@ -262,11 +308,12 @@ def main(argv=None):
     parser.add_argument("--arm")
     parser.add_argument("--setting", choices=sorted(SETTINGS), default="sample")
     parser.add_argument("--out")
+    parser.add_argument("--seed", type=int, default=0, help="score: the run's training seed")
     args = parser.parse_args(argv)
     if args.action == "score":
         if not args.run_dir or not args.arm:
             parser.error("score needs RUN_DIR and --arm")
-        score(pathlib.Path(args.run_dir), args.arm, args.setting, args.out)
+        score(pathlib.Path(args.run_dir), args.arm, args.setting, args.out, args.seed)
     else:
         report(args.setting)
 

@@ -61,6 +61,45 @@ def test_verdict_rows_are_pasted_between_the_markers_only(tmp_path):
     assert untouched.read_text() == "no markers\n"
 
 
+def _bleu_record(arm, training_seed, level):
+    """An arm record of `score` with five generation seeds around `level`."""
+    seeds = {str(g): {f"{kind}_bleu_{n}": level + 0.001 * g + 0.01 * training_seed
+                      for n in bleu_claim.ORDERS for kind in ("test", "self")}
+             for g in range(5)}
+    return {"arm": arm, "training_seed": training_seed, "seeds": seeds, "test_perplexity": 70.0}
+
+
+def test_bleu_intervals_are_over_training_seeds_once_both_arms_have_two(tmp_path):
+    folder = tmp_path / "sample"
+    folder.mkdir()
+    page = tmp_path / "study.md"
+    page.write_text("<!-- claim:bleu -->\n<!-- /claim:bleu -->\n")
+
+    def write(arm, seed, level):
+        path = bleu_claim.arm_record_path("sample", arm, seed)
+        (folder / path.name).write_text(json.dumps(_bleu_record(arm, seed, level)))
+
+    write("rgbn_rnn_1", 0, 0.50)
+    write("lstm", 0, 0.40)
+    assert bleu_claim.arm_record_path("sample", "lstm", 0).name == "lstm.json"
+    assert bleu_claim.arm_record_path("sample", "lstm", 2).name == "lstm-s2.json"
+    rows = [r for r in bleu_claim.report("sample", tmp_path, page)["claims"]
+            if r["claim"] == "rgbn_rnn_1 vs lstm"]
+    assert rows and all(r["units"] == "generation seeds" for r in rows)
+    assert rows[0]["difference"] == pytest.approx(0.10)
+    for seed in (1, 2):
+        write("rgbn_rnn_1", seed, 0.50)
+        write("lstm", seed, 0.40)
+    summary = bleu_claim.report("sample", tmp_path, page)
+    rows = [r for r in summary["claims"] if r["claim"] == "rgbn_rnn_1 vs lstm"]
+    assert all(r["units"] == "training seeds" for r in rows)
+    # one value per training seed: the same shift in both arms leaves the difference, and
+    # the seed-to-seed spread (0.01) widens the interval beyond the generation seeds' one.
+    assert rows[0]["difference"] == pytest.approx(0.10)
+    assert summary["arms"]["lstm"]["training_seeds"] == [0, 1, 2]
+    assert "| training seeds |" in page.read_text()
+
+
 def test_ngram_matrix_is_binary_and_drops_unseen_ngrams_of_later_documents():
     train, vocabulary = imdb_sentiment.ngram_matrix([["a", "b", "a"], ["b", "c"]], (1, 2))
     assert set(vocabulary) == {"a", "b", "c", "a b", "b a", "b c"}
