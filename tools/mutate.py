@@ -241,15 +241,15 @@ EXPLAINED = {
         _BUILD_READS_LAST_AXIS,
     ("tfktopic/models/rgbn/topic_gated_lstm.py", "line 301:61: constant 0 -> 1"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/topicrnn/model.py", "line 298:91: Add -> Sub"):
+    ("tfktopic/models/topicrnn/model.py", "line 327:91: Add -> Sub"):
         "the L + 1 dropout layers get distinct seeds (seed + i); seed - i keeps them "
         "distinct: other masks of the same law",
-    ("tfktopic/models/topicrnn/model.py", "line 339:26: constant 0 -> 1"):
+    ("tfktopic/models/topicrnn/model.py", "line 361:26: constant 0 -> 1"):
         _SHARED_DROPOUT_RATE,
-    ("tfktopic/models/topicrnn/model.py", "line 377:36: constant 3 -> 4"):
+    ("tfktopic/models/topicrnn/model.py", "line 399:36: constant 3 -> 4"):
         "the `stacklevel` of the missing-doc_targets warning: which caller's line the "
         "message names, not what is computed (the warning itself is tested)",
-    ("tfktopic/models/topicrnn/model.py", "line 300:58: constant 1 -> 2"):
+    ("tfktopic/models/topicrnn/model.py", "line 329:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
     **_fresh_seed_sites("tfktopic/models/base.py", 345, (None, 56, 61, 66)),
     **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 336, (41, 44, 47, 52)),

@@ -38,14 +38,15 @@ from keras import ops
 
 from tfktopic.layers.carried_state_lstm import CarriedStateLSTM
 from tfktopic.layers.initialization import check_initialization, embedding_initializer
-from tfktopic.layers.topic_decoder import check_decoder_init, check_lda_scale, lda_logits
-from tfktopic.models.topicrnn.stopword_gate import VARIANTS, StopwordGate, check_lm_to_topic
-from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS, GaussianTopicEncoder
+from tfktopic.layers.topic_decoder import check_decoder_init, check_lda_scale
+from tfktopic.layers.topic_encoders import BOW_NORMALIZATIONS
+from tfktopic.models.topicrnn.stopword_gate import VARIANTS, check_lm_to_topic
 from tfktopic.models.topicrnn import presets as topicrnn_presets
 from tfktopic.models.base import TopicLanguageModel
 from tfktopic.models.decoding import stacked_cell_step
 from tfktopic.models.lstm.document_lstm import stream_inputs
-from tfktopic.models.topicrnn.model import elbo_terms, generation_theta
+from tfktopic.models.topicrnn.model import (elbo_terms, generation_theta, start_topic_bias,
+                                            topic_layers)
 
 __all__ = ["DocumentTopicRNN"]
 
@@ -137,16 +138,9 @@ class DocumentTopicRNN(TopicLanguageModel):
         self.rnn = CarriedStateLSTM(self.hidden_dim, self.num_layers, self.max_streams,
                                     dropout=self.dropout, initialization=self.initialization,
                                     name="carried_lstm", dtype=self.dtype_policy)
-        self.encoder = GaussianTopicEncoder(self.num_topics, self.encoder_units,
-                                            normalization=bow_normalization, seed=seed,
-                                            name="encoder", dtype="float32")  # KL
-        self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
-                                 variant=variant, initialization=self.initialization,
-                                 name="stopword_gate", dtype=self.dtype_policy)
+        self.encoder, self.gate = topic_layers(self, variant, bow_normalization, seed)
         self.build()
-        if topic_word_init is not None:
-            self.gate.topic_word.assign(self.lda_scale * lda_logits(
-                topic_word_init, self.num_topics, self.num_content))
+        start_topic_bias(self, topic_word_init)
 
     def build(self, input_shape=None):
         """Create every weight (shapes follow from the constructor arguments)."""

@@ -172,6 +172,35 @@ def generation_theta(posterior_mean, num_topics, num_content, num_sentences, top
     return np.broadcast_to(theta, (num_sentences, num_topics)).astype(np.float32)
 
 
+def topic_layers(model, variant, bow_normalization, seed):
+    """TopicRNN's inference network q(theta | X_c) (§3.1) and its stop-word gate with the
+    topic bias B (eq. 3), as `TopicRNN` and `DocumentTopicRNN` build them.
+
+    Args:
+        model: the model (its ``num_topics``, ``encoder_units``, ``vocab_size``,
+            ``lm_to_topic``, ``initialization`` and dtype policy).
+        variant, bow_normalization, seed: the model's constructor arguments.
+
+    Returns:
+        (`GaussianTopicEncoder`, `StopwordGate`).
+    """
+    encoder = GaussianTopicEncoder(model.num_topics, model.encoder_units,
+                                   normalization=bow_normalization, seed=seed,
+                                   name="encoder", dtype="float32")  # KL
+    gate = StopwordGate(model.vocab_size, model.lm_to_topic, model.num_topics,
+                        variant=variant, initialization=model.initialization,
+                        name="stopword_gate", dtype=model.dtype_policy)
+    return encoder, gate
+
+
+def start_topic_bias(model, topic_word_init):
+    """``decoder_init="lda"``: B starts at ``lda_scale`` x the centred log topic-word matrix
+    of an LDA (`lda_logits`); nothing without `topic_word_init`."""
+    if topic_word_init is not None:
+        model.gate.topic_word.assign(model.lda_scale * lda_logits(
+            topic_word_init, model.num_topics, model.num_content))
+
+
 @keras.saving.register_keras_serializable(package="tfktopic")
 class TopicRNN(TopicLanguageModel):
     """TopicRNN language model (``cell="rnn"``), TopicLSTM or TopicGRU.
@@ -298,16 +327,9 @@ class TopicRNN(TopicLanguageModel):
         self.dropouts = [keras.layers.Dropout(self.dropout, seed=None if seed is None else seed + i,
                                               dtype=self.dtype_policy)
                          for i in range(self.num_layers + 1)]
-        self.encoder = GaussianTopicEncoder(self.num_topics, self.encoder_units,
-                                            normalization=bow_normalization, seed=seed,
-                                            name="encoder", dtype="float32")  # KL
-        self.gate = StopwordGate(self.vocab_size, self.lm_to_topic, self.num_topics,
-                                 variant=variant, initialization=self.initialization,
-                                 name="stopword_gate", dtype=self.dtype_policy)
+        self.encoder, self.gate = topic_layers(self, variant, bow_normalization, seed)
         self.build()
-        if topic_word_init is not None:
-            self.gate.topic_word.assign(self.lda_scale * lda_logits(
-                topic_word_init, self.num_topics, self.num_content))
+        start_topic_bias(self, topic_word_init)
 
     def build(self, input_shape=None):
         """Create every weight; all shapes follow from the constructor arguments."""
