@@ -172,7 +172,7 @@ def summarize(results_json, cmd):
             "training": result.get("training"),
             "best_val_ppl": (result.get("training") or {}).get("best_val_ppl"),
             "command": " ".join(["tfktopic"] + [str(c) for c in cmd[3:]]).replace(
-                str(REPO.parent / "shared"), "../shared")}
+                str(REPO.parent / "shared"), "../shared").replace(str(REPO) + "/", "")}
 
 
 def run(corpora, seeds, runs=RUNS, results=RESULTS):
