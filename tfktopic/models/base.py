@@ -56,7 +56,9 @@ Pi), `generates` (``generate()``).
 """
 
 import inspect
+import json
 import pathlib
+import zipfile
 
 import keras
 import numpy as np
@@ -64,11 +66,11 @@ from keras import ops
 from keras.src.trainers.compile_utils import MetricsList as _KerasMetricsList
 
 from tfktopic import backend, pretrained
-from tfktopic.lda import LDA_PASSES, fit_lda
 from tfktopic.data.vocab import topic_words
 from tfktopic.distribute import global_logs
 from tfktopic.errors import TfktopicError
 from tfktopic.evaluation.perplexity import Perplexity
+from tfktopic.lda import LDA_PASSES, fit_lda
 from tfktopic.models import samplers, steps
 from tfktopic.models.decoding import GENERATION_METHODS
 from tfktopic.tokenizer import LM_VOCAB_FILE, Tokenizer, detokenize
@@ -80,9 +82,6 @@ _PAD, _BOS, _EOS, _UNK = 0, 1, 2, 3
 
 def _registered_name(path):
     """The registered class name (``"tfktopic>TCNLM"``) a ``.keras`` file's config names."""
-    import json
-    import zipfile
-
     with zipfile.ZipFile(path) as archive:
         return json.loads(archive.read("config.json")).get("registered_name")
 
