@@ -6,7 +6,7 @@
 Jobs (each resumes from its directory under ``runs/``, each one process with one
 TensorFlow thread, so two lanes fill 2 cores):
 
-* ``apnews`` -- the comparison study on APNEWS (`studies.study.protocol` ``run``, 1 worker);
+* ``apnews`` -- the comparison study on APNEWS (`studies.study.scheduler` ``run``, 1 worker);
 * ``ptb`` -- the study's PTB pair (``run --corpus ptb``, 1 worker);
 * ``ablation`` -- the SG-MCMC Table 7 ablation (`studies.claims.sgmcmc_ablation`, its
   default order), from a code snapshot of HEAD, each finished record copied to
@@ -15,8 +15,9 @@ TensorFlow thread, so two lanes fill 2 cores):
 A **lane** (``--jobs a+b``) runs its jobs one after the other in one detached process
 (`run_lane`), so that a core freed by a finished job goes to the next one within the session.
 The study's jobs are shared: a lane's adjacent study jobs are one scheduler over those
-corpora in that order (``studies.study.protocol run --corpus apnews ptb``), and two lanes'
-schedulers split the pending runs between them, each run claimed by one (`study.claim`).
+corpora in that order (``studies.study run --corpus apnews ptb``), and two lanes'
+schedulers split the pending runs between them, each run claimed by one
+(`studies.study.scheduler.claim`).
 The ablation is not: a lane reaching it while another lane runs it (its lock
 ``runs/jobs/ablation.lock`` held) skips it. The default lanes are ``apnews+ptb`` and
 ``ablation+ptb+apnews``: the ablation is done, so the second core starts on the PTB pair,

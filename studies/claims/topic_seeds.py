@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from studies.study import protocol as study
+from studies.study import protocol as study, scheduler
 from studies.common import code_snapshot, portable
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -93,8 +93,8 @@ def pending(pairs):
 
 def _collect(pair, arm, seed, out, cmd):
     """The study's record of a finished run, under results/topics/seeds."""
-    return study.collect("apnews", f"{pair}/{arm}", f"e{EPOCHS}", seed, out, cmd,
-                         path=record_path(pair, arm, seed))
+    return scheduler.collect("apnews", f"{pair}/{arm}", f"e{EPOCHS}", seed, out, cmd,
+                             path=record_path(pair, arm, seed))
 
 
 def run(pairs, out_root):
@@ -113,7 +113,7 @@ def run(pairs, out_root):
         cmd = command(pair, arm, seed, out)
         code, commit = code_snapshot(pathlib.Path(out_root) / "code", REPO)
         with open(out / "commits.txt", "a") as commits:
-            commits.write(f"{commit or study._head_commit()}\n")
+            commits.write(f"{commit or scheduler._head_commit()}\n")
         env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
                "OMP_NUM_THREADS": "1", "PYTHONPATH": str(code)}
         _log(f"started {pair}/{arm}-s{seed}")

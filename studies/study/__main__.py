@@ -1,8 +1,8 @@
-"""``python -m studies.study ...``: the study's command line (`studies.study.protocol.main`)."""
+"""``python -m studies.study ...``: the study's command line (`studies.study.scheduler.main`)."""
 
 import sys
 
-from studies.study.protocol import main
+from studies.study.scheduler import main
 
 if __name__ == "__main__":
     sys.exit(main())

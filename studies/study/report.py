@@ -1,7 +1,7 @@
 """Tables of the comparison study, from its committed run records alone (DESIGN.md §5a).
 
 ``python -m studies.study.report --corpus CORPUS`` reads ``studies/results/study/<corpus>/*/*.json``
-(written by `studies.study.protocol` as each run finishes) and writes
+(written by `studies.study.scheduler` as each run finishes) and writes
 
 * ``studies/results/study/<corpus>_summary.json`` -- per arm: the chosen
   configuration, test perplexity per seed, mean +- sd, epochs to convergence,

@@ -188,20 +188,21 @@ def test_a_corpus_that_comes_split_keeps_its_own_split(tmp_path, ptb_dir):
 
 
 def test_other_protocols_score_a_finished_run_on_the_same_targets(tmp_path, monkeypatch):
-    """`studies.study.protocol.score_protocols`: the run directory's model, scored with every other
+    """`studies.study.scheduler.score_protocols`: the run directory's model, scored with every other
     sentence as topic context and with none, is what `tfktopic evaluate --protocol all-other`
     / `none` gives, on the record's target tokens; each is stored once; a model without a
     topic context gets nothing; a directory whose model does not reproduce its record is
     refused."""
     study = pytest.importorskip("studies.study.protocol")
+    scheduler = pytest.importorskip("studies.study.scheduler")
     monkeypatch.setattr(study, "RESULTS", tmp_path / "results")
     root = tmp_path / "runs"
     for arm, model in (("topicrnn", "topicrnn"), ("lstm", "lstm")):
         out = study.run_dir(root, "apnews", arm, "lr4e-3_do0.5", 0)
         _run(out, model, epochs=1)
-        study.collect("apnews", arm, "lr4e-3_do0.5", 0, out, ["python", "-m", "tfktopic"])
+        scheduler.collect("apnews", arm, "lr4e-3_do0.5", 0, out, ["python", "-m", "tfktopic"])
     path = study.record_path("apnews", "topicrnn", "lr4e-3_do0.5", 0)
-    scores = study.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, root)
+    scores = scheduler.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, root)
     run = runs.load_run(study.run_dir(root, "apnews", "topicrnn", "lr4e-3_do0.5", 0))
     record = json.loads(path.read_text())
     tokens = record["test_documents"]["tokens"]
@@ -213,18 +214,18 @@ def test_other_protocols_score_a_finished_run_on_the_same_targets(tmp_path, monk
         assert np.exp(sum(scored["nll"]) / sum(tokens)) == pytest.approx(scores[key], rel=1e-5)
     # the context changed the scores
     assert record[study.PAPERS_PROTOCOL]["nll"] != record["test_documents"]["nll"]
-    assert study.score_protocols("apnews", "lstm", "lr4e-3_do0.5", 0, root) is None
+    assert scheduler.score_protocols("apnews", "lstm", "lr4e-3_do0.5", 0, root) is None
     assert study.PAPERS_PROTOCOL not in json.loads(
         study.record_path("apnews", "lstm", "lr4e-3_do0.5", 0).read_text())
     # stored once: a second call reads the record
     monkeypatch.setattr(runs, "load_run", None)
-    assert study.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, root) == scores
+    assert scheduler.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, root) == scores
     monkeypatch.undo()
     monkeypatch.setattr(study, "RESULTS", tmp_path / "results")
     del record[study.NO_CONTEXT]
     record["test"]["perplexity"] *= 1.01
     path.write_text(json.dumps(record))
     with pytest.raises(ValueError, match="scores .* leak-free, the record"):
-        study.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, root)
+        scheduler.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, root)
     with pytest.raises(FileNotFoundError, match="not trained here"):
-        study.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, tmp_path / "x")
+        scheduler.score_protocols("apnews", "topicrnn", "lr4e-3_do0.5", 0, tmp_path / "x")

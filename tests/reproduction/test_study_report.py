@@ -1,5 +1,5 @@
-"""The study's bookkeeping (studies/study/protocol.py, study_report.py) on synthetic run records:
-tuning on validation only, seeds of the chosen configuration, verdicts from the
+"""The study's bookkeeping (studies/study/protocol.py, scheduler.py, report.py) on synthetic
+run records: tuning on validation only, seeds of the chosen configuration, verdicts from the
 paired bootstrap interval, and "pending" until every run converged."""
 
 import json
@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from studies.study import protocol as study, report as study_report
+from studies.study import protocol as study, report as study_report, scheduler
 
 
 @pytest.fixture()
@@ -260,17 +260,17 @@ def test_the_report_shows_what_the_whole_grid_gives_a_baseline(results):
 
 def test_each_start_of_a_run_records_the_commit_whose_frozen_code_trains_it(tmp_path,
                                                                            monkeypatch):
-    started, popen = [], study.subprocess.Popen
+    started, popen = [], scheduler.subprocess.Popen
 
     def fake_popen(cmd, **kwargs):   # the training command is not run; git is
         return started.append((cmd, kwargs)) if cmd[0] != "git" else popen(cmd, **kwargs)
 
-    monkeypatch.setattr(study.subprocess, "Popen", fake_popen)
+    monkeypatch.setattr(scheduler.subprocess, "Popen", fake_popen)
     monkeypatch.setattr(study, "command", lambda *a: ["python", "-m", "tfktopic", "train"])
     for _ in range(2):     # a start and a resume
-        _, out, _, log = study._start("apnews", "lstm", "lr4e-3_do0.3", 0, tmp_path)
+        _, out, _, log = scheduler._start("apnews", "lstm", "lr4e-3_do0.3", 0, tmp_path)
         log.close()
-    commits = study.code_commits(out)
+    commits = scheduler.code_commits(out)
     assert len(started) == 2 and len(commits) == 2
     assert all(re.fullmatch(r"[0-9a-f]{40}(-dirty)?|None", c) for c in commits)
     # the run imports a frozen copy of that commit's code, not the working tree
@@ -410,7 +410,7 @@ def test_a_seeded_variant_gets_the_base_arms_seeds_and_its_claims_a_verdict(resu
 
 def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(results, tmp_path,
                                                                           monkeypatch):
-    """`study.run`: a run that finishes is collected, then `protocols` is run for its arm
+    """`scheduler.run`: a run that finishes is collected, then `protocols` is run for its arm
     (one TensorFlow thread, the same ``--out``); a failure of that is logged, not fatal."""
     class Finished:
         pid = 1
@@ -426,19 +426,19 @@ def test_the_scheduler_scores_the_other_protocols_of_each_run_as_it_lands(result
         return Finished(), out, ["python", "-m", "tfktopic"], open(out / "train.log", "a")
 
     calls, logged = [], []
-    monkeypatch.setattr(study, "_start", fake_start)
-    monkeypatch.setattr(study, "collect", lambda corpus, arm, config, seed, out, cmd: (
+    monkeypatch.setattr(scheduler, "_start", fake_start)
+    monkeypatch.setattr(scheduler, "collect", lambda corpus, arm, config, seed, out, cmd: (
         _write(arm, config, seed, 100.0, 4.0) or study.record_path(corpus, arm, config, seed)))
     monkeypatch.setattr(study, "REPO", tmp_path)   # record paths print relative to it
-    monkeypatch.setattr(study, "_log", logged.append)
-    monkeypatch.setattr(study.time, "sleep", lambda seconds: None)   # its polling interval
+    monkeypatch.setattr(scheduler, "_log", logged.append)
+    monkeypatch.setattr(scheduler.time, "sleep", lambda seconds: None)   # its polling interval
 
     def fake_run(cmd, **kwargs):
         calls.append((cmd, kwargs))
-        return study.subprocess.CompletedProcess(cmd, 1, "", "boom\nValueError: no model")
+        return scheduler.subprocess.CompletedProcess(cmd, 1, "", "boom\nValueError: no model")
 
-    monkeypatch.setattr(study.subprocess, "run", fake_run)
-    assert study.run("apnews", ["tcnlm"], 1, tmp_path / "runs") == 0
+    monkeypatch.setattr(scheduler.subprocess, "run", fake_run)
+    assert scheduler.run("apnews", ["tcnlm"], 1, tmp_path / "runs") == 0
     assert len(calls) == len(study.SEEDS) + len(study.grid("apnews")) - 1   # every run
     cmd, kwargs = calls[0]
     assert cmd[1:] == ["-m", "studies.study", "protocols", "--corpus", "apnews", "--arms",
@@ -470,10 +470,10 @@ def test_parameter_counts_come_from_the_run_or_a_same_sized_record_and_fill_a_co
     write("lstm_3", next(iter(study.grid("apnews"))), 0, {**recipe, "hidden_dim": 512})
     config = next(iter(study.grid("apnews")))
     out_root = tmp_path / "runs"   # no run directory is here
-    assert study.count_parameters("apnews", "lstm_keras", config, 0, out_root) == {
+    assert scheduler.count_parameters("apnews", "lstm_keras", config, 0, out_root) == {
         **counts, "counted_on": study.run_name("lstm", next(iter(study.grid("apnews"))), 0)}
     with pytest.raises(FileNotFoundError, match="no record of a model of the same sizes"):
-        study.count_parameters("apnews", "lstm_3", config, 0, out_root)
+        scheduler.count_parameters("apnews", "lstm_3", config, 0, out_root)
     study_report.report("apnews")
     rows = {}   # the first table's row of each arm (the perplexity table)
     for line in (results / "apnews_summary.md").read_text().splitlines():

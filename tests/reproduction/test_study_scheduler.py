@@ -1,4 +1,7 @@
-"""Schedulers that share the study's runs (studies/study/protocol.py: `claim`, `run`)."""
+"""Schedulers that share the study's runs (studies/study/scheduler.py: `claim`, `run`).
+
+The scheduler reads the protocol's names as ``protocol.NAME`` at run time, so the fakes of
+`pending`, `finished`, `command` and `REPO` replace them on `studies.study.protocol`."""
 
 import sys
 import threading
@@ -6,11 +9,11 @@ import time
 
 import pytest
 
-from studies.study import protocol as study
+from studies.study import protocol, scheduler
 
 APNEWS_RUNS = [("apnews", "lstm", "lr4e-3_do0.5", 0), ("apnews", "lstm", "lr4e-3_do0.5", 1)]
 PTB_RUNS = [("ptb", "rnn_100", "lr1e-3_do0.3", 0)]
-_sleep = time.sleep       # the real one (the fixture patches `time.sleep`: `study.time` is it)
+_sleep = time.sleep       # the real one (the fixture patches `time.sleep`: `scheduler.time` is it)
 
 
 class _Training:
@@ -39,7 +42,7 @@ def fake_runs(tmp_path, monkeypatch):
 
     def fake_start(corpus, arm, config, seed, out_root, claimed=None):
         assert claimed is not None          # the scheduler claimed it before starting it
-        out = study.run_dir(out_root, corpus, arm, config, seed)
+        out = protocol.run_dir(out_root, corpus, arm, config, seed)
         started.append(((corpus, arm, config, seed), threading.current_thread().name))
         return _Training(out, polls=3), out, ["train"], open(out / "train.log", "a")
 
@@ -47,20 +50,20 @@ def fake_runs(tmp_path, monkeypatch):
         done.add((corpus, arm, config, seed))
         return tmp_path / "record.json"
 
-    monkeypatch.setattr(study, "pending", pending)
-    monkeypatch.setattr(study, "finished", lambda *key: key in done)
-    monkeypatch.setattr(study, "_start", fake_start)
-    monkeypatch.setattr(study, "collect", collect)
-    monkeypatch.setattr(study, "_score_other_protocols", lambda corpus, arm, out_root: None)
-    monkeypatch.setattr(study, "_log", lambda message: None)
-    monkeypatch.setattr(study, "REPO", tmp_path)
-    monkeypatch.setattr(study.time, "sleep", lambda seconds: _sleep(0.01))
+    monkeypatch.setattr(protocol, "pending", pending)
+    monkeypatch.setattr(protocol, "finished", lambda *key: key in done)
+    monkeypatch.setattr(scheduler, "_start", fake_start)
+    monkeypatch.setattr(scheduler, "collect", collect)
+    monkeypatch.setattr(scheduler, "_score_other_protocols", lambda corpus, arm, out_root: None)
+    monkeypatch.setattr(scheduler, "_log", lambda message: None)
+    monkeypatch.setattr(protocol, "REPO", tmp_path)
+    monkeypatch.setattr(scheduler.time, "sleep", lambda seconds: _sleep(0.01))
     return done, started
 
 
 def _scheduler(name, corpora, out_root, results):
     def target():
-        results[name] = study.run(corpora, None, 1, out_root)
+        results[name] = scheduler.run(corpora, None, 1, out_root)
     return threading.Thread(target=target, name=name)
 
 
@@ -92,8 +95,9 @@ def test_a_run_another_scheduler_holds_is_waited_for_and_not_started_when_it_lan
     may unlock more runs) instead of ending; the run landed, it is not started again."""
     done, started = fake_runs
     out_root = tmp_path / "runs"
-    held = {key: study.claim(study.run_dir(out_root, *key)) for key in APNEWS_RUNS + PTB_RUNS}
-    assert study.claim(study.run_dir(out_root, *PTB_RUNS[0])) is None    # exclusive
+    held = {key: scheduler.claim(protocol.run_dir(out_root, *key))
+            for key in APNEWS_RUNS + PTB_RUNS}
+    assert scheduler.claim(protocol.run_dir(out_root, *PTB_RUNS[0])) is None    # exclusive
     results = {}
     lane = _scheduler("waiting", ["ptb"], out_root, results)
     lane.start()
@@ -112,14 +116,14 @@ def test_a_run_that_lands_between_the_queue_and_its_claim_is_not_started(
     """The queue is read before the claim: a run another scheduler collected (then released)
     in between is pending in the queue, but finished when claimed."""
     done, started = fake_runs
-    claim = study.claim
+    claim = scheduler.claim
 
     def claim_after_it_landed(out):
         done.add(PTB_RUNS[0])
         return claim(out)
 
-    monkeypatch.setattr(study, "claim", claim_after_it_landed)
-    assert study.run(["ptb"], None, 1, tmp_path / "runs") == 0
+    monkeypatch.setattr(scheduler, "claim", claim_after_it_landed)
+    assert scheduler.run(["ptb"], None, 1, tmp_path / "runs") == 0
     assert started == []
 
 
@@ -128,7 +132,7 @@ def test_a_released_run_that_has_not_landed_is_taken_over(fake_runs, tmp_path):
     started by the scheduler waiting for it."""
     done, started = fake_runs
     out_root = tmp_path / "runs"
-    held = study.claim(study.run_dir(out_root, *PTB_RUNS[0]))
+    held = scheduler.claim(protocol.run_dir(out_root, *PTB_RUNS[0]))
     results = {}
     lane = _scheduler("waiting", ["ptb"], out_root, results)
     lane.start()
@@ -144,27 +148,27 @@ def test_several_corpora_are_for_run_only_and_without_arms(capsys):
     for argv in (["status", "--corpus", "apnews", "ptb"],
                  ["run", "--corpus", "apnews", "ptb", "--arms", "lstm"]):
         with pytest.raises(SystemExit):
-            study.main(argv)
+            scheduler.main(argv)
         assert "--corpus: one corpus for" in capsys.readouterr().err
     with pytest.raises(ValueError, match="arms: name them for one corpus"):
-        study.run(["apnews", "ptb"], ["lstm"], 1, "unused")
+        scheduler.run(["apnews", "ptb"], ["lstm"], 1, "unused")
 
 
 def test_the_training_process_holds_its_runs_claim_until_it_ends(tmp_path, monkeypatch):
     """A scheduler killed alone leaves its run claimed while the training goes on: the
     claim is passed to the training process."""
     gate = tmp_path / "gate"
-    monkeypatch.setattr(study, "command", lambda *args: [
+    monkeypatch.setattr(protocol, "command", lambda *args: [
         sys.executable, "-c",
         f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.05)"])
     key = ("apnews", "lstm", "lr4e-3_do0.5", 0)
-    claimed = study.claim(study.run_dir(tmp_path, *key))
-    process, out, _, log = study._start(*key, tmp_path, claimed)
+    claimed = scheduler.claim(protocol.run_dir(tmp_path, *key))
+    process, out, _, log = scheduler._start(*key, tmp_path, claimed)
     claimed.close()                                    # the scheduler's copy is gone
-    assert study.claim(out) is None
+    assert scheduler.claim(out) is None
     gate.touch()
     assert process.wait(30) == 0
     log.close()
-    again = study.claim(out)
+    again = scheduler.claim(out)
     assert again is not None
     again.close()

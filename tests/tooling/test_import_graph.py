@@ -140,10 +140,27 @@ def test_the_checker_sees_circles_and_relative_imports():
 
 
 def test_the_graph_covers_the_repository(graph):
-    for module in ("tfktopic.runs", "studies.study.protocol", "studies.study.report",
-                   "benchmarks.speed", "tools.mutate", "tests.backends"):
+    for module in ("tfktopic.runs", "studies.study.protocol", "studies.study.scheduler",
+                   "studies.study.report", "benchmarks.speed", "tools.mutate", "tests.backends"):
         assert module in graph, module
     assert "studies.study.protocol" in graph["studies.study.report"]
+
+
+def test_the_studys_scheduler_reads_its_protocol_and_the_protocol_runs_nothing(graph):
+    """Issue 52: the study's protocol is data and pure functions of it; the scheduler (which
+    starts, claims, collects and scores runs) imports it, never the reverse, the report reads
+    only the protocol, and the protocol imports no module that starts processes, takes locks
+    or writes files."""
+    assert "studies.study.protocol" in graph["studies.study.scheduler"]
+    assert "studies.study.scheduler" not in graph["studies.study.protocol"]
+    assert "studies.study.scheduler" not in graph["studies.study.report"]
+    tree = ast.parse((REPO / "studies" / "study" / "protocol.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported & {"subprocess", "fcntl", "os", "shutil", "tempfile", "multiprocessing"} \
+        == set()
 
 
 def test_no_import_circle_through_the_studies_benchmarks_or_tools(graph):
