@@ -51,9 +51,9 @@ from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
                                             softmax_initializers)
 from tfktopic.layers.topic_decoder import check_decoder_init
-from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.models.rgbn.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.rgbn.encoder import RecurrentWeibullEncoder
 from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
                                           cut_layers)
