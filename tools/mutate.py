@@ -164,10 +164,10 @@ EXPLAINED = {
         "generation_step never reads its columns, so [N, 1] generates the same ids",
     ("tfktopic/models/tcnlm/factorized_lstm.py", "line 388:45: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/rgbn/model.py", "line 170:39: constant 1.0 -> 2.0"):
+    ("tfktopic/models/rgbn/model.py", "line 169:39: constant 1.0 -> 2.0"):
         "RGBNRNN's dropout check is repeated by its TopicGatedLSTMStack, which raises the "
         "same `dropout must be in [0, 1)` for dropout = 1 (test_bad_arguments)",
-    **{("tfktopic/models/rgbn/model.py", f"line 225:{site}"):
+    **{("tfktopic/models/rgbn/model.py", f"line 224:{site}"):
        "the embedding dropout's seed offset (seed + 7919) only has to differ from the gate "
        "dropouts' (seed + 10 i + j, small): seed - 7919 and seed + 7920 do too"
        for site in ("57: Add -> Sub", "64: constant 7919 -> 7920")},

@@ -33,9 +33,8 @@ rGBN-RNN). The papers' GBN-RNN numbers use ``protocol="all_other"``, which lets
 future text in; label such numbers.
 
 Topic quality: the paper's TLASGR steps (eps_0 = 1) keep Phi below LDA's topics;
-preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI
-(1 layer, three seeds: rGBN-RNN 1.04-1.07 x LDA, GBN-RNN 1.04-1.08 x, both at no
-perplexity cost; measurements and causes: `tfktopic.models.rgbn.presets`).
+preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI at no
+perplexity cost (measured: docs/results/study.md, "rGBN-RNN topic quality").
 """
 
 import math
