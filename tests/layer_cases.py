@@ -18,7 +18,7 @@ from tfktopic.models.topicrnn.stopword_gate import StopwordGate
 from tfktopic.layers.topic_decoder import TopicDecoder
 from tfktopic.layers.topic_encoders import GaussianTopicEncoder
 from tfktopic.models.rgbn.topic_gated_lstm import TopicGatedLSTMStack
-from tfktopic.layers.weibull import WeibullSampler
+from tfktopic.models.rgbn.weibull import WeibullSampler
 
 
 def _scalar(outputs):

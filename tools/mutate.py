@@ -164,10 +164,10 @@ EXPLAINED = {
         "generation_step never reads its columns, so [N, 1] generates the same ids",
     ("tfktopic/models/tcnlm/factorized_lstm.py", "line 388:45: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/models/rgbn/model.py", "line 170:39: constant 1.0 -> 2.0"):
+    ("tfktopic/models/rgbn/model.py", "line 169:39: constant 1.0 -> 2.0"):
         "RGBNRNN's dropout check is repeated by its TopicGatedLSTMStack, which raises the "
         "same `dropout must be in [0, 1)` for dropout = 1 (test_bad_arguments)",
-    **{("tfktopic/models/rgbn/model.py", f"line 225:{site}"):
+    **{("tfktopic/models/rgbn/model.py", f"line 224:{site}"):
        "the embedding dropout's seed offset (seed + 7919) only has to differ from the gate "
        "dropouts' (seed + 10 i + j, small): seed - 7919 and seed + 7920 do too"
        for site in ("57: Add -> Sub", "64: constant 7919 -> 7920")},
@@ -194,9 +194,9 @@ EXPLAINED = {
     ("tfktopic/models/topicrnn/model.py", "line 169:50: constant 1 -> 2"):
         "`weights.reshape(-1, K)`: numpy infers any negative size, so `reshape(-2, K)` is "
         "the same [N, K] array",
-    ("tfktopic/layers/topic_encoders.py", "line 106:28: constant 1 -> 2"):
+    ("tfktopic/layers/topic_encoders.py", "line 105:28: constant 1 -> 2"):
         _BUILD_READS_LAST_AXIS,
-    ("tfktopic/layers/topic_encoders.py", "line 120:20: Add -> Sub"):
+    ("tfktopic/layers/topic_encoders.py", "line 119:20: Add -> Sub"):
         "the reparameterised draw mu + sigma eps with eps ~ N(0, I): eps is symmetric, so "
         "mu - sigma eps is the same law of theta and of its gradients (the KL and the "
         "ELBO's expectation are unchanged; only which draw a seed gives differs)",
@@ -204,10 +204,10 @@ EXPLAINED = {
         "`topic_thetas` fills the unfixed layers below the highest fixed one top-down; a "
         "stop of -2 adds a step l = -1 that writes Phi^1 theta^1 into the top layer, which "
         "is then either fixed (skipped) or unfixed and overwritten by the bottom-up loop",
-    ("tfktopic/layers/weibull.py", "line 87:26: Add -> Sub"):
+    ("tfktopic/models/rgbn/weibull.py", "line 91:26: Add -> Sub"):
         "`lam + zeros_like(k)` only takes the broadcast shape of k and lam; `lam - "
         "zeros_like(k)` has the same shape (and values)",
-    ("tfktopic/layers/topic_encoders.py", "line 221:56: Add -> Sub"):
+    ("tfktopic/models/rgbn/encoder.py", "line 96:56: Add -> Sub"):
         "the Weibull encoder's initialisers get distinct seeds (seed + i); seed - i keeps "
         "them distinct: other draws of the same truncated normal",
     ("tfktopic/models/tcnlm/model.py", "line 225:58: constant 1 -> 2"):
@@ -304,7 +304,8 @@ CORE = {
     "tfktopic/models/topicrnn/stopword_gate.py": ["tests/library/test_topicrnn.py", "tests/library/test_document_lstm.py"],
     "tfktopic/layers/initialization.py": ["tests/library/test_initialization.py",
                                           "tests/library/test_document_lstm.py"],
-    "tfktopic/layers/weibull.py": ["tests/library/test_weibull.py"],
+    "tfktopic/models/rgbn/weibull.py": ["tests/library/test_weibull.py"],
+    "tfktopic/models/rgbn/encoder.py": ["tests/library/test_rgbn_rnn.py"],
     "tfktopic/bayes/tlasgr.py": ["tests/library/test_tlasgr_sampler.py", "tests/library/test_tlasgr.py",
                                  "tests/library/test_rgbn_topic_fixes.py"],
     "tfktopic/bayes/augmentation.py": ["tests/library/test_tlasgr.py", "tests/library/test_tlasgr_sampler.py"],

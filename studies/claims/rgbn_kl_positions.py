@@ -37,7 +37,7 @@ def kl_by_position(run, split, protocol, batch_size=64):
     """
     from keras import ops
 
-    from tfktopic.layers.weibull import weibull_gamma_kl
+    from tfktopic.distributions import weibull_gamma_kl
     from tfktopic.runs.data import make_dataset, make_examples
     from tfktopic.runs.reports import run_splits
 

@@ -17,7 +17,9 @@ from scipy.special import gamma as gamma_function
 from tfktopic.data import TopicVocabulary, Vocabulary, document_sequences, read_tdlm
 from tfktopic.data.pipeline import document_dataset
 from tfktopic.evaluation import evaluate_perplexity
-from tfktopic.layers.topic_encoders import GaussianTopicEncoder, RecurrentWeibullEncoder
+from tfktopic.layers.topic_encoders import GaussianTopicEncoder
+from tfktopic.models.rgbn.encoder import RecurrentWeibullEncoder
+from tfktopic.models.rgbn.weibull import WeibullSampler
 from tfktopic.models.rgbn.topic_gated_lstm import TopicGate, TopicGatedLSTMCell, TopicGatedLSTMStack
 from tfktopic.bayes.tlasgr import TLASGRTopics
 from tfktopic.models.rgbn import (PRESETS, RGBNRNN, cut_layers, hierarchy_to_dot,
@@ -835,6 +837,24 @@ def test_topic_thetas_of_three_layers_default_layer_and_light_weights():
     light = topic_thetas(phis, [0.25, 0.0, 0.0, 0.25])
     np.testing.assert_array_equal(light[0], [0.25, 0.0, 0.0, 0.25])
     np.testing.assert_allclose(light[2], phis[2].T @ phis[1].T @ light[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("layer, old_module", [
+    (lambda: RecurrentWeibullEncoder(topic_sizes=(3, 2), seed=0), "tfktopic.layers.topic_encoders"),
+    (lambda: WeibullSampler(seed=1), "tfktopic.layers.weibull")])
+def test_the_rgbn_layers_load_from_a_config_saved_at_their_old_module(layer, old_module):
+    """Both layers moved from tfktopic.layers into tfktopic.models.rgbn (issue 52); their
+    registered names did not change, so a .keras config written before the move (which
+    records the old module) still deserialises to the moved class with the same config."""
+    original = layer()
+    name = type(original).__name__
+    assert keras.saving.get_registered_name(type(original)) == f"tfktopic>{name}"
+    config = keras.saving.serialize_keras_object(original)
+    assert config["registered_name"] == f"tfktopic>{name}"
+    config["module"] = old_module              # what a file saved before the move holds
+    restored = keras.saving.deserialize_keras_object(config)
+    assert type(restored) is type(original)
+    assert restored.get_config() == original.get_config()
 
 
 def test_weibull_encoder_defaults_clip_k_to_0_1_and_100_and_declare_their_shapes():

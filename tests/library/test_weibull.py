@@ -1,4 +1,4 @@
-"""Tests of the Weibull layer and formulas (tfktopic.layers.weibull).
+"""Tests of the Weibull layer (tfktopic.models.rgbn.weibull) and formulas (tfktopic.distributions).
 
 q(theta) = Weibull(k, lam) (shape k, scale lam); the gamma prior is
 Gamma(alpha, rate beta). Monte Carlo and TFP's distributions are the
@@ -14,7 +14,8 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from scipy import special, stats
 
-from tfktopic.layers.weibull import WeibullSampler, weibull_gamma_kl, weibull_mean
+from tfktopic.distributions import weibull_gamma_kl, weibull_mean
+from tfktopic.models.rgbn.weibull import WeibullSampler
 
 tfd = tfp.distributions
 

@@ -33,9 +33,8 @@ rGBN-RNN). The papers' GBN-RNN numbers use ``protocol="all_other"``, which lets
 future text in; label such numbers.
 
 Topic quality: the paper's TLASGR steps (eps_0 = 1) keep Phi below LDA's topics;
-preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI
-(1 layer, three seeds: rGBN-RNN 1.04-1.07 x LDA, GBN-RNN 1.04-1.08 x, both at no
-perplexity cost; measurements and causes: `tfktopic.models.rgbn.presets`).
+preset ``coherent`` (LDA start of Phi^1 + eps_0 = 0.02) reaches LDA's NPMI at no
+perplexity cost (measured: docs/results/study.md, "rGBN-RNN topic quality").
 """
 
 import math
@@ -51,9 +50,9 @@ from tfktopic.evaluation.perplexity import PerplexityResult, masked_token_nll
 from tfktopic.layers.initialization import (check_initialization, embedding_initializer,
                                             softmax_initializers)
 from tfktopic.layers.topic_decoder import check_decoder_init
-from tfktopic.layers.topic_encoders import RecurrentWeibullEncoder
 from tfktopic.models.rgbn.topic_gated_lstm import GATE_ORIENTATIONS, TopicGatedLSTMStack
 from tfktopic.models.base import TopicLanguageModel
+from tfktopic.models.rgbn.encoder import RecurrentWeibullEncoder
 from tfktopic.models.rgbn.generation import conditioning_thetas, normalize_theta
 from tfktopic.models.rgbn.presets import (PAPER_HIDDEN_SIZES, PAPER_TOPIC_SIZES, PRESETS,
                                           cut_layers)

@@ -10,33 +10,12 @@ num_layers=1`` of the 3-layer presets gives their first layer. ``small`` and
 deeper layers of half the width. The Adam optimizer of a preset's ``training``
 (learning-rate decay, clipping) is `tfktopic.runs.training.adam_optimizer`.
 
-**Topic quality and the ``coherent`` preset** (issue 14; every number from
-``python -m studies.claims.topic_causes``, ``studies/results/topics/causes.md``:
-APNEWS, the study's data rules, 1 layer, K = 100, NPMI of the top 10 words
-against the training split, gensim LDA K = 100 on the same split: NPMI 0.076,
-diversity 0.42). The GBN topic model *alone* (Weibull encoder + TLASGR Phi, no
-LM, the medium budget of 2,898 steps) reaches only NPMI 0.055 (0.73 x LDA), still
-rising; the joint GBN-RNN follows the same curve (0.043 after 4 epochs), so the
-LM is not the cause. The cause is TLASGR's random start with its step size: Phi
-is a moving average of one mini-batch's estimate with weight eps_t (eps_0 = 1,
-0.11 after one epoch, 0.03 after six), so it keeps only the last few hundred
-chunks; larger steps are worse (0.031), four MCMC sweeps a batch barely help
-(0.059), and smaller steps or a running mean from the random start are worse
-too (0.036, 0.045): they keep the first epochs' estimates, made from a random Phi
-with an untrained encoder. An LDA start of Phi^1 is wiped out by the paper's
-first updates (0.076 -> 0.014 after one epoch). An LDA start with 50 times
-smaller steps (eps_0 = 0.02) keeps and refines it: NPMI 0.079 (1.05 x LDA),
-diversity 0.42, and a better fit of the bags of words (-log p(d) 4,029 against
-4,090 per chunk). ``coherent`` = ``medium`` + these two settings
-(`COHERENT_CHANGES`); the defaults and ``medium`` stay the paper's. The joint models,
-1 layer, 6 medium epochs, three seeds on one split (``python -m studies.claims.topic_seeds
-report``): rGBN-RNN NPMI 0.081 +- 0.005, 1.04 / 1.07 / 1.04 x each seed's LDA,
-diversity 0.44 (LDA 0.41-0.43), test perplexity 78.89 +- 0.88, against 0.049
-(0.63-0.66 x LDA) and 79.68 +- 0.99 for ``medium``; GBN-RNN NPMI 0.082 +- 0.004,
-1.08 / 1.07 / 1.04 x LDA, diversity 0.45, test perplexity 78.20 +- 0.54, against 0.056
-(0.68-0.75 x LDA) and 78.27 +- 0.19. The perplexity ratios coherent / medium, 0.990
-[0.974, 1.007] and 0.999 [0.990, 1.009] (95% bootstrap over seeds and test documents),
-contain 1: no perplexity cost.
+**The ``coherent`` preset** (issue 14) = ``medium`` + `COHERENT_CHANGES` (Phi^1 starts
+at a training-split LDA, TLASGR steps eps_0 = 0.02 instead of the paper's 1); the
+defaults and ``medium`` stay the paper's. Measured reason for the deviation: with the
+paper's steps from a random start, 1-layer topics stay below LDA's NPMI, and the LDA start
+with small steps reaches it at no perplexity cost (numbers and sources:
+docs/results/study.md, "rGBN-RNN topic quality").
 
 Example:
 >>> PRESETS["paper"]["model"]["hidden_sizes"]
@@ -120,9 +99,10 @@ PRESETS = {
         "training": {**_ADAM, "learning_rate": 1e-2, "clipnorm": 5.0, **CONVERGE},
     },
 }
-#: ``medium`` with the fixes of issue 14 (module docstring): Phi^1 starts at the training
-#: split's LDA and TLASGR takes 50 times smaller steps (eps_0 = 0.02), so it refines the
-#: LDA's topics instead of replacing them by one mini-batch's estimate at its first step.
+#: ``medium`` with the fixes of issue 14 (docs/results/study.md, "rGBN-RNN topic quality"):
+#: Phi^1 starts at the training split's LDA and TLASGR takes 50 times smaller steps
+#: (eps_0 = 0.02), so it refines the LDA's topics instead of replacing them by one
+#: mini-batch's estimate at its first step.
 COHERENT_CHANGES = {"decoder_init": "lda", "tlasgr": {"step_size": 0.02}}
 PRESETS["coherent"] = {
     **PRESETS["medium"],

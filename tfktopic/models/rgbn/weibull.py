@@ -1,31 +1,35 @@
-"""Weibull variational posteriors of rGBN-RNN / GBN-RNN (Guo et al. 2020).
+"""The Weibull sampling layer of rGBN-RNN / GBN-RNN (Guo et al. 2020).
 
 The local topic proportions theta of the gamma belief network are inferred by a
 Weibull distribution q(theta) = Weibull(k, lam) (shape k, scale lam), because
 
 * it is reparameterisable by the inverse CDF:
   theta = lam * (-log(1 - u))^(1/k), u ~ U(0, 1);
-* its KL divergence to the gamma prior is closed form (see `weibull_gamma_kl`).
+* its KL divergence to the gamma prior is closed form.
 
-The formulas live once in `tfktopic.distributions` (re-exported here):
+The formulas live once in `tfktopic.distributions`:
 
+* `weibull_sample(u, k, lam)`, the inverse-CDF draw;
 * `weibull_mean(k, lam)` = lam * Gamma(1 + 1/k);
 * `weibull_gamma_kl(k, lam, alpha, beta)` = KL(Weibull(k, lam) || Gamma(alpha, beta))
   with **beta a rate** (p(x) ∝ x^(alpha-1) exp(-beta x)), the parameterisation
   of the paper's ELBO (eq. 7, "Gam(., tau0)" with tau0 a rate) and of the
-  released code's ``KL_GamWei`` (reference rgbn_rnn.md §1.3);
+  released code's ``KL_GamWei`` (reference rgbn_rnn.md §1.3; used by
+  `tfktopic.models.rgbn.prior`);
 
-this module holds `WeibullSampler`, the reparameterised sampling layer.
+this module holds `WeibullSampler`, the reparameterised sampling layer that
+`tfktopic.models.rgbn.encoder.RecurrentWeibullEncoder` draws theta with. Its
+registered Keras name is ``tfktopic>WeibullSampler`` (unchanged by the move from
+``tfktopic.layers``).
 """
 
 import keras
 import numpy as np
 from keras import ops
 
-from tfktopic.distributions import (LOG_FLOOR, MIN_GAMMA_SHAPE, weibull_gamma_kl, weibull_mean,
-                                    weibull_sample)
+from tfktopic.distributions import weibull_mean, weibull_sample
 
-__all__ = ["WeibullSampler", "weibull_mean", "weibull_gamma_kl", "LOG_FLOOR", "MIN_GAMMA_SHAPE"]
+__all__ = ["WeibullSampler"]
 
 
 @keras.saving.register_keras_serializable(package="tfktopic")
