@@ -11,7 +11,9 @@ are written here once (DESIGN.md §2a, §3); a model supplies
   Phi and Pi runs there, after the gradient step of the networks);
 * for generating models, `generation_conditioning`, `initial_generation_state`
   and `generation_step(token, state, conditioning)`: `generate` runs them in
-  one compiled `keras.ops.while_loop` (`tfktopic.models.samplers` pick the tokens).
+  one compiled `keras.ops.while_loop` (`tfktopic.models.samplers` pick the tokens);
+  its text in and out goes through the model's `preprocessor`
+  (`tfktopic.data.preprocessors`, holding the attached tokenizer).
 
 **The objective contract.** `objective` returns a dict of float32 scalars:
 
@@ -317,7 +319,8 @@ class TopicLanguageModel(keras.Model):
 
         Args:
             prompt: `None`; text (needs a tokenizer: `model.tokenizer` or
-                `tokenizer=`; its final ``<eos>`` is dropped); LM ids [P] or
+                `tokenizer=`; turned into LM ids, its final ``<eos>`` dropped, by
+                the `preprocessor`'s ``generate_preprocess``); LM ids [P] or
                 [N, P]. (An int here is the old positional `num_sentences`.)
             max_length: maximum tokens per sentence, prompt and ``<eos>`` included.
             sampler: a `tfktopic.models.samplers` sampler, name or config
@@ -325,7 +328,7 @@ class TopicLanguageModel(keras.Model):
             num_sentences: sentences to generate.
             topic: topic conditioning (see the model's `generation_conditioning`).
             context_bow: a context bag of words [V_c] / [N, V_c]; with a
-                tokenizer, raw text is accepted too.
+                tokenizer, raw text is accepted too (``generate_preprocess``).
             seed: int seed (`None`: a fresh random one).
             allow_unk: True lets the model generate ``<unk>`` (id 3).
             tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`);
@@ -339,7 +342,8 @@ class TopicLanguageModel(keras.Model):
             int32 array [N, max_length] of LM ids, one row per generated sentence
             (N = num_sentences unless the model's conditioning makes more rows;
             each row ends at its first ``<eos>``, then ``<pad>``), or with a
-            tokenizer the list of N detokenised strings.
+            tokenizer the list of N detokenised strings (the `preprocessor`'s
+            ``generate_postprocess``).
 
         Raises:
             ValueError: a bad argument (named).
