@@ -251,7 +251,7 @@ EXPLAINED = {
         "message names, not what is computed (the warning itself is tested)",
     ("tfktopic/models/topicrnn/model.py", "line 329:58: constant 1 -> 2"):
         _EXTRA_DROPOUT,
-    **_fresh_seed_sites("tfktopic/models/base.py", 344, (None, 56, 61, 66)),
+    **_fresh_seed_sites("tfktopic/models/base.py", 373, (None, 56, 61, 66)),
     **_fresh_seed_sites("tfktopic/bayes/tlasgr.py", 336, (41, 44, 47, 52)),
     **_fresh_seed_sites("tfktopic/bayes/sgmcmc.py", 205, (41, 44, 47, 52)),
     ("tfktopic/evaluation/comparison.py", "line 138:20: constant 1 -> 2"):

@@ -113,6 +113,10 @@ def test_traits_agree_with_the_model_and_its_data_kind(models, name):
     assert (model.has_topics, model.chunked, model.streamed, model.hierarchical,
             model.generates) == (entry.has_topics, entry.chunked, entry.streamed,
                                  entry.hierarchical, entry.generates)
+    # The model reaches the preprocessor of its entry's kind (generate's text goes through it).
+    assert model.data_kind == entry.data_kind
+    assert (model.preprocessor.kind, model.preprocessor.topical) == (entry.data_kind,
+                                                                    entry.has_topics)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -201,6 +205,30 @@ def test_generate_is_seeded_and_emits_valid_ids(models, data, name):
     for row in first:
         end = list(row).index(2) if 2 in row else len(row)     # <eos>
         assert (row[:end] > 1).all() and (row[end + 1:] == 0).all()
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if registry.get(n).generates])
+def test_generate_turns_text_into_ids_and_back_through_the_model_s_preprocessor(
+        models, data, name):
+    from tfktopic.tokenizer import Tokenizer
+
+    model = models[name]
+    tokenizer = Tokenizer(data["lm"], data["topic"])
+    model.tokenizer = tokenizer
+    try:
+        pre = model.preprocessor
+        inputs = pre.generate_preprocess("The government said", "the fire and the police")
+        context = None if not model.has_topics else "the fire and the police"
+        bow = None if context is None else inputs["context_bow"][None]
+        texts = model.generate("The government said", max_len=8, seed=3, context_bow=context)
+        ids = model.generate(inputs["prompt"], max_len=8, seed=3, context_bow=bow,
+                             tokenizer=False)
+    finally:
+        model.tokenizer = None
+    assert isinstance(texts, list) and len(texts) == len(ids)
+    np.testing.assert_array_equal(ids[:, :3], np.broadcast_to(inputs["prompt"], (len(ids), 3)))
+    assert texts == pre.generate_postprocess(ids)
+    assert all(text.startswith("the government said") for text in texts)
 
 
 def _base_generators(models):

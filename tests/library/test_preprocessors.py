@@ -109,3 +109,94 @@ def test_models_of_one_kind_share_examples_streams_never():
     assert get("rgbn_rnn").shares_examples(get("doc_lstm_chunked"))
     assert not get("lstm").shares_examples(get("rgbn_rnn"))
     assert not get("doc_lstm").shares_examples(get("doc_lstm"))
+
+
+# ---------------------------------------------------------------------- generation's text
+#: One sentence of the Lee subset's words, written as `generate_postprocess` writes text.
+READABLE = "the police said it's over, the government said (the fire) people."
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus):
+    from tfktopic.tokenizer import Tokenizer
+
+    _, lm, topic = corpus
+    return Tokenizer(lm, topic)
+
+
+@pytest.mark.parametrize("kind", sorted(preprocessors.KINDS))
+def test_generate_preprocess_and_postprocess_round_trip_text(kind, tokenizer):
+    pre = preprocessors.for_kind(kind, topical=True, tokenizer=tokenizer)
+    inputs = pre.generate_preprocess(READABLE, context_bow="The fire, the police.")
+    prompt = inputs["prompt"]
+    assert prompt.ndim == 1 and np.issubdtype(prompt.dtype, np.integer)
+    assert tokenizer.lm_vocab.unk_id not in prompt               # every word is known
+    assert prompt[-1] != tokenizer.lm_vocab.eos_id               # the sentence goes on
+    np.testing.assert_array_equal(prompt, tokenizer.encode(READABLE)[:-1])
+    np.testing.assert_array_equal(inputs["context_bow"], tokenizer.bow("the fire, the police"))
+    assert inputs["context_bow"].sum() > 0
+    # generated rows end at <eos>, then <pad>: decoded there and made readable again.
+    row = np.concatenate([prompt, [tokenizer.lm_vocab.eos_id, 0, 0]])
+    assert pre.generate_postprocess(np.stack([row, row])) == [READABLE, READABLE]
+    assert pre.generate_postprocess(row) == [READABLE]
+
+
+def test_generate_preprocess_passes_ids_and_bags_of_words_through(tokenizer):
+    pre = preprocessors.for_kind("windows", tokenizer=tokenizer)
+    ids, bow = np.array([[5, 6], [7, 8]]), np.ones(tokenizer.topic_vocab_size, np.float32)
+    inputs = pre.generate_preprocess(ids, bow)
+    assert inputs["prompt"] is ids and inputs["context_bow"] is bow
+    assert preprocessors.for_kind("chunks").generate_preprocess() == {"prompt": None,
+                                                                      "context_bow": None}
+
+
+def test_text_without_a_tokenizer_is_a_one_line_error_naming_the_argument():
+    from tfktopic.models import LSTMLanguageModel
+
+    pre = preprocessors.for_kind("streams")
+    for call, argument in ((lambda: pre.generate_preprocess("the storm"), "prompt"),
+                           (lambda: pre.generate_preprocess(None, "the storm"), "context_bow"),
+                           (lambda: pre.generate_postprocess([[5, 2]]), "generate_postprocess"),
+                           (lambda: LSTMLanguageModel(10).generate(context_bow="storm"),
+                            "context_bow")):
+        with pytest.raises(ValueError, match=f"^{argument}") as error:
+            call()
+        assert "\n" not in str(error.value)
+
+
+def test_a_model_reaches_its_kind_preprocessor_holding_the_attached_tokenizer(tokenizer):
+    from tfktopic.models import LSTMLanguageModel
+    from tfktopic.models.lstm.document_lstm import DocumentLSTMLanguageModel
+
+    models = {"lstm": LSTMLanguageModel(tokenizer.vocab_size),
+              "doc_lstm_chunked": LSTMLanguageModel(tokenizer.vocab_size, document_level=True),
+              "doc_lstm": DocumentLSTMLanguageModel(tokenizer.vocab_size)}
+    for name, model in models.items():
+        assert model.data_kind == registry.get(name).data_kind, name
+        pre = model.preprocessor
+        assert pre.kind == model.data_kind and pre.topical == model.has_topics
+        assert pre.tokenizer is None
+        model.tokenizer = tokenizer
+        assert model.preprocessor.tokenizer is tokenizer         # the one attached now
+
+
+def test_generate_gives_the_text_of_its_preprocessor(tokenizer):
+    import keras
+
+    from tfktopic.models import LSTMLanguageModel
+
+    keras.utils.set_random_seed(0)
+    model = LSTMLanguageModel(tokenizer.vocab_size, embedding_dim=8, hidden_dim=8)
+    model.tokenizer = tokenizer
+    texts = model.generate("The police said", max_length=9, num_sentences=3, seed=5,
+                           sampler="random")
+    pre = model.preprocessor
+    prompt = pre.generate_preprocess("The police said")["prompt"]
+    ids = model.generate(prompt, max_length=9, num_sentences=3, seed=5, sampler="random",
+                         tokenizer=False)
+    np.testing.assert_array_equal(ids[:, :3], np.broadcast_to(prompt, (3, 3)))
+    assert texts == pre.generate_postprocess(ids)
+    assert all(text.startswith("the police said") for text in texts)
+    model.tokenizer = None
+    assert model.generate("The police said", max_length=9, num_sentences=3, seed=5,
+                          sampler="random", tokenizer=tokenizer) == texts

@@ -20,6 +20,12 @@ under TensorFlow, a numpy `keras.utils.PyDataset` under another backend, as
 with the model's protocol and labels that protocol. Training, evaluation and
 `tfktopic.runs` use it through ``registry.get(name).preprocessor()``.
 
+Holding a `tfktopic.tokenizer.Tokenizer`, it is also generation's text side
+(keras-hub's ``generate_preprocess`` / ``generate_postprocess``): prompt and
+context text -> the ids and bag of words `generate` feeds, generated ids ->
+readable text. A model reaches it as ``model.preprocessor`` (its data kind,
+with the attached ``model.tokenizer``).
+
 Example:
 >>> from tfktopic.data.preprocessors import WindowPreprocessor
 >>> pre = WindowPreprocessor(topical=True)
@@ -30,6 +36,10 @@ Example:
 """
 
 import dataclasses
+
+import numpy as np
+
+from tfktopic.tokenizer import detokenize
 
 __all__ = ["Preprocessor", "WindowPreprocessor", "ChunkPreprocessor", "StreamPreprocessor",
            "StreamExamples", "KINDS", "for_kind", "WINDOW_TRAIN_CONTEXTS", "sentence_windows"]
@@ -97,11 +107,14 @@ def sentence_windows(corpus, lm_vocab, topic_vocab, data, protocol="preceding"):
 
 
 class Preprocessor:
-    """Corpus part -> a model's examples, batches, perplexity and protocol label.
+    """Corpus part -> a model's examples, batches, perplexity and protocol label;
+    text <-> ids of generation.
 
     Args:
         topical: the model reads a topic context (a topic model).
         name: the model's name, for messages.
+        tokenizer: a `tfktopic.tokenizer.Tokenizer` for generation's text, or
+            `None` (ids and bags of words only).
 
     Attributes:
         kind: the data kind ("windows", "chunks", "streams").
@@ -111,12 +124,89 @@ class Preprocessor:
     kind = None
     unit = None
 
-    def __init__(self, topical=False, name=None):
+    def __init__(self, topical=False, name=None, tokenizer=None):
         self.topical = bool(topical)
         self.name = name or f"a {self.kind} model"
+        self.tokenizer = tokenizer
 
     def __repr__(self):
         return f"{type(self).__name__}(topical={self.topical}, name={self.name!r})"
+
+    # ---------------------------------------------------------------- generation
+    def generate_preprocess(self, prompt=None, context_bow=None):
+        """Text -> what `TopicLanguageModel.generate` feeds (ids and arrays pass through).
+
+        Args:
+            prompt: `None`, LM ids ([P] or [N, P], returned as given), or text:
+                its LM ids, the final ``<eos>`` dropped (the sentence goes on).
+            context_bow: `None`, a bag of words ([V_c] or [N, V_c], returned as
+                given), or text: its topic bag of words (`Tokenizer.bow`).
+
+        Returns:
+            dict with ``prompt`` (int64 [P] ids of a text prompt, else the
+            argument) and ``context_bow`` (float32 [V_c] of a text context,
+            else the argument).
+
+        Raises:
+            ValueError: text without a tokenizer (the argument named).
+
+        Example:
+        >>> from tfktopic.data import TopicVocabulary, Vocabulary
+        >>> docs = [[["the", "storm", "hit", "the", "coast"], ["rain", "fell"]]]
+        >>> lm = Vocabulary.build(docs, min_count=1)
+        >>> from tfktopic.tokenizer import Tokenizer
+        >>> tokenizer = Tokenizer(lm, TopicVocabulary.build(docs, lm, stopwords="none",
+        ...                                                 max_freq_fraction=0.0))
+        >>> pre = WindowPreprocessor(topical=True, tokenizer=tokenizer)
+        >>> inputs = pre.generate_preprocess("The storm", context_bow="rain, rain")
+        >>> tokenizer.decode(inputs["prompt"]), int(inputs["context_bow"].sum())
+        ('the storm', 2)
+        """
+        if isinstance(prompt, str):
+            ids = self._text_tokenizer("prompt", "attach a tokenizer (model.tokenizer, or "
+                                       "from_preset of a pretrained model) or pass LM ids"
+                                       ).encode(prompt)
+            eos = self.tokenizer.lm_vocab.eos_id
+            prompt = np.asarray(ids[:-1] if ids and ids[-1] == eos else ids, np.int64)
+        if isinstance(context_bow, str):
+            context_bow = self._text_tokenizer("context_bow", "pass the tokenizer to turn it "
+                                               "into a bag of words").bow(context_bow)
+        return {"prompt": prompt, "context_bow": context_bow}
+
+    def generate_postprocess(self, ids):
+        """Generated LM ids -> readable text, one string per row.
+
+        Each row is decoded up to its first ``<eos>`` (`Tokenizer.decode_batch`)
+        and detokenised (`tfktopic.tokenizer.detokenize`: punctuation and
+        clitics joined to the word before them).
+
+        Args:
+            ids: int [N, T] LM ids (`generate`'s output), or one row [T].
+
+        Returns:
+            A list of N strings.
+
+        Raises:
+            ValueError: no tokenizer (one line).
+
+        Example:
+        >>> from tfktopic.data import Vocabulary
+        >>> from tfktopic.tokenizer import Tokenizer
+        >>> pre = WindowPreprocessor(tokenizer=Tokenizer(Vocabulary.build(
+        ...     [[["it", "'s", "over", "."]]], min_count=1)))
+        >>> pre.generate_postprocess(pre.tokenizer.encode("It's over.") + [0, 0])
+        ["it's over."]
+        """
+        if self.tokenizer is None:
+            raise ValueError("generate_postprocess: ids -> text needs a tokenizer (attach one: "
+                             "model.tokenizer, or generate(..., tokenizer=...))")
+        return [detokenize(text) for text in self.tokenizer.decode_batch(ids)]
+
+    def _text_tokenizer(self, argument, remedy):
+        """The tokenizer, or a one-line error naming the `argument` whose text needs it."""
+        if self.tokenizer is None:
+            raise ValueError(f"{argument} is text: {remedy}")
+        return self.tokenizer
 
     # ------------------------------------------------------------------- settings
     def train_protocol(self, data):
@@ -257,6 +347,7 @@ class WindowPreprocessor(Preprocessor):
         document_targets: batches carry the context's bag of words as targets
             too (TopicRNN's ``doc_targets``).
         name: the model's name, for messages.
+        tokenizer: a `tfktopic.tokenizer.Tokenizer` for generation's text, or `None`.
 
     Example:
     >>> WindowPreprocessor(topical=True, document_targets=True).kind
@@ -266,8 +357,8 @@ class WindowPreprocessor(Preprocessor):
     kind = "windows"
     unit = "windows"
 
-    def __init__(self, topical=False, document_targets=False, name=None):
-        super().__init__(topical, name)
+    def __init__(self, topical=False, document_targets=False, name=None, tokenizer=None):
+        super().__init__(topical, name, tokenizer)
         self.document_targets = bool(document_targets)
 
     def examples(self, corpus, lm_vocab, topic_vocab, data, protocol="preceding",
@@ -305,6 +396,7 @@ class ChunkPreprocessor(Preprocessor):
             windows (``batch_size // J`` chunks), and scoring uses one chunk per
             whole document so the state is carried across it.
         name: the model's name, for messages.
+        tokenizer: a `tfktopic.tokenizer.Tokenizer` for generation's text, or `None`.
 
     Example:
     >>> ChunkPreprocessor(whole_documents=True).unit
@@ -314,8 +406,8 @@ class ChunkPreprocessor(Preprocessor):
     kind = "chunks"
     unit = "chunks"
 
-    def __init__(self, topical=False, whole_documents=False, name=None):
-        super().__init__(topical, name)
+    def __init__(self, topical=False, whole_documents=False, name=None, tokenizer=None):
+        super().__init__(topical, name, tokenizer)
         self.whole_documents = bool(whole_documents)
 
     def examples(self, corpus, lm_vocab, topic_vocab, data, protocol="preceding",
@@ -369,6 +461,7 @@ class StreamPreprocessor(Preprocessor):
             `tfktopic.data.streams.CONTEXTS`, including Zheng et al.'s
             "whole_document").
         name: the model's name, for messages.
+        tokenizer: a `tfktopic.tokenizer.Tokenizer` for generation's text, or `None`.
 
     Example:
     >>> StreamPreprocessor().protocol_label("preceding", {"bptt": 30})[:33]

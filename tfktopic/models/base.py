@@ -11,7 +11,9 @@ are written here once (DESIGN.md §2a, §3); a model supplies
   Phi and Pi runs there, after the gradient step of the networks);
 * for generating models, `generation_conditioning`, `initial_generation_state`
   and `generation_step(token, state, conditioning)`: `generate` runs them in
-  one compiled `keras.ops.while_loop` (`tfktopic.models.samplers` pick the tokens).
+  one compiled `keras.ops.while_loop` (`tfktopic.models.samplers` pick the tokens);
+  its text in and out goes through the model's `preprocessor`
+  (`tfktopic.data.preprocessors`, holding the attached tokenizer).
 
 **The objective contract.** `objective` returns a dict of float32 scalars:
 
@@ -66,6 +68,7 @@ from keras import ops
 from keras.src.trainers.compile_utils import MetricsList as _KerasMetricsList
 
 from tfktopic import backend, pretrained
+from tfktopic.data.preprocessors import for_kind
 from tfktopic.data.vocab import topic_words
 from tfktopic.distribute import global_logs
 from tfktopic.errors import TfktopicError
@@ -73,7 +76,7 @@ from tfktopic.evaluation.perplexity import Perplexity
 from tfktopic.lda import LDA_PASSES, fit_lda
 from tfktopic.models import samplers, steps
 from tfktopic.models.decoding import GENERATION_METHODS
-from tfktopic.tokenizer import LM_VOCAB_FILE, Tokenizer, detokenize
+from tfktopic.tokenizer import LM_VOCAB_FILE, Tokenizer
 
 __all__ = ["TopicLanguageModel"]
 
@@ -267,6 +270,34 @@ class TopicLanguageModel(keras.Model):
         """
         raise NotImplementedError(f"{type(self).__name__} does not generate")
 
+    @property
+    def data_kind(self):
+        """What the model is fed (`tfktopic.data.preprocessors.KINDS`), from its traits:
+        "chunks" (`chunked`), "streams" (`streamed`) or sentence "windows"."""
+        return "chunks" if self.chunked else "streams" if self.streamed else "windows"
+
+    @property
+    def preprocessor(self):
+        """The `tfktopic.data.preprocessors.Preprocessor` of the model's `data_kind`,
+        holding the attached tokenizer (``model.tokenizer``, `None` if none): `generate`
+        turns text into its inputs and its ids into text through it (keras-hub's
+        ``task.preprocessor``). A fresh object on every access, so it always holds the
+        tokenizer attached now; the kind's training flags (TopicRNN's document targets,
+        the chunked document LSTM's whole-document scoring) are the registry's
+        (``registry.get(name).preprocessor()``), not set here.
+
+        Example:
+        >>> from tfktopic.models import LSTMLanguageModel
+        >>> LSTMLanguageModel(10, document_level=True).preprocessor
+        ChunkPreprocessor(topical=False, name='LSTMLanguageModel')
+        """
+        return self._preprocessor(getattr(self, "tokenizer", None))
+
+    def _preprocessor(self, tokenizer):
+        """The model's `preprocessor`, holding `tokenizer` instead (`generate`'s argument)."""
+        return for_kind(self.data_kind, topical=self.has_topics, name=type(self).__name__,
+                        tokenizer=tokenizer)
+
     def compile(self, *args, sampler=None, **kwargs):
         """`keras.Model.compile`, plus the default `sampler` of `generate` (as
         keras-hub's CausalLM): a `tfktopic.models.samplers` instance, name or config."""
@@ -288,7 +319,8 @@ class TopicLanguageModel(keras.Model):
 
         Args:
             prompt: `None`; text (needs a tokenizer: `model.tokenizer` or
-                `tokenizer=`; its final ``<eos>`` is dropped); LM ids [P] or
+                `tokenizer=`; turned into LM ids, its final ``<eos>`` dropped, by
+                the `preprocessor`'s ``generate_preprocess``); LM ids [P] or
                 [N, P]. (An int here is the old positional `num_sentences`.)
             max_length: maximum tokens per sentence, prompt and ``<eos>`` included.
             sampler: a `tfktopic.models.samplers` sampler, name or config
@@ -296,7 +328,7 @@ class TopicLanguageModel(keras.Model):
             num_sentences: sentences to generate.
             topic: topic conditioning (see the model's `generation_conditioning`).
             context_bow: a context bag of words [V_c] / [N, V_c]; with a
-                tokenizer, raw text is accepted too.
+                tokenizer, raw text is accepted too (``generate_preprocess``).
             seed: int seed (`None`: a fresh random one).
             allow_unk: True lets the model generate ``<unk>`` (id 3).
             tokenizer: a `tfktopic.tokenizer.Tokenizer` (default `model.tokenizer`);
@@ -310,7 +342,8 @@ class TopicLanguageModel(keras.Model):
             int32 array [N, max_length] of LM ids, one row per generated sentence
             (N = num_sentences unless the model's conditioning makes more rows;
             each row ends at its first ``<eos>``, then ``<pad>``), or with a
-            tokenizer the list of N detokenised strings.
+            tokenizer the list of N detokenised strings (the `preprocessor`'s
+            ``generate_postprocess``).
 
         Raises:
             ValueError: a bad argument (named).
@@ -329,17 +362,13 @@ class TopicLanguageModel(keras.Model):
             raise ValueError(f"temperature must be > 0, got {temperature!r}")
         if tokenizer is None:
             tokenizer = getattr(self, "tokenizer", None)
-        elif tokenizer is False:                              # ids, whatever is attached
-            tokenizer = None
+        preprocessor = self._preprocessor(None if tokenizer is False else tokenizer)  # False: ids
         sampler = self._resolve_sampler(sampler, method, temperature, top_k)
         if getattr(sampler, "num_beams", 1) > 1:
             raise ValueError("BeamSampler with num_beams > 1 is not supported by generate yet "
                              "(use num_beams=1, or greedy / top_k / top_p)")
-        if isinstance(context_bow, str):
-            if tokenizer is None:
-                raise ValueError("context_bow is text: pass the tokenizer to turn it into a "
-                                 "bag of words")
-            context_bow = tokenizer.bow(context_bow)
+        inputs = preprocessor.generate_preprocess(prompt, context_bow)
+        prompt, context_bow = inputs["prompt"], inputs["context_bow"]
         if seed is None:
             seed = int(np.random.default_rng().integers(2 ** 31 - 1))
         conditioning = self.generation_conditioning(int(num_sentences), topic=topic,
@@ -347,7 +376,7 @@ class TopicLanguageModel(keras.Model):
                                                     **options)
         # One row per generated sentence: num_sentences, or more (rGBN-RNN: per context row).
         rows = int(ops.shape(keras.tree.flatten(conditioning)[0])[0])
-        prompt_ids = self._prompt_ids(prompt, rows, int(max_length), tokenizer)
+        prompt_ids = self._prompt_ids(prompt, rows, int(max_length))
         state = self.initial_generation_state(rows)
         banned = np.zeros(self.vocab_size, bool)
         banned[[_PAD, _BOS] if allow_unk else [_PAD, _BOS, _UNK]] = True
@@ -360,8 +389,7 @@ class TopicLanguageModel(keras.Model):
                          ops.convert_to_tensor(prompt_ids),
                          ops.convert_to_tensor(np.int32(int(seed) % (2 ** 31 - 1))))
         ids = np.asarray(ops.convert_to_numpy(ids), np.int32)
-        return ids if tokenizer is None else [detokenize(text) for text in
-                                              tokenizer.decode_batch(ids)]
+        return ids if preprocessor.tokenizer is None else preprocessor.generate_postprocess(ids)
 
     def _resolve_sampler(self, sampler, method, temperature, top_k):
         """The sampler of one `generate` call (argument, `compile`'s, old `method`, top-k)."""
@@ -382,17 +410,10 @@ class TopicLanguageModel(keras.Model):
         return default if default is not None else samplers.TopKSampler(
             k=top_k, temperature=temperature)
 
-    def _prompt_ids(self, prompt, rows, max_length, tokenizer):
-        """The prompt as int32 [rows, P] LM ids (P = 0 without a prompt)."""
+    def _prompt_ids(self, prompt, rows, max_length):
+        """The prompt ids (`generate_preprocess`'s) as int32 [rows, P] (P = 0 without one)."""
         if prompt is None:
             return np.zeros((rows, 0), np.int32)
-        if isinstance(prompt, str):
-            if tokenizer is None:
-                raise ValueError("prompt is text: attach a tokenizer (model.tokenizer, or "
-                                 "from_preset of a pretrained model) or pass LM ids")
-            ids = tokenizer.encode(prompt)
-            ids = ids[:-1] if ids and ids[-1] == _EOS else ids
-            prompt = np.asarray(ids, np.int64)
         prompt = np.asarray(prompt)
         if prompt.ndim == 1:
             prompt = np.broadcast_to(prompt, (rows, prompt.shape[0]))
