@@ -48,7 +48,7 @@ training part. Training contexts: ``all_other`` (the papers'); test contexts:
   prior (top-k 20, temperature 0.75, seed 0) against the test sentences.
   The LSTM baselines have no generation method, so these have no baseline.
 * ``npmi`` (Lau et al., mean over top-5/10/15/20) of the layer-1 topics
-  (``model.topics(layer=0)``) against gensim ``LdaModel`` with the same number
+  (``model.topics(layer=1)``) against gensim ``LdaModel`` with the same number
   of topics on the training documents' topic-vocabulary bags of words;
   reference corpus: the training split (`tfktopic.runs.npmi_reference`, the
   package's one rule).
@@ -451,7 +451,7 @@ def _quality(name, mode):
                             "empty_generated_dropped": empty,
                             **{k: report[k] for k in ("num_hypotheses", "num_references")}}))
         # Layer-1 topic coherence vs gensim LDA with as many topics.
-        topics = model.topics(top_n=20, vocabulary=topic_vocab, layer=0)
+        topics = model.topics(top_n=20, vocabulary=topic_vocab, layer=1)
         npmi = npmi_coherence(topics, counts=_reference_counts(mode)).mean
         k = model.topic_sizes[0]
         lda = _lda_npmi(k, mode)
