@@ -103,7 +103,7 @@ def _train_options(args):
                 learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
                 overrides=args.set, verbose=_progress_verbosity(args.verbose),
                 split_seed=args.split_seed, subset_seed=args.subset_seed,
-                patience=args.patience, precision=args.precision)
+                patience=args.patience, precision=args.precision, prepared=args.prepared)
 
 
 def _tensorboard_callbacks(log_dir):
@@ -439,6 +439,9 @@ def _parser():
                        help="'lee' (embedded news corpus) or a path (default: lee)")
     train.add_argument("--format", choices=_FORMATS, default=None,
                        help="corpus format (inferred for lee, *.jsonl.gz and ptb.* files)")
+    train.add_argument("--prepared", default=None, metavar="DIR",
+                       help="train from the shards of `tfktopic prepare CORPUS --out DIR` "
+                            "(bounded memory) instead of reading --corpus into memory")
     train.add_argument("--preset", default="small",
                        help="preset of the model family, e.g. small (default), paper, "
                             "reference_code (rGBN), paper_large (TCNLM)")

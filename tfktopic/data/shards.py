@@ -212,7 +212,13 @@ def prepare_directory(documents_factory, out, kinds=("sentences",), max_len=30,
     manifest = {"format_version": FORMAT_VERSION, "num_documents": num_documents,
                 "lm_vocab_checksum": lm_vocab.checksum,
                 "topic_vocab_checksum": topic_vocab.checksum,
-                "topic_vocab_size": len(topic_vocab), "kinds": {}}
+                "topic_vocab_size": len(topic_vocab),
+                # the thresholds the vocabularies were built with (`tfktopic train --prepared`
+                # refuses a conflicting explicit setting)
+                "vocabulary": {"min_count": min_count, "max_size": max_size,
+                               "stopwords": stopwords, "max_freq_fraction": max_freq_fraction,
+                               "min_doc_freq": min_doc_freq},
+                "kinds": {}}
     for kind in kinds:
         if kind == "sentences":
             shards = write_sentence_shards(documents_factory(), lm_vocab, topic_vocab, out,
@@ -485,7 +491,11 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
                                           member) if m == index)
 
     out = pathlib.Path(out)
+    split = {"fractions": list(fractions), "seed": int(seed), "format": format,
+             "sentences_per_document": int(sentences_per_document)}
     manifests = {"train": prepare_directory(part(0), out / "train", **options)}
+    manifests["train"]["split"] = split
+    write_json(out / "train" / MANIFEST, manifests["train"])
     lm_vocab = Vocabulary.load(out / "train" / "lm_vocab.json")
     topic_vocab = TopicVocabulary.load(out / "train" / "topic_vocab.json", lm_vocab)
     kinds = options.get("kinds", ("sentences",))
@@ -494,7 +504,9 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
         directory.mkdir(parents=True, exist_ok=True)
         manifest = {"format_version": FORMAT_VERSION, "lm_vocab_checksum": lm_vocab.checksum,
                     "topic_vocab_checksum": topic_vocab.checksum,
-                    "topic_vocab_size": len(topic_vocab), "kinds": {}}
+                    "topic_vocab_size": len(topic_vocab),
+                    "num_documents": int((member == index).sum()), "split": split,
+                    "kinds": {}}
         for kind in kinds:
             if kind == "sentences":
                 max_len = options.get("max_len", 30)
