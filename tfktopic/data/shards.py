@@ -39,7 +39,8 @@ from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
 
 __all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
            "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS",
-           "STREAMED_FORMATS", "iter_documents", "count_streamed_documents", "prepare_corpus"]
+           "STREAMED_FORMATS", "iter_documents", "count_streamed_documents", "prepare_corpus",
+           "read_document_streams", "shard_stream_batches"]
 
 KINDS = ("sentences", "streams")
 MANIFEST = "manifest.json"
@@ -397,6 +398,74 @@ def tf_dataset(reader, batch_size):
                  "doc_targets": tf.TensorSpec([None], tf.float32)}
     return tf.data.Dataset.from_generator(lambda: reader.batches(batch_size),
                                           output_signature=signature)
+
+
+def read_document_streams(directory, topic_vocab=None):
+    """The `DocumentStreams` of a prepared part's ``streams`` shards, in document order
+    (the same as `document_streams` of the part's documents; evaluation passes)."""
+    from tfktopic.data.streams import DocumentStreams, stream_topics
+
+    directory = pathlib.Path(directory)
+    streams, topic_ids, topic_counts = [], [], []
+    for shard in read_manifest(directory)["kinds"]["streams"]["shards"]:
+        for row in _example_rows(_load_shard(directory / shard["file"])):
+            streams.append(row["stream"])
+            if topic_vocab is not None:
+                ids, counts = stream_topics(row["stream"], topic_vocab.lm_to_topic)
+                topic_ids.append(ids)
+                topic_counts.append(counts)
+    if topic_vocab is None:
+        return DocumentStreams(streams)
+    return DocumentStreams(streams, topic_ids, topic_counts, len(topic_vocab))
+
+
+def shard_stream_batches(reader, batch_size, bptt=30, context=None, context_len=None, skip=0,
+                         topic_vocab=None):
+    """The endless training stream of `stream_batches` over a ``streams`` `ShardReader`.
+
+    The slots take the documents in the reader's (bounded-buffer shuffled) order,
+    epoch after epoch from the reader's state; only the documents in the B slots are
+    held (a document leaves when its slot moves on). Batch i is a function of the
+    reader's seed and starting epoch, so `skip` (batches built and dropped: memory
+    stays bounded) restarts the stream exactly where a resumed run left it.
+
+    Args:
+        reader: a `ShardReader` of kind "streams".
+        batch_size, bptt, context, context_len: as `stream_batches`.
+        skip: batches to drop first.
+        topic_vocab: the `TopicVocabulary` (needed with a `context`).
+
+    Yields:
+        `stream_batches` dicts (``document``: a running index of the order).
+    """
+    from tfktopic.data.streams import DocumentStreams, stream_batches, stream_topics
+
+    if len(reader) == 0:
+        raise ValueError(f"{reader.directory}: no document to stream")
+    topical = topic_vocab is not None
+    view = DocumentStreams({}, {} if topical else None, {} if topical else None,
+                           len(topic_vocab) if topical else 0)
+
+    def order():
+        index = 0
+        while True:
+            for row in reader:
+                view.streams[index] = row["stream"]
+                if topical:
+                    view.topic_ids[index], view.topic_counts[index] = stream_topics(
+                        row["stream"], topic_vocab.lm_to_topic)
+                yield index
+                index += 1
+
+    for i, batch in enumerate(stream_batches(view, batch_size, bptt, order(), context,
+                                             context_len)):
+        active = set(batch["document"].tolist())
+        for d in [d for d in view.streams if d not in active]:
+            del view.streams[d]
+            if topical:
+                del view.topic_ids[d], view.topic_counts[d]
+        if i >= skip:
+            yield batch
 
 
 #: The formats `iter_documents` streams (`tfktopic prepare --format`).

@@ -179,6 +179,15 @@ class _Examples:
             self._num_targets = total
         return self._num_targets
 
+    def num_windows(self, bptt):
+        """Streams: windows of `bptt` targets over all documents (`DocumentStreams.num_windows`)."""
+        total = 0
+        for shard in self.shards:
+            targets = np.maximum(np.diff(_column(self.directory / shard["file"],
+                                                 "stream_splits")) - 1, 0)
+            total += int((-(-targets // int(bptt))).sum())
+        return total
+
     @property
     def document_index(self):
         """int64 [windows]: the document of every example, in file order."""
@@ -226,28 +235,81 @@ class PreparedData(RunData):
             signature["doc_targets"] = tf.TensorSpec([None], tf.float32)
         return signature
 
-    def _as_dataset(self, generator):
+    def _as_dataset(self, generator, split, batch_size):
         from tfktopic import backend
 
         if not backend.is_tensorflow():
-            return _Replayable(generator)
+            from tfktopic.data.batches import StreamBatches
+
+            return StreamBatches(generator, self.steps(split, batch_size), restart=True)
         import tensorflow as tf
 
         return tf.data.Dataset.from_generator(generator, output_signature=self._signature()
                                               ).prefetch(2)
 
-    def _check_kind(self):
-        if self.kind != "sentences":
-            raise TfktopicError(f"{self.directory}: training from {self.kind} shards is not "
-                                "implemented yet")
+    # ------------------------------------------------------- streamed documents
+    @property
+    def _bptt(self):
+        return int(self.data.get("bptt", 30))
+
+    def _stream_context(self, split):
+        """(context, context_len) of a split's streamed windows (`StreamPreprocessor`)."""
+        if not self.preprocessor.topical:
+            return None, None
+        context = (self.preprocessor.train_protocol(self.data) if split == "train"
+                   else "preceding")
+        return context, int(self.data["context_len"])
+
+    def _topic_vocab_if_topical(self):
+        return self.topic_vocab if self.preprocessor.topical else None
+
+    def _stream_dataset(self, split, batch_size):
+        """One evaluation pass over a split's streams (loaded for the pass, then dropped)."""
+        from tfktopic.data.shards import read_document_streams
+        from tfktopic.data.streams import num_batches, stream_batch_dataset, stream_batches
+
+        directory, topics = self.directory / split, self._topic_vocab_if_topical()
+        context, context_len = self._stream_context(split)
+        B, T = int(batch_size), self._bptt
+        length = num_batches(read_document_streams(directory), B, T)
+
+        def generate():
+            streams = read_document_streams(directory, topics)
+            yield from stream_batches(streams, B, T, None, context, context_len)
+
+        return stream_batch_dataset(generate, B, T, length, endless=False,
+                                    context_width=None if context is None
+                                    else max(len(self.topic_vocab), 1))
+
+    def _stream_training(self, batch_size, seed, initial_epoch):
+        from tfktopic.data.shards import shard_stream_batches
+        from tfktopic.data.streams import stream_batch_dataset
+
+        B, T = int(batch_size), self._bptt
+        steps = max(1, -(-self.examples["train"].num_windows(T) // B))
+        context, context_len = self._stream_context("train")
+        topics = self._topic_vocab_if_topical()
+
+        def generate():
+            reader = self._reader("train", True, seed)
+            yield from shard_stream_batches(reader, B, T, context, context_len,
+                                            skip=steps * int(initial_epoch), topic_vocab=topics)
+
+        return stream_batch_dataset(generate, B, T, steps, endless=True,
+                                    context_width=None if context is None
+                                    else max(len(self.topic_vocab), 1)), steps
 
     def dataset(self, split, batch_size, shuffle=None, seed=0, drop_remainder=False,
                 initial_epoch=0):
         """One epoch of a split's batches, read from its shards (shuffled for "train" by
-        default; epoch `initial_epoch`'s order)."""
-        self._check_kind()
+        default; epoch `initial_epoch`'s order). Streamed documents: training is the
+        endless stream (`training_stream`), other splits one evaluation pass."""
         if shuffle is None:
             shuffle = split == "train"
+        if self.kind == "streams":
+            if shuffle:
+                return self._stream_training(batch_size, seed, initial_epoch)[0]
+            return self._stream_dataset(split, batch_size)
         batch_size = int(batch_size)
 
         def batches():
@@ -258,7 +320,7 @@ class PreparedData(RunData):
                     return
                 yield self._contract(batch)
 
-        return self._as_dataset(batches)
+        return self._as_dataset(batches, split, batch_size)
 
     def steps(self, split, batch_size, drop_remainder=False):
         """Batches of one epoch of a split."""
@@ -271,7 +333,8 @@ class PreparedData(RunData):
         Epoch k's order is the reader's shuffle of (seed, k), whether the run started
         at 0 or resumes at k.
         """
-        self._check_kind()
+        if self.kind == "streams":
+            return self._stream_training(batch_size, seed, initial_epoch)
         batch_size = int(batch_size)
         steps = self.steps("train", batch_size)
         if steps < 1:
@@ -291,19 +354,25 @@ class PreparedData(RunData):
 
             return tf.data.Dataset.from_generator(
                 endless, output_signature=self._signature()).prefetch(2), steps
-        return endless(), steps
+        from tfktopic.data.batches import StreamBatches
+
+        return StreamBatches(endless, steps, restart=False), steps
 
     # ----------------------------------------------------------------- scoring
     def score_test(self, model, batch_size=64):
         """Test perplexity (leak-free "preceding": the shards' contexts), per document."""
         from tfktopic.evaluation import evaluate_perplexity
 
-        self._check_kind()
+        protocol = self.preprocessor.protocol_label("preceding", self.data)
+        if self.kind == "streams":
+            dataset = self._stream_dataset("test", min(int(batch_size), int(model.max_streams)))
+            return evaluate_perplexity(model, dataset, documents=len(self.parts["test"]),
+                                       protocol=protocol)
         examples = self.examples["test"]
         dataset = self.dataset("test", batch_size, shuffle=False)
         return evaluate_perplexity(
             model, dataset, documents=(len(self.parts["test"]), examples.document_index),
-            protocol=self.preprocessor.protocol_label("preceding", self.data))
+            protocol=protocol)
 
     def unigram_test(self):
         """The unigram baseline on the test targets, one shard at a time
@@ -312,10 +381,14 @@ class PreparedData(RunData):
 
         total, count = 0.0, 0
         test = self.directory / "test"
-        for shard in self.manifests["test"]["kinds"]["sentences"]["shards"]:
+        for shard in self.manifests["test"]["kinds"][self.kind]["shards"]:
             with np.load(test / shard["file"]) as arrays:
-                part = types.SimpleNamespace(tokens=arrays["tokens"], targets=arrays["targets"],
-                                             lengths=arrays["lengths"])
+                if self.kind == "sentences":
+                    part = types.SimpleNamespace(tokens=arrays["tokens"],
+                                                 targets=arrays["targets"],
+                                                 lengths=arrays["lengths"])
+                else:  # the streams' targets (the same tokens as the sentence windows')
+                    part = _stream_targets(arrays["stream_splits"], arrays["stream_values"])
             n = int(part.lengths.sum())
             if n:
                 total += n * math.log(unigram_perplexity(self.lm_vocab, part))
@@ -338,14 +411,14 @@ class PreparedData(RunData):
         return summary
 
 
-class _Replayable:
-    """A re-iterable of numpy batches from a generator function (outside TensorFlow)."""
-
-    def __init__(self, generator):
-        self.generator = generator
-
-    def __iter__(self):
-        return iter(self.generator())
+def _stream_targets(splits, values):
+    """The targets of streams as a `unigram_perplexity` input: one row per stream."""
+    lengths = np.maximum(np.diff(splits) - 1, 0)
+    width = max(int(lengths.max()) if lengths.size else 0, 1)
+    targets = np.zeros((len(lengths), width), np.int32)
+    for i, (a, n) in enumerate(zip(splits[:-1], lengths)):
+        targets[i, :n] = values[a + 1:a + 1 + n]
+    return types.SimpleNamespace(tokens=targets, targets=targets, lengths=lengths)
 
 
 # ----------------------------------------------------------------------------- loading
