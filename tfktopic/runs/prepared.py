@@ -235,17 +235,21 @@ class PreparedData(RunData):
             signature["doc_targets"] = tf.TensorSpec([None], tf.float32)
         return signature
 
-    def _as_dataset(self, generator, split, batch_size):
+    def _as_dataset(self, generator, split, batch_size, drop_remainder=False):
         from tfktopic import backend
 
         if not backend.is_tensorflow():
             from tfktopic.data.batches import StreamBatches
 
-            return StreamBatches(generator, self.steps(split, batch_size), restart=True)
+            return StreamBatches(generator, self.steps(split, batch_size, drop_remainder),
+                                 restart=True)
         import tensorflow as tf
 
-        return tf.data.Dataset.from_generator(generator, output_signature=self._signature()
-                                              ).prefetch(2)
+        dataset = tf.data.Dataset.from_generator(generator, output_signature=self._signature())
+        # a known length: Keras then knows where a validation pass ends
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(
+            self.steps(split, batch_size, drop_remainder)))
+        return dataset.prefetch(2)
 
     # ------------------------------------------------------- streamed documents
     @property
@@ -320,7 +324,7 @@ class PreparedData(RunData):
                     return
                 yield self._contract(batch)
 
-        return self._as_dataset(batches, split, batch_size)
+        return self._as_dataset(batches, split, batch_size, drop_remainder)
 
     def steps(self, split, batch_size, drop_remainder=False):
         """Batches of one epoch of a split."""
