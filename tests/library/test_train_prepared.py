@@ -203,3 +203,7 @@ def test_the_command_line_trains_from_a_prepared_directory(prepared, tmp_path, c
                  "--verbose", "0"]) == 0
     assert "prepared shards" in capsys.readouterr().out
     assert (out / "results.json").exists()
+    # `evaluate` re-reads corpora: the run's own split is refused in one line
+    assert main(["evaluate", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "trained from this prepared directory" in error
