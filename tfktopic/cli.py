@@ -340,7 +340,8 @@ def _prepare(args):
     manifests = prepare_corpus(
         args.corpus, args.format, args.out, seed=args.seed,
         sentences_per_document=args.sentences_per_document, kinds=tuple(args.kinds),
-        min_count=args.min_count, min_doc_freq=args.min_doc_freq, stopwords=args.stopwords)
+        min_count=args.min_count, min_doc_freq=args.min_doc_freq, stopwords=args.stopwords,
+        protocol=args.train_context)
     for part, manifest in manifests.items():
         counts = {kind: sum(s["count"] for s in entry["shards"])
                   for kind, entry in manifest["kinds"].items()}
@@ -623,6 +624,11 @@ def _parser():
     prepare.add_argument("--kinds", nargs="+", choices=("sentences", "streams"),
                          default=["sentences"])
     prepare.add_argument("--min-count", type=int, default=3)
+    prepare.add_argument("--train-context", choices=("preceding", "all_other"),
+                         default="preceding",
+                         help="topic context of the training windows (the data setting "
+                              "train_context of the topic models trained --prepared; "
+                              "validation and test are always 'preceding')")
     prepare.add_argument("--min-doc-freq", type=int, default=1)
     prepare.add_argument("--stopwords", default="gensim")
     prepare.add_argument("--sentences-per-document", type=int, default=10)

@@ -207,3 +207,23 @@ def test_the_command_line_trains_from_a_prepared_directory(prepared, tmp_path, c
     assert main(["evaluate", str(out)]) == 2
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and "trained from this prepared directory" in error
+
+
+def test_training_windows_prepared_with_all_other_contexts_equal_the_in_memory_ones(
+        lee_file, tmp_path):
+    from tfktopic.data.shards import ShardReader
+
+    out = tmp_path / "prep"
+    prepare_corpus(lee_file, "tdlm", out, kinds=("sentences",), min_count=3,
+                   protocol="all_other")
+    shards = _from_shards(out, "topicrnn")
+    assert shards.data["train_context"] == "all_other"
+    memory, _ = _in_memory(lee_file, "topicrnn")
+    expected = runs.make_examples("topicrnn", memory.parts["train"], memory.lm_vocab,
+                                  memory.topic_vocab, shards.data, protocol="all_other")
+    rows = list(ShardReader(out / "train", "sentences", shuffle=False))
+    assert len(rows) == len(expected)
+    for i in range(0, len(rows), 97):
+        np.testing.assert_array_equal(rows[i]["context"], expected.context(i))
+    # validation and test stay leak-free
+    assert shards.manifests["test"]["kinds"]["sentences"]["protocol"] == "preceding"

@@ -547,7 +547,9 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
     ``out/train`` (vocabularies built there), ``out/valid`` and ``out/test``.
 
     The file is streamed (`iter_documents`, any of `STREAMED_FORMATS`): once to
-    count its documents, once for the vocabularies, once per part.
+    count its documents, once for the vocabularies, once per part. ``protocol``
+    (in `options`) is the training windows' context ("preceding" or "all_other");
+    validation and test windows always get the leak-free "preceding" one.
 
     Returns:
         dict part -> manifest.
@@ -580,12 +582,11 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
             if kind == "sentences":
                 max_len = options.get("max_len", 30)
                 context_len = options.get("context_len", 300)
+                # validation and test are scored leak-free, whatever the training context
                 shards = write_sentence_shards(part(index)(), lm_vocab, topic_vocab, directory,
-                                               max_len, context_len,
-                                               options.get("protocol", "preceding"))
+                                               max_len, context_len, "preceding")
                 manifest["kinds"][kind] = {"max_len": max_len, "context_len": context_len,
-                                           "protocol": options.get("protocol", "preceding"),
-                                           "shards": shards}
+                                           "protocol": "preceding", "shards": shards}
             else:
                 manifest["kinds"][kind] = {"shards": write_stream_shards(
                     part(index)(), lm_vocab, topic_vocab, directory)}
