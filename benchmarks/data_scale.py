@@ -48,10 +48,13 @@ if mode in ("train", "train_memory"):
                  "--batch-size", "256", "--verbose", "0"])
     assert code == 0, code
     run = json.loads((pathlib.Path(out + "-run") / "results.json").read_text())
+    history = json.loads((pathlib.Path(out + "-run") / "run.json").read_text())["progress"][
+        "history"]
     print(json.dumps({"examples": None, "prepare_s": options.get("prepare_s", 0.0),
                       "train_s": time.time() - t0, "total_s": time.time() - t0,
                       "test_ppl": run["test"]["perplexity"],
                       "test_tokens": run["test"]["num_tokens"],
+                      "epoch_s": [h["seconds"] for h in history],
                       "disk_bytes": options.get("disk_bytes", 0),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
     sys.exit(0)
