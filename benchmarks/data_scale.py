@@ -22,7 +22,7 @@ and labels, file order) given by --imdb. Run with one core:
     TF_NUM_INTRAOP_THREADS=1 python benchmarks/data_scale.py --imdb 25000 50000 100000 \
         --modes memory streamed_train --out R.json
     TF_NUM_INTRAOP_THREADS=1 python benchmarks/data_scale.py --imdb 5000 20000 --modes train \
-        --min-count 50 --out R.json
+        train_memory --max-size 5000 --out R.json
 """
 
 import argparse
@@ -42,7 +42,9 @@ t0 = time.time()
 if mode in ("train", "train_memory"):
     from tfktopic.cli import main
     source = (["--prepared", out] if mode == "train" else
-              ["--corpus", path, "--format", format, "--set", f"min_count={options['min_count']}"])
+              ["--corpus", path, "--format", format, "--set", f"min_count={options['min_count']}",
+               *(["--set", f"max_size={options['max_size']}"] if options.get("max_size")
+                 else [])])
     code = main(["train", "lstm", *source, "--out", out + "-run", "--epochs",
                  str(options["epochs"]), "--set", "hidden_dim=16", "--set", "embedding_dim=16",
                  "--batch-size", "256", "--verbose", "0"])
@@ -102,11 +104,12 @@ def synthetic(path, num_tokens, seed=0):
     return written
 
 
-def prepare(path, out, format, min_count):
+def prepare(path, out, format, min_count, max_size=None):
     """``tfktopic prepare`` in a subprocess: (seconds, bytes on disk)."""
     t0 = time.time()
+    size = ["--max-size", str(max_size)] if max_size else []
     subprocess.run([sys.executable, "-m", "tfktopic", "prepare", str(path), "--format", format,
-                    "--out", str(out), "--min-count", str(min_count)], check=True,
+                    "--out", str(out), "--min-count", str(min_count), *size], check=True,
                    capture_output=True)
     seconds = time.time() - t0
     return seconds, sum(f.stat().st_size for f in pathlib.Path(out).rglob("*") if f.is_file())
@@ -116,7 +119,8 @@ def measure(mode, path, out, format="tdlm", options=None):
     options = dict(options or {})
     if mode == "train":
         options["prepare_s"], options["disk_bytes"] = prepare(path, out, format,
-                                                              options["min_count"])
+                                                              options["min_count"],
+                                                              options.get("max_size"))
     result = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), str(out), format,
                              json.dumps(options)], capture_output=True, text=True)
     if result.returncode:
@@ -151,6 +155,9 @@ def main():
                                  "train_memory"])
     parser.add_argument("--min-count", type=int, default=3,
                         help="train modes: the LM vocabulary's min_count")
+    parser.add_argument("--max-size", type=int, default=None,
+                        help="train modes: cap the LM vocabulary (the same model at every "
+                             "corpus size: the softmax grows with the vocabulary)")
     parser.add_argument("--train-epochs", type=int, default=1, help="train modes: epochs")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -168,12 +175,14 @@ def main():
             for mode in args.modes:
                 result = measure(mode, path, pathlib.Path(tmp) / f"prep-{mode}-{path.stem}",
                                  format, {"min_count": args.min_count,
+                                          "max_size": args.max_size,
                                           "epochs": args.train_epochs})
                 result.update(mode=mode, corpus=format, reviews=reviews, tokens=tokens,
                               tokens_per_s=(tokens / result["prepare_s"]
                                             if result["prepare_s"] else None))
                 if mode.startswith("train"):
-                    result.update(min_count=args.min_count, epochs=args.train_epochs,
+                    result.update(min_count=args.min_count, max_size=args.max_size,
+                                  epochs=args.train_epochs,
                                   model="lstm embedding_dim=16 hidden_dim=16 batch 256")
                 rows.append(result)
                 print(json.dumps(result), flush=True)

@@ -341,7 +341,7 @@ def _prepare(args):
         args.corpus, args.format, args.out, seed=args.seed,
         sentences_per_document=args.sentences_per_document, kinds=tuple(args.kinds),
         min_count=args.min_count, min_doc_freq=args.min_doc_freq, stopwords=args.stopwords,
-        protocol=args.train_context)
+        protocol=args.train_context, max_size=args.max_size)
     for part, manifest in manifests.items():
         counts = {kind: sum(s["count"] for s in entry["shards"])
                   for kind, entry in manifest["kinds"].items()}
@@ -624,6 +624,9 @@ def _parser():
     prepare.add_argument("--kinds", nargs="+", choices=("sentences", "streams"),
                          default=["sentences"])
     prepare.add_argument("--min-count", type=int, default=3)
+    prepare.add_argument("--max-size", type=_positive, default=None,
+                         help="keep at most this many LM vocabulary entries (the most frequent; "
+                              "specials included), as the data setting max_size")
     prepare.add_argument("--train-context", choices=("preceding", "all_other"),
                          default="preceding",
                          help="topic context of the training windows (the data setting "
