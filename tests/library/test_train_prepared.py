@@ -227,3 +227,16 @@ def test_training_windows_prepared_with_all_other_contexts_equal_the_in_memory_o
         np.testing.assert_array_equal(rows[i]["context"], expected.context(i))
     # validation and test stay leak-free
     assert shards.manifests["test"]["kinds"]["sentences"]["protocol"] == "preceding"
+
+
+def test_prepare_max_size_caps_the_vocabulary_and_a_run_cannot_change_it(lee_file, tmp_path):
+    from tfktopic.cli import main
+
+    out = tmp_path / "prep"
+    assert main(["prepare", str(lee_file), "--out", str(out), "--max-size", "300"]) == 0
+    shards = _from_shards(out, "lstm")
+    assert len(shards.lm_vocab) == 300 and shards.data["max_size"] == 300
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("lstm", tmp_path / "run", prepared=out, overrides=["max_size=400"],
+                       log=None)
+    assert "max_size=400" in _one_line(error)
