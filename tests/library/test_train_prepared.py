@@ -133,11 +133,13 @@ def test_training_from_shards_lowers_the_loss_and_writes_a_scored_run(prepared, 
     assert json.loads((out / "run.json").read_text())["split"] == "prepared"
 
 
-def test_an_interrupted_prepared_run_resumes_to_the_uninterrupted_result(prepared, tmp_path):
+@pytest.mark.parametrize("model_name", ["lstm", "doc_lstm"])
+def test_an_interrupted_prepared_run_resumes_to_the_uninterrupted_result(prepared, tmp_path,
+                                                                          model_name):
     kwargs = dict(prepared=prepared, overrides=TINY, verbose=0, log=None, learning_rate=0.01)
-    straight = runs.train_run("lstm", tmp_path / "straight", epochs=2, **kwargs)
-    runs.train_run("lstm", tmp_path / "resumed", epochs=1, **kwargs)  # "interrupted" after 1
-    resumed = runs.train_run("lstm", tmp_path / "resumed", epochs=2, **kwargs)
+    straight = runs.train_run(model_name, tmp_path / "straight", epochs=2, **kwargs)
+    runs.train_run(model_name, tmp_path / "resumed", epochs=1, **kwargs)  # stopped after 1
+    resumed = runs.train_run(model_name, tmp_path / "resumed", epochs=2, **kwargs)
     assert [h["loss"] for h in _history(tmp_path / "resumed")] == pytest.approx(
         [h["loss"] for h in _history(tmp_path / "straight")], rel=1e-6)
     assert resumed["test"]["perplexity"] == pytest.approx(straight["test"]["perplexity"],
