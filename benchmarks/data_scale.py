@@ -8,6 +8,11 @@ Each measurement runs in a fresh subprocess (peak RSS = its ru_maxrss):
 
 * ``streamed_train`` -- as ``streamed``, then 50 training steps of a small LSTM LM fed
   by the reader through `tf_dataset` (the model and its runtime on top of the data).
+* ``train`` -- ``tfktopic prepare`` (a subprocess, timed, not in the peak) and then the
+  whole ``tfktopic train lstm --prepared DIR`` run (--train-epochs epochs of a tiny LSTM:
+  training, validation, test scoring, samples): the peak RSS of the run.
+* ``train_memory`` -- the same run from the corpus in memory (``tfktopic train lstm
+  --corpus FILE``), for comparison.
 
 Corpora: synthetic TDLM files (Zipfian words, 20-token sentences, 10 sentences a
 document) of the sizes given by --tokens, and the first N reviews of IMDB (all splits
@@ -16,6 +21,8 @@ and labels, file order) given by --imdb. Run with one core:
     TF_NUM_INTRAOP_THREADS=1 python benchmarks/data_scale.py --tokens 1e6 4e6 --out R.json
     TF_NUM_INTRAOP_THREADS=1 python benchmarks/data_scale.py --imdb 25000 50000 100000 \
         --modes memory streamed_train --out R.json
+    TF_NUM_INTRAOP_THREADS=1 python benchmarks/data_scale.py --imdb 5000 20000 --modes train \
+        train_memory --max-size 5000 --out R.json
 """
 
 import argparse
@@ -30,7 +37,29 @@ import pathlib
 CHILD = r"""
 import json, resource, sys, time, pathlib
 mode, path, out, format = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
 t0 = time.time()
+if mode in ("train", "train_memory"):
+    from tfktopic.cli import main
+    source = (["--prepared", out] if mode == "train" else
+              ["--corpus", path, "--format", format, "--set", f"min_count={options['min_count']}",
+               *(["--set", f"max_size={options['max_size']}"] if options.get("max_size")
+                 else [])])
+    code = main(["train", "lstm", *source, "--out", out + "-run", "--epochs",
+                 str(options["epochs"]), "--set", "hidden_dim=16", "--set", "embedding_dim=16",
+                 "--batch-size", "256", "--verbose", "0"])
+    assert code == 0, code
+    run = json.loads((pathlib.Path(out + "-run") / "results.json").read_text())
+    history = json.loads((pathlib.Path(out + "-run") / "run.json").read_text())["progress"][
+        "history"]
+    print(json.dumps({"examples": None, "prepare_s": options.get("prepare_s", 0.0),
+                      "train_s": time.time() - t0, "total_s": time.time() - t0,
+                      "test_ppl": run["test"]["perplexity"],
+                      "test_tokens": run["test"]["num_tokens"],
+                      "epoch_s": [h["seconds"] for h in history],
+                      "disk_bytes": options.get("disk_bytes", 0),
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    sys.exit(0)
 if mode == "memory":
     from tfktopic.data import read_imdb, read_tdlm, Vocabulary, TopicVocabulary
     from tfktopic.data.contexts import sentence_examples
@@ -75,9 +104,25 @@ def synthetic(path, num_tokens, seed=0):
     return written
 
 
-def measure(mode, path, out, format="tdlm"):
-    result = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), str(out), format],
-                            capture_output=True, text=True)
+def prepare(path, out, format, min_count, max_size=None):
+    """``tfktopic prepare`` in a subprocess: (seconds, bytes on disk)."""
+    t0 = time.time()
+    size = ["--max-size", str(max_size)] if max_size else []
+    subprocess.run([sys.executable, "-m", "tfktopic", "prepare", str(path), "--format", format,
+                    "--out", str(out), "--min-count", str(min_count), *size], check=True,
+                   capture_output=True)
+    seconds = time.time() - t0
+    return seconds, sum(f.stat().st_size for f in pathlib.Path(out).rglob("*") if f.is_file())
+
+
+def measure(mode, path, out, format="tdlm", options=None):
+    options = dict(options or {})
+    if mode == "train":
+        options["prepare_s"], options["disk_bytes"] = prepare(path, out, format,
+                                                              options["min_count"],
+                                                              options.get("max_size"))
+    result = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), str(out), format,
+                             json.dumps(options)], capture_output=True, text=True)
     if result.returncode:
         raise SystemExit(f"{mode} on {path} failed: {result.stderr.strip().splitlines()[-1:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -106,7 +151,14 @@ def main():
     parser.add_argument("--imdb", type=int, nargs="+", default=[],
                         help="the first N IMDB reviews (a corpus per N)")
     parser.add_argument("--modes", nargs="+", default=["memory", "streamed"],
-                        choices=["memory", "streamed", "streamed_train"])
+                        choices=["memory", "streamed", "streamed_train", "train",
+                                 "train_memory"])
+    parser.add_argument("--min-count", type=int, default=3,
+                        help="train modes: the LM vocabulary's min_count")
+    parser.add_argument("--max-size", type=int, default=None,
+                        help="train modes: cap the LM vocabulary (the same model at every "
+                             "corpus size: the softmax grows with the vocabulary)")
+    parser.add_argument("--train-epochs", type=int, default=1, help="train modes: epochs")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     rows = []
@@ -122,9 +174,16 @@ def main():
                 tokens = imdb_subset(path, reviews)
             for mode in args.modes:
                 result = measure(mode, path, pathlib.Path(tmp) / f"prep-{mode}-{path.stem}",
-                                 format)
+                                 format, {"min_count": args.min_count,
+                                          "max_size": args.max_size,
+                                          "epochs": args.train_epochs})
                 result.update(mode=mode, corpus=format, reviews=reviews, tokens=tokens,
-                              tokens_per_s=tokens / result["prepare_s"])
+                              tokens_per_s=(tokens / result["prepare_s"]
+                                            if result["prepare_s"] else None))
+                if mode.startswith("train"):
+                    result.update(min_count=args.min_count, max_size=args.max_size,
+                                  epochs=args.train_epochs,
+                                  model="lstm embedding_dim=16 hidden_dim=16 batch 256")
                 rows.append(result)
                 print(json.dumps(result), flush=True)
                 # after each measurement: an interrupted run keeps what it measured

@@ -103,7 +103,7 @@ def _train_options(args):
                 learning_rate=args.learning_rate, strategy=args.strategy, seed=args.seed,
                 overrides=args.set, verbose=_progress_verbosity(args.verbose),
                 split_seed=args.split_seed, subset_seed=args.subset_seed,
-                patience=args.patience, precision=args.precision)
+                patience=args.patience, precision=args.precision, prepared=args.prepared)
 
 
 def _tensorboard_callbacks(log_dir):
@@ -340,7 +340,8 @@ def _prepare(args):
     manifests = prepare_corpus(
         args.corpus, args.format, args.out, seed=args.seed,
         sentences_per_document=args.sentences_per_document, kinds=tuple(args.kinds),
-        min_count=args.min_count, min_doc_freq=args.min_doc_freq, stopwords=args.stopwords)
+        min_count=args.min_count, min_doc_freq=args.min_doc_freq, stopwords=args.stopwords,
+        protocol=args.train_context, max_size=args.max_size)
     for part, manifest in manifests.items():
         counts = {kind: sum(s["count"] for s in entry["shards"])
                   for kind, entry in manifest["kinds"].items()}
@@ -439,6 +440,9 @@ def _parser():
                        help="'lee' (embedded news corpus) or a path (default: lee)")
     train.add_argument("--format", choices=_FORMATS, default=None,
                        help="corpus format (inferred for lee, *.jsonl.gz and ptb.* files)")
+    train.add_argument("--prepared", default=None, metavar="DIR",
+                       help="train from the shards of `tfktopic prepare CORPUS --out DIR` "
+                            "(bounded memory) instead of reading --corpus into memory")
     train.add_argument("--preset", default="small",
                        help="preset of the model family, e.g. small (default), paper, "
                             "reference_code (rGBN), paper_large (TCNLM)")
@@ -620,6 +624,14 @@ def _parser():
     prepare.add_argument("--kinds", nargs="+", choices=("sentences", "streams"),
                          default=["sentences"])
     prepare.add_argument("--min-count", type=int, default=3)
+    prepare.add_argument("--max-size", type=_positive, default=None,
+                         help="keep at most this many LM vocabulary entries (the most frequent; "
+                              "specials included), as the data setting max_size")
+    prepare.add_argument("--train-context", choices=("preceding", "all_other"),
+                         default="preceding",
+                         help="topic context of the training windows (the data setting "
+                              "train_context of the topic models trained --prepared; "
+                              "validation and test are always 'preceding')")
     prepare.add_argument("--min-doc-freq", type=int, default=1)
     prepare.add_argument("--stopwords", default="gensim")
     prepare.add_argument("--sentences-per-document", type=int, default=10)

@@ -50,7 +50,9 @@ def fit_lda(corpus, topic_vocab, num_topics=50, passes=LDA_PASSES, seed=0,
     """Fit gensim's `LdaModel` on the topic-vocabulary BoW of training documents.
 
     Args:
-        corpus: the training documents (a `Corpus` or list of documents).
+        corpus: the training documents (a `Corpus` or list of documents), or a
+            streamed corpus with ``topic_bows()`` (a re-iterable of gensim bags of
+            words over `topic_vocab`'s ids).
         topic_vocab: the `TopicVocabulary` (its ids are the LDA's term ids, so the
             LDA's columns line up with the pipeline's ``context_bow``).
         num_topics: K.
@@ -74,7 +76,10 @@ def fit_lda(corpus, topic_vocab, num_topics=50, passes=LDA_PASSES, seed=0,
         raise ValueError(f"num_topics must be >= 1, got {num_topics}")
     if int(passes) < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
-    bows = lda_bow_corpus(corpus, topic_vocab)
+    # A streamed corpus (`tfktopic.runs.prepared.ShardDocuments`) gives its bags of words
+    # as a re-iterable, read again on every pass: no list of documents in memory.
+    bows = (corpus.topic_bows() if hasattr(corpus, "topic_bows")
+            else lda_bow_corpus(corpus, topic_vocab))
     if not any(bows):
         raise ValueError("fit_lda: the corpus has no topic-vocabulary words; check topic_vocab")
     id2word = dict(enumerate(topic_vocab.words))

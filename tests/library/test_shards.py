@@ -86,6 +86,16 @@ def test_bounded_shuffle_covers_every_example_once_per_epoch(prepared):
     assert first != plain and first != second  # shuffled, reshuffled per epoch
 
 
+def test_rows_in_the_shuffle_buffer_do_not_keep_their_shards_alive(prepared):
+    out, manifest = prepared
+    assert len(manifest["kinds"]["sentences"]["shards"]) > 1
+    for kind in ("sentences", "streams"):
+        for row in ShardReader(out, kind, shuffle=True, buffer_size=64, seed=0):
+            for name, value in row.items():
+                # a view's base is the loaded shard column: it would pin the whole shard
+                assert np.asarray(value).base is None, (kind, name)
+
+
 def test_resume_mid_epoch_continues_where_it_stopped(prepared):
     out, _ = prepared
     full = _keys(ShardReader(out, "sentences", shuffle=True, buffer_size=50, seed=1))

@@ -39,7 +39,8 @@ from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
 
 __all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
            "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS",
-           "STREAMED_FORMATS", "iter_documents", "count_streamed_documents", "prepare_corpus"]
+           "STREAMED_FORMATS", "iter_documents", "count_streamed_documents", "prepare_corpus",
+           "read_document_streams", "shard_stream_batches"]
 
 KINDS = ("sentences", "streams")
 MANIFEST = "manifest.json"
@@ -212,7 +213,13 @@ def prepare_directory(documents_factory, out, kinds=("sentences",), max_len=30,
     manifest = {"format_version": FORMAT_VERSION, "num_documents": num_documents,
                 "lm_vocab_checksum": lm_vocab.checksum,
                 "topic_vocab_checksum": topic_vocab.checksum,
-                "topic_vocab_size": len(topic_vocab), "kinds": {}}
+                "topic_vocab_size": len(topic_vocab),
+                # the thresholds the vocabularies were built with (`tfktopic train --prepared`
+                # refuses a conflicting explicit setting)
+                "vocabulary": {"min_count": min_count, "max_size": max_size,
+                               "stopwords": stopwords, "max_freq_fraction": max_freq_fraction,
+                               "min_doc_freq": min_doc_freq},
+                "kinds": {}}
     for kind in kinds:
         if kind == "sentences":
             shards = write_sentence_shards(documents_factory(), lm_vocab, topic_vocab, out,
@@ -256,15 +263,21 @@ def _load_shard(path):
 
 
 def _example_rows(shard):
-    """Split a loaded shard into per-example dicts (ragged columns as 1-D arrays)."""
+    """Split a loaded shard into per-example dicts (ragged columns as 1-D arrays).
+
+    Every row owns copies of its arrays: a view would keep its whole shard alive
+    while the row waits in the shuffle buffer, and rows of every shard of an
+    epoch end up there (measured: peak RSS of a prepared IMDB run grew ~55 MB per
+    million training tokens with views).
+    """
     fixed = [n for n in shard if not n.endswith(("_splits", "_values"))]
     ragged = [n[:-len("_splits")] for n in shard if n.endswith("_splits")]
     count = len(shard[fixed[0]])
     for i in range(count):
-        row = {name: shard[name][i] for name in fixed}
+        row = {name: shard[name][i].copy() for name in fixed}
         for name in ragged:
             splits = shard[name + "_splits"]
-            row[name] = shard[name + "_values"][splits[i]:splits[i + 1]]
+            row[name] = shard[name + "_values"][splits[i]:splits[i + 1]].copy()
         yield row
 
 
@@ -393,6 +406,74 @@ def tf_dataset(reader, batch_size):
                                           output_signature=signature)
 
 
+def read_document_streams(directory, topic_vocab=None):
+    """The `DocumentStreams` of a prepared part's ``streams`` shards, in document order
+    (the same as `document_streams` of the part's documents; evaluation passes)."""
+    from tfktopic.data.streams import DocumentStreams, stream_topics
+
+    directory = pathlib.Path(directory)
+    streams, topic_ids, topic_counts = [], [], []
+    for shard in read_manifest(directory)["kinds"]["streams"]["shards"]:
+        for row in _example_rows(_load_shard(directory / shard["file"])):
+            streams.append(row["stream"])
+            if topic_vocab is not None:
+                ids, counts = stream_topics(row["stream"], topic_vocab.lm_to_topic)
+                topic_ids.append(ids)
+                topic_counts.append(counts)
+    if topic_vocab is None:
+        return DocumentStreams(streams)
+    return DocumentStreams(streams, topic_ids, topic_counts, len(topic_vocab))
+
+
+def shard_stream_batches(reader, batch_size, bptt=30, context=None, context_len=None, skip=0,
+                         topic_vocab=None):
+    """The endless training stream of `stream_batches` over a ``streams`` `ShardReader`.
+
+    The slots take the documents in the reader's (bounded-buffer shuffled) order,
+    epoch after epoch from the reader's state; only the documents in the B slots are
+    held (a document leaves when its slot moves on). Batch i is a function of the
+    reader's seed and starting epoch, so `skip` (batches built and dropped: memory
+    stays bounded) restarts the stream exactly where a resumed run left it.
+
+    Args:
+        reader: a `ShardReader` of kind "streams".
+        batch_size, bptt, context, context_len: as `stream_batches`.
+        skip: batches to drop first.
+        topic_vocab: the `TopicVocabulary` (needed with a `context`).
+
+    Yields:
+        `stream_batches` dicts (``document``: a running index of the order).
+    """
+    from tfktopic.data.streams import DocumentStreams, stream_batches, stream_topics
+
+    if len(reader) == 0:
+        raise ValueError(f"{reader.directory}: no document to stream")
+    topical = topic_vocab is not None
+    view = DocumentStreams({}, {} if topical else None, {} if topical else None,
+                           len(topic_vocab) if topical else 0)
+
+    def order():
+        index = 0
+        while True:
+            for row in reader:
+                view.streams[index] = row["stream"]
+                if topical:
+                    view.topic_ids[index], view.topic_counts[index] = stream_topics(
+                        row["stream"], topic_vocab.lm_to_topic)
+                yield index
+                index += 1
+
+    for i, batch in enumerate(stream_batches(view, batch_size, bptt, order(), context,
+                                             context_len)):
+        active = set(batch["document"].tolist())
+        for d in [d for d in view.streams if d not in active]:
+            del view.streams[d]
+            if topical:
+                del view.topic_ids[d], view.topic_counts[d]
+        if i >= skip:
+            yield batch
+
+
 #: The formats `iter_documents` streams (`tfktopic prepare --format`).
 STREAMED_FORMATS = ("tdlm", "ptb", "imdb", "text")
 
@@ -472,7 +553,9 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
     ``out/train`` (vocabularies built there), ``out/valid`` and ``out/test``.
 
     The file is streamed (`iter_documents`, any of `STREAMED_FORMATS`): once to
-    count its documents, once for the vocabularies, once per part.
+    count its documents, once for the vocabularies, once per part. ``protocol``
+    (in `options`) is the training windows' context ("preceding" or "all_other");
+    validation and test windows always get the leak-free "preceding" one.
 
     Returns:
         dict part -> manifest.
@@ -485,7 +568,11 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
                                           member) if m == index)
 
     out = pathlib.Path(out)
+    split = {"fractions": list(fractions), "seed": int(seed), "format": format,
+             "sentences_per_document": int(sentences_per_document)}
     manifests = {"train": prepare_directory(part(0), out / "train", **options)}
+    manifests["train"]["split"] = split
+    write_json(out / "train" / MANIFEST, manifests["train"])
     lm_vocab = Vocabulary.load(out / "train" / "lm_vocab.json")
     topic_vocab = TopicVocabulary.load(out / "train" / "topic_vocab.json", lm_vocab)
     kinds = options.get("kinds", ("sentences",))
@@ -494,17 +581,18 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
         directory.mkdir(parents=True, exist_ok=True)
         manifest = {"format_version": FORMAT_VERSION, "lm_vocab_checksum": lm_vocab.checksum,
                     "topic_vocab_checksum": topic_vocab.checksum,
-                    "topic_vocab_size": len(topic_vocab), "kinds": {}}
+                    "topic_vocab_size": len(topic_vocab),
+                    "num_documents": int((member == index).sum()), "split": split,
+                    "kinds": {}}
         for kind in kinds:
             if kind == "sentences":
                 max_len = options.get("max_len", 30)
                 context_len = options.get("context_len", 300)
+                # validation and test are scored leak-free, whatever the training context
                 shards = write_sentence_shards(part(index)(), lm_vocab, topic_vocab, directory,
-                                               max_len, context_len,
-                                               options.get("protocol", "preceding"))
+                                               max_len, context_len, "preceding")
                 manifest["kinds"][kind] = {"max_len": max_len, "context_len": context_len,
-                                           "protocol": options.get("protocol", "preceding"),
-                                           "shards": shards}
+                                           "protocol": "preceding", "shards": shards}
             else:
                 manifest["kinds"][kind] = {"shards": write_stream_shards(
                     part(index)(), lm_vocab, topic_vocab, directory)}

@@ -80,6 +80,8 @@ __all__ = [
     "num_batches",
     "steps_per_epoch",
     "document_stream_dataset",
+    "stream_batch_dataset",
+    "stream_topics",
     "stream_examples",
 ]
 
@@ -153,6 +155,14 @@ class DocumentStreams:
         return chosen if context_len is None else chosen[:int(context_len)]
 
 
+def stream_topics(stream, lm_to_topic):
+    """The topic words of a stream's targets: (int32 topic ids in order, int64 counts ``c``
+    with ``c[k]`` = topic words among ``stream[1:k+1]``) -- `DocumentStreams`' columns."""
+    mapped = np.asarray(lm_to_topic)[np.asarray(stream)[1:].astype(np.int64)]
+    return (mapped[mapped >= 0].astype(np.int32),
+            np.concatenate([[0], np.cumsum(mapped >= 0)]).astype(np.int64))
+
+
 def document_streams(corpus, lm_vocab, topic_vocab=None):
     """Every document of `corpus` as one token stream (see the module docstring).
 
@@ -179,9 +189,9 @@ def document_streams(corpus, lm_vocab, topic_vocab=None):
         stream = np.asarray(stream, np.int32)
         streams.append(stream)
         if topic_vocab is not None:
-            mapped = np.asarray(topic_vocab.lm_to_topic)[stream[1:].astype(np.int64)]
-            topic_ids.append(mapped[mapped >= 0].astype(np.int32))
-            topic_counts.append(np.concatenate([[0], np.cumsum(mapped >= 0)]).astype(np.int64))
+            ids, counts = stream_topics(stream, topic_vocab.lm_to_topic)
+            topic_ids.append(ids)
+            topic_counts.append(counts)
     if topic_vocab is None:
         return DocumentStreams(streams)
     return DocumentStreams(streams, topic_ids, topic_counts, len(topic_vocab))
@@ -366,11 +376,30 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         order = _endless_training_order(num_documents, seed) if shuffle else None
         yield from stream_batches(streams, B, T, order, context, context_len, skip=skip)
 
+    return stream_batch_dataset(
+        generate, B, T, steps_per_epoch(streams, B, T) if shuffle else num_batches(streams, B, T),
+        endless=shuffle,
+        context_width=None if context is None else max(int(streams.topic_vocab_size), 1))
+
+
+def stream_batch_dataset(generate, batch_size, bptt, length, endless, context_width=None):
+    """The dataset of a generator of `stream_batches` dicts (TensorFlow or numpy).
+
+    Args:
+        generate: a function of no argument returning the generator.
+        batch_size, bptt: B and T of the batches.
+        length: batches per epoch (training) or of the one pass (evaluation).
+        endless: a training stream (else one evaluation pass of `length` batches).
+        context_width: V_c of ``context_bow`` (`None`: no topic context).
+
+    Returns:
+        A `tf.data.Dataset`, or under another backend a `StreamBatches` `PyDataset`.
+    """
+    B, T = int(batch_size), int(bptt)
     if not backend.is_tensorflow():
         # Numpy batches (a keras.utils.PyDataset): no tf.data outside TensorFlow.
         from tfktopic.data.batches import StreamBatches
-        return StreamBatches(generate, steps_per_epoch(streams, B, T) if shuffle
-                             else num_batches(streams, B, T), restart=not shuffle)
+        return StreamBatches(generate, int(length), restart=not endless)
     import tensorflow as tf
     signature = {
         "tokens": tf.TensorSpec((B, T), tf.int32),
@@ -380,13 +409,11 @@ def document_stream_dataset(streams, batch_size=64, bptt=30, shuffle=False, seed
         "document": tf.TensorSpec((B,), tf.int64),
         "doc_targets": tf.TensorSpec((B,), tf.float32),
     }
-    if context is not None:
-        signature["context_bow"] = tf.TensorSpec((B, max(int(streams.topic_vocab_size), 1)),
-                                                 tf.float32)
+    if context_width is not None:
+        signature["context_bow"] = tf.TensorSpec((B, int(context_width)), tf.float32)
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    if not shuffle:  # a known length: Keras then knows where an evaluation pass ends
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(
-            num_batches(streams, B, T)))
+    if not endless:  # a known length: Keras then knows where an evaluation pass ends
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(int(length)))
     return prefetched(dataset)
 
 

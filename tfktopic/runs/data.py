@@ -305,6 +305,45 @@ class RunData:
         return self.preprocessor.steps(self.examples[split], batch_size,
                                        drop_remainder=drop_remainder, training=split == "train")
 
+    def training_stream(self, batch_size, seed=0, initial_epoch=0, dataset=None):
+        """The training stream from epoch `initial_epoch` on, and the steps of one epoch.
+
+        Args:
+            batch_size: the run's batch size.
+            seed: the shuffling seed.
+            initial_epoch: epochs already done (a resumed run).
+            dataset: one shuffled epoch made earlier (`dataset`; made here when `None`).
+
+        Returns:
+            (stream for ``fit``, steps_per_epoch).
+        """
+        from tfktopic.runs import checkpoints
+
+        if self.preprocessor.kind == "streams":
+            # An endless seeded stream of document orders (numpy, not tf.data's seed):
+            # made here at the epoch it resumes from.
+            return (self.dataset("train", batch_size, seed=seed, initial_epoch=int(initial_epoch)),
+                    self.steps("train", batch_size))
+        # Repeated, epoch k's batches are the k-th reshuffle of the seeded pipeline
+        # whether the run starts at 0 or resumes at k (`checkpoints.epoch_data`).
+        if dataset is None:
+            dataset = self.dataset("train", batch_size, shuffle=True, seed=seed)
+        return checkpoints.epoch_data(dataset, int(initial_epoch))
+
+    def score_test(self, model, batch_size=64):
+        """The test perplexity (leak-free "preceding"; `score_perplexity`), per document."""
+        result, _ = score_perplexity(self.model_name, model, self.parts["test"], self.lm_vocab,
+                                     self.topic_vocab, self.data, "preceding", batch_size)
+        return result
+
+    def unigram_test(self):
+        """The unigram baseline's perplexity on the same test targets."""
+        from tfktopic.data.preprocessors import sentence_windows
+        from tfktopic.evaluation.perplexity import unigram_perplexity
+
+        return unigram_perplexity(self.lm_vocab, sentence_windows(
+            self.parts["test"], self.lm_vocab, self.topic_vocab, self.data))
+
     def for_model(self, model_name):
         """The same split, vocabularies and data settings, with the examples of another model.
 

@@ -244,7 +244,16 @@ def _topic_weights(run, top_n):
 
 def run_splits(config):
     """The split of a run's own corpus, recomputed from its ``run.json``: the corpus's
-    own files (`given_split`) or the seeded 80/10/10 split by document."""
+    own files (`given_split`) or the seeded 80/10/10 split by document.
+
+    Raises:
+        TfktopicError: a run trained from a prepared directory (``train --prepared``):
+            its split lives in shards, not in a corpus to re-read.
+    """
+    if config.get("format") == "prepared":
+        raise TfktopicError(f"{config['corpus']}: the run was trained from this prepared "
+                            "directory; its test perplexity is in the run's results.json "
+                            "(evaluate reads corpora: pass --corpus FILE)")
     files = given_split(config["corpus"])
     if files is not None:
         return {name: subset_documents(read_corpus(path, config.get("format"), config["data"]),

@@ -5,14 +5,11 @@ import math
 import pathlib
 import time
 
-from tfktopic.data.preprocessors import sentence_windows
 from tfktopic.errors import TfktopicError
 from tfktopic.models import registry
-from tfktopic.evaluation.perplexity import unigram_perplexity
 from tfktopic.runs import checkpoints, stopping
 from tfktopic.runs.checks import check_learning_rate, check_setting_keys, vocabulary_record
-from tfktopic.runs.data import (given_split, perplexity_message, prepare_data,
-                                resolve_format, score_perplexity)
+from tfktopic.runs.data import given_split, perplexity_message, prepare_data, resolve_format
 from tfktopic.runs.directory import Run, load_model, read_run_config
 from tfktopic.runs.files import jsonable, say, write_json
 from tfktopic.runs.lock import locked
@@ -222,15 +219,10 @@ def fit_model(model, data, settings, callbacks=(), verbose=1, seed=0, validation
     if datasets is None:
         datasets = (data.dataset("train", batch, shuffle=True, seed=seed),
                     data.dataset("valid", batch, shuffle=False) if validation else None)
-    if data.preprocessor.kind == "streams":
-        # An endless seeded stream of document orders (numpy, not tf.data's seed):
-        # made here at the epoch it resumes from.
-        train = data.dataset("train", batch, seed=seed, initial_epoch=int(initial_epoch))
-        steps = data.steps("train", batch)
-    else:
-        # Repeated, epoch k's batches are the k-th reshuffle of the seeded pipeline
-        # whether the run starts at 0 or resumes at k (`checkpoints.epoch_data`).
-        train, steps = checkpoints.epoch_data(datasets[0], int(initial_epoch))
+    # Epoch k's batches are a function of (seed, k) whether the run starts at 0 or resumes
+    # at k (`RunData.training_stream`).
+    train, steps = data.training_stream(batch, seed=seed, initial_epoch=int(initial_epoch),
+                                        dataset=datasets[0])
     valid = wrap(datasets[1]) if validation else None
     return model.fit(wrap(train), steps_per_epoch=steps, initial_epoch=int(initial_epoch),
                      validation_data=valid, epochs=int(settings["training"]["epochs"]),
@@ -347,7 +339,7 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
               batch_size=None, max_documents=None, stopwords=None, embeddings=None,
               optimizer="adam", learning_rate=None, strategy="none", seed=0, overrides=None,
               verbose=1, log=print, split_seed=None, patience=None, topic_report=True,
-              precision=None, callbacks=(), subset_seed=None):
+              precision=None, callbacks=(), subset_seed=None, prepared=None):
     """Train a model into a run directory, then score it on the test split.
 
     Reads the corpus, splits it 80/10/10 by document (seeded), builds the
@@ -397,6 +389,10 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
             after the run's own checkpointing callbacks.
         subset_seed: with `max_documents`, the seed of a random subset of the corpus's
             documents (recorded in run.json; `None`: the first N).
+        prepared: a directory written by ``tfktopic prepare`` (`tfktopic.runs.prepared`):
+            train from its shards (vocabularies, split and the settings it fixes come
+            from it; `corpus`, `format`, `max_documents`, `subset_seed` and
+            `split_seed` must be left unset) instead of reading a corpus into memory.
 
     Returns:
         The results dict written to ``out/results.json``.
@@ -409,7 +405,8 @@ def train_run(model_name, out, corpus="lee", format=None, preset="small", epochs
                                 stopwords=stopwords, optimizer=optimizer, patience=patience,
                                 precision=precision)
     plan = _plan_run(model_name, out, corpus, format, preset, settings, overrides, embeddings,
-                     strategy, seed, split_seed, max_documents, subset_seed)
+                     strategy, seed, split_seed, max_documents, subset_seed, prepared,
+                     stopwords)
     rundata, matrix = _prepare_run_data(plan, settings, embeddings, seed, log)
     _open_run_directory(plan, rundata, settings)
     model, datasets, resumed = _build_and_restore(plan, settings, rundata, seed, matrix, log)
@@ -435,6 +432,8 @@ class _RunPlan:
         split_seed: seed of the 80/10/10 split.
         distribution: the `tfktopic.distribute` strategy.
         explicit_dim: an ``embedding_dim`` given by ``--set`` (else `None`).
+        prepared: the prepared directory to train from (`None`: read `corpus`).
+        explicit_data: data settings given explicitly (``--set``, ``--stopwords``).
     """
 
     model_name: str
@@ -451,22 +450,47 @@ class _RunPlan:
     split_seed: int
     distribution: object
     explicit_dim: object
+    prepared: object = None
+    explicit_data: dict = None
+
+
+def _refuse_corpus_options(prepared, corpus, format, max_documents, subset_seed, split_seed):
+    """With a prepared directory the corpus options are the directory's: refuse one given."""
+    given = {"CORPUS": corpus != "lee", "--format": format is not None,
+             "--max-documents": max_documents is not None,
+             "--subset-seed": subset_seed is not None, "--split-seed": split_seed is not None}
+    named = [name for name, set_ in given.items() if set_]
+    if named:
+        raise TfktopicError(f"--prepared {prepared}: the prepared directory fixes the corpus and "
+                            f"its split; drop {', '.join(named)}")
 
 
 def _plan_run(model_name, out, corpus, format, preset, settings, overrides, embeddings,
-              strategy, seed, split_seed, max_documents, subset_seed):
+              strategy, seed, split_seed, max_documents, subset_seed, prepared=None,
+              stopwords=None):
     """Check what can be checked before the corpus is read; the run.json record."""
     from tfktopic.distribute import check_batch_size, get_strategy
     from tfktopic.runs.sizes import check_model_size
     from tfktopic.version import __version__
 
     check_model_size(settings["model"])  # before the corpus is read
+    if prepared is not None:
+        _refuse_corpus_options(prepared, corpus, format, max_documents, subset_seed, split_seed)
     explicit_dim = dict(_override_items(overrides)).get("embedding_dim")
     training, data = settings["training"], settings["data"]
     split_seed = int(seed if split_seed is None else split_seed)
     if embeddings is not None and not pathlib.Path(embeddings).exists():
         raise TfktopicError(f"{embeddings}: no such word2vec file (--embeddings)")
-    format = resolve_format(corpus, format)
+    explicit_data = {k: v for k, v in _override_items(overrides)}
+    if stopwords is not None:
+        explicit_data["stopwords"] = stopwords
+    if prepared is not None:
+        from tfktopic.runs.prepared import shard_kind
+
+        shard_kind(model_name, prepared)  # before anything is read
+        corpus, format = pathlib.Path(prepared), "prepared"
+    else:
+        format = resolve_format(corpus, format)
     distribution = get_strategy(strategy)
     check_batch_size(distribution, training["batch_size"])  # before the run directory
 
@@ -480,15 +504,17 @@ def _plan_run(model_name, out, corpus, format, preset, settings, overrides, embe
         "split_seed": split_seed, "data": data, "training": {**training, "strategy": strategy},
         "embeddings_path": None if embeddings is None else str(pathlib.Path(embeddings).resolve()),
     }
-    files = given_split(corpus)
+    files = given_split(corpus) if prepared is None else None
     config["split"] = ({"given": {k: str(v.resolve()) for k, v in files.items()}}
-                       if files is not None else list(SPLIT))
+                       if files is not None else "prepared" if prepared is not None
+                       else list(SPLIT))
     run_json = out / "run.json"
     previous = None
     if run_json.exists():
         previous = read_run_config(out)
     return _RunPlan(model_name, preset, corpus, format, max_documents, subset_seed, out,
-                    run_json, config, previous, files, split_seed, distribution, explicit_dim)
+                    run_json, config, previous, files, split_seed, distribution, explicit_dim,
+                    prepared, explicit_data)
 
 
 def _prepare_run_data(plan, settings, embeddings, seed, log):
@@ -497,13 +523,20 @@ def _prepare_run_data(plan, settings, embeddings, seed, log):
     Returns:
         (`RunData`, the initial embedding matrix or `None`).
     """
-    rundata = prepare_data(settings, plan.corpus, plan.format, plan.max_documents,
-                           plan.split_seed, subset_seed=plan.subset_seed)
+    if plan.prepared is not None:
+        from tfktopic.runs.prepared import load_prepared
+
+        rundata = load_prepared(plan.prepared, plan.model_name, settings["data"],
+                                plan.explicit_data)
+    else:
+        rundata = prepare_data(settings, plan.corpus, plan.format, plan.max_documents,
+                               plan.split_seed, subset_seed=plan.subset_seed)
     for note in rundata.notes:
         say(log, f"note: {note}")
     parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
     settings["data"] = plan.config["data"] = rundata.data  # the resolved data rules
-    how = "its own split files" if plan.files is not None else "80/10/10 by document"
+    how = ("its own split files" if plan.files is not None else "prepared shards"
+           if plan.prepared is not None else "80/10/10 by document")
     say(log, f"{rundata.corpus.source or plan.corpus}: {len(parts['train'])} / "
              f"{len(parts['valid'])} / {len(parts['test'])} documents (train / valid / test; "
              f"{how}), LM vocabulary {len(lm_vocab)}, topic vocabulary {len(topic_vocab)}, "
@@ -627,14 +660,12 @@ def _report(plan, model, rundata, seed, topic_report, log):
     config, out, run_json, model_name = plan.config, plan.out, plan.run_json, plan.model_name
     preset, split_seed = plan.preset, plan.split_seed
     parts, lm_vocab, topic_vocab = rundata.parts, rundata.lm_vocab, rundata.topic_vocab
-    data, batch = rundata.data, int(config["training"]["batch_size"])
+    batch = int(config["training"]["batch_size"])
     stop = config["progress"]["stop"]
 
-    result, _ = score_perplexity(model_name, model, parts["test"], lm_vocab, topic_vocab, data,
-                                 "preceding", batch)
+    result = rundata.score_test(model, batch)
     # The unigram baseline scores the same target tokens (every model predicts them).
-    unigram = unigram_perplexity(lm_vocab, sentence_windows(parts["test"], lm_vocab,
-                                                            topic_vocab, data))
+    unigram = rundata.unigram_test()
     say(log, "\n" + perplexity_message(model_name, result))
     say(log, f"unigram model on the same tokens: {unigram:.2f}")
     parameters = parameter_counts(model)

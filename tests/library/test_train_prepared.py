@@ -1,0 +1,244 @@
+"""`tfktopic train MODEL --prepared DIR`: training and scoring from `tfktopic prepare`'s shards.
+
+Small real data: the Lee corpus (inside gensim) written as a TDLM file, prepared once per
+module; tiny models, 1-2 epochs.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from tfktopic import runs
+from tfktopic.data import Corpus, load_corpus
+from tfktopic.data.shards import iter_documents, prepare_corpus, split_membership
+from tfktopic.errors import TfktopicError
+from tfktopic.lda import lda_bow_corpus
+from tfktopic.runs.prepared import load_prepared
+
+#: every test passes under KERAS_BACKEND=jax too (the prepared path is TF-free)
+pytestmark = pytest.mark.backends
+
+TINY = {"embedding_dim": 16, "hidden_dim": 16}
+
+
+@pytest.fixture(scope="module")
+def lee_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lee") / "lee.txt"
+    with open(path, "w", encoding="utf-8") as handle:
+        for document in load_corpus("lee"):
+            handle.write("\t".join(" ".join(s) for s in document) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def prepared(lee_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("prepared") / "lee"
+    prepare_corpus(lee_file, "tdlm", out, kinds=("sentences", "streams"), min_count=3)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sentences_only(lee_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("prepared") / "lee-sentences"
+    prepare_corpus(lee_file, "tdlm", out, kinds=("sentences",), min_count=3)
+    return out
+
+
+def _settings(model_name):
+    settings = runs.preset_settings(model_name, "small")
+    settings["model"].update(TINY)
+    return settings
+
+
+def _in_memory(lee_file, model_name):
+    """The in-memory run on the prepared split (parts in file order, as the shards keep them)."""
+    corpus = Corpus(list(iter_documents(lee_file, "tdlm")))
+    member = split_membership(len(corpus), (0.8, 0.1, 0.1), seed=0)
+    parts = {name: corpus.subset(np.flatnonzero(member == i).tolist())
+             for i, name in enumerate(("train", "valid", "test"))}
+    settings = _settings(model_name)
+    # what the shards were written with (`prepare_corpus`'s defaults)
+    settings["data"].update(train_context="preceding", min_count=3, max_freq_fraction=0.001,
+                            min_doc_freq=1, stopwords="gensim", max_len=30, context_len=300)
+    return runs.prepare_data(settings, parts, model_name=model_name), settings
+
+
+def _from_shards(prepared, model_name):
+    return load_prepared(prepared, model_name, _settings(model_name)["data"])
+
+
+@pytest.mark.parametrize("model_name", ["lstm", "doc_lstm"])
+def test_prepared_run_has_the_in_memory_vocabularies_split_and_test_targets(
+        lee_file, prepared, model_name):
+    memory, _ = _in_memory(lee_file, model_name)
+    shards = _from_shards(prepared, model_name)
+    assert shards.lm_vocab == memory.lm_vocab
+    assert shards.topic_vocab.words == memory.topic_vocab.words
+    for part in ("train", "valid", "test"):
+        assert len(shards.parts[part]) == len(memory.parts[part])
+        assert len(shards.examples[part]) == len(memory.examples[part])
+        assert shards.examples[part].num_targets == memory.examples[part].num_targets
+    if model_name == "lstm":
+        np.testing.assert_array_equal(shards.examples["test"].document_index,
+                                      memory.examples["test"].document_index)
+    assert shards.unigram_test() == pytest.approx(memory.unigram_test(), rel=1e-12)
+
+
+def test_streamed_training_documents_give_the_in_memory_lda_bags_of_words(lee_file, prepared):
+    memory, _ = _in_memory(lee_file, "tcnlm")
+    shards = _from_shards(prepared, "tcnlm")
+    expected = lda_bow_corpus(memory.parts["train"], memory.topic_vocab)
+    assert list(shards.parts["train"].topic_bows()) == expected
+    assert list(shards.parts["train"].topic_bows()) == expected  # re-iterable (LDA passes)
+    # the documents re-read from the shards hold the same topic words in the same order
+    words = set(memory.topic_vocab.words)
+    for got, want in zip(shards.parts["train"], memory.parts["train"]):
+        assert ([w for s in got for w in s if w in words]
+                == [w for s in want for w in s if w in words])
+
+
+@pytest.mark.parametrize("model_name", ["topicrnn", "doc_lstm"])
+def test_one_model_scores_the_same_test_perplexity_from_shards_and_in_memory(
+        lee_file, prepared, model_name):
+    memory, settings = _in_memory(lee_file, model_name)
+    settings["model"]["decoder_init"] = "random" if model_name == "topicrnn" else None
+    if settings["model"]["decoder_init"] is None:
+        del settings["model"]["decoder_init"]
+    model = runs.build_model(settings, memory, seed=0)
+    shards = _from_shards(prepared, model_name)
+    want = memory.score_test(model, 32)
+    got = shards.score_test(model, 32)
+    assert got.num_tokens == want.num_tokens
+    # float32 logits, sums in float64: the same examples in the same batches
+    assert got.perplexity == pytest.approx(want.perplexity, rel=1e-5)
+    np.testing.assert_allclose(got.document_nll, want.document_nll, rtol=1e-5)
+
+
+def _history(out):
+    return json.loads((out / "run.json").read_text())["progress"]["history"]
+
+
+def test_training_from_shards_lowers_the_loss_and_writes_a_scored_run(prepared, tmp_path):
+    import warnings
+
+    out = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*ran out of data.*")  # epochs line up
+        summary = runs.train_run("lstm", out, prepared=prepared, epochs=2, overrides=TINY,
+                                 verbose=0, log=None, learning_rate=0.01)
+    history = _history(out)
+    assert history[1]["loss"] < history[0]["loss"]
+    assert summary["test"]["num_tokens"] > 0 and np.isfinite(summary["test"]["perplexity"])
+    assert json.loads((out / "run.json").read_text())["split"] == "prepared"
+
+
+@pytest.mark.parametrize("model_name", ["lstm", "doc_lstm"])
+def test_an_interrupted_prepared_run_resumes_to_the_uninterrupted_result(prepared, tmp_path,
+                                                                          model_name):
+    kwargs = dict(prepared=prepared, overrides=TINY, verbose=0, log=None, learning_rate=0.01)
+    straight = runs.train_run(model_name, tmp_path / "straight", epochs=2, **kwargs)
+    runs.train_run(model_name, tmp_path / "resumed", epochs=1, **kwargs)  # stopped after 1
+    resumed = runs.train_run(model_name, tmp_path / "resumed", epochs=2, **kwargs)
+    assert [h["loss"] for h in _history(tmp_path / "resumed")] == pytest.approx(
+        [h["loss"] for h in _history(tmp_path / "straight")], rel=1e-6)
+    assert resumed["test"]["perplexity"] == pytest.approx(straight["test"]["perplexity"],
+                                                          rel=1e-6)
+
+
+def test_a_streamed_document_model_trains_from_stream_shards(prepared, tmp_path):
+    summary = runs.train_run("doc_lstm", tmp_path / "run", prepared=prepared, epochs=1,
+                             overrides=TINY, verbose=0, log=None)
+    assert summary["test"]["num_tokens"] > 0 and np.isfinite(summary["test"]["perplexity"])
+
+
+# ------------------------------------------------------------------------------ refusals
+def _one_line(error):
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_directory_that_is_not_prepared_is_refused_in_one_line(tmp_path):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("lstm", tmp_path / "run", prepared=tmp_path, log=None)
+    assert "not a prepared directory" in _one_line(error)
+    assert "tfktopic prepare" in _one_line(error)
+
+
+def test_a_missing_example_kind_is_refused_naming_the_prepare_kinds(sentences_only, tmp_path):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("doc_lstm", tmp_path / "run", prepared=sentences_only, log=None)
+    assert "--kinds sentences streams" in _one_line(error)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_model_of_document_chunks_is_refused_before_anything_is_read(tmp_path):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("rgbn_rnn", tmp_path / "run", prepared=tmp_path / "nowhere", log=None)
+    assert "chunks" in _one_line(error) and "does not write" in _one_line(error)
+
+
+@pytest.mark.parametrize("override, named", [
+    (["max_len=20"], "max_len=20"), (["min_count=5"], "min_count=5"),
+    (["train_context=all_other"], "train_context=all_other")])
+def test_a_setting_the_shards_fix_is_refused_when_it_conflicts(prepared, tmp_path, override,
+                                                               named):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("topicrnn", tmp_path / "run", prepared=prepared, overrides=override,
+                       log=None)
+    assert named in _one_line(error) and "was prepared with" in _one_line(error)
+
+
+def test_corpus_options_beside_a_prepared_directory_are_refused(prepared, tmp_path):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("lstm", tmp_path / "run", prepared=prepared, max_documents=10, log=None)
+    assert "--max-documents" in _one_line(error)
+
+
+def test_the_command_line_trains_from_a_prepared_directory(prepared, tmp_path, capsys):
+    from tfktopic.cli import main
+
+    out = tmp_path / "run"
+    assert main(["train", "lstm", "--prepared", str(prepared), "--out", str(out), "--epochs",
+                 "1", "--set", "hidden_dim=16", "--set", "embedding_dim=16",
+                 "--verbose", "0"]) == 0
+    assert "prepared shards" in capsys.readouterr().out
+    assert (out / "results.json").exists()
+    # `evaluate` re-reads corpora: the run's own split is refused in one line
+    assert main(["evaluate", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "trained from this prepared directory" in error
+
+
+def test_training_windows_prepared_with_all_other_contexts_equal_the_in_memory_ones(
+        lee_file, tmp_path):
+    from tfktopic.data.shards import ShardReader
+
+    out = tmp_path / "prep"
+    prepare_corpus(lee_file, "tdlm", out, kinds=("sentences",), min_count=3,
+                   protocol="all_other")
+    shards = _from_shards(out, "topicrnn")
+    assert shards.data["train_context"] == "all_other"
+    memory, _ = _in_memory(lee_file, "topicrnn")
+    expected = runs.make_examples("topicrnn", memory.parts["train"], memory.lm_vocab,
+                                  memory.topic_vocab, shards.data, protocol="all_other")
+    rows = list(ShardReader(out / "train", "sentences", shuffle=False))
+    assert len(rows) == len(expected)
+    for i in range(0, len(rows), 97):
+        np.testing.assert_array_equal(rows[i]["context"], expected.context(i))
+    # validation and test stay leak-free
+    assert shards.manifests["test"]["kinds"]["sentences"]["protocol"] == "preceding"
+
+
+def test_prepare_max_size_caps_the_vocabulary_and_a_run_cannot_change_it(lee_file, tmp_path):
+    from tfktopic.cli import main
+
+    out = tmp_path / "prep"
+    assert main(["prepare", str(lee_file), "--out", str(out), "--max-size", "300"]) == 0
+    shards = _from_shards(out, "lstm")
+    assert len(shards.lm_vocab) == 300 and shards.data["max_size"] == 300
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("lstm", tmp_path / "run", prepared=out, overrides=["max_size=400"],
+                       log=None)
+    assert "max_size=400" in _one_line(error)
