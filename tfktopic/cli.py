@@ -628,10 +628,11 @@ def _parser():
                          help="keep at most this many LM vocabulary entries (the most frequent; "
                               "specials included), as the data setting max_size")
     prepare.add_argument("--train-context", choices=("preceding", "all_other"),
-                         default="preceding",
+                         default="all_other",
                          help="topic context of the training windows (the data setting "
-                              "train_context of the topic models trained --prepared; "
-                              "validation and test are always 'preceding')")
+                              "train_context of the topic models trained --prepared; default "
+                              "all_other, as training from a corpus in memory; validation and "
+                              "test are always the leak-free 'preceding')")
     prepare.add_argument("--min-doc-freq", type=int, default=1)
     prepare.add_argument("--stopwords", default="gensim")
     prepare.add_argument("--sentences-per-document", type=int, default=10)
