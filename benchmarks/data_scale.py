@@ -8,7 +8,8 @@ Each measurement runs in a fresh subprocess (peak RSS = its ru_maxrss):
 
 * ``streamed_train`` -- as ``streamed``, then 50 training steps of a small LSTM LM fed
   by the reader through `tf_dataset` (the model and its runtime on top of the data).
-* ``train`` -- ``tfktopic prepare`` (a subprocess, timed, not in the peak) and then the
+* ``train`` -- ``tfktopic prepare`` (a subprocess, timed, its own peak RSS recorded as
+  ``prepare_peak_rss_mb``) and then the
   whole ``tfktopic train lstm --prepared DIR`` run (--train-epochs epochs of a tiny LSTM:
   training, validation, test scoring, samples): the peak RSS of the run.
 * ``train_memory`` -- the same run from the corpus in memory (``tfktopic train lstm
@@ -27,6 +28,7 @@ and labels, file order) given by --imdb. Run with one core:
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -105,27 +107,35 @@ def synthetic(path, num_tokens, seed=0):
 
 
 def prepare(path, out, format, min_count, max_size=None):
-    """``tfktopic prepare`` in a subprocess: (seconds, bytes on disk)."""
+    """``tfktopic prepare`` in a subprocess: (seconds, bytes on disk, its peak RSS in MB)."""
     t0 = time.time()
     size = ["--max-size", str(max_size)] if max_size else []
-    subprocess.run([sys.executable, "-m", "tfktopic", "prepare", str(path), "--format", format,
-                    "--out", str(out), "--min-count", str(min_count), *size], check=True,
-                   capture_output=True)
+    child = subprocess.Popen([sys.executable, "-m", "tfktopic", "prepare", str(path), "--format",
+                              format, "--out", str(out), "--min-count", str(min_count), *size],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage (its peak RSS)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"tfktopic prepare {path} failed: {stderr.decode()[-300:]}")
     seconds = time.time() - t0
-    return seconds, sum(f.stat().st_size for f in pathlib.Path(out).rglob("*") if f.is_file())
+    disk = sum(f.stat().st_size for f in pathlib.Path(out).rglob("*") if f.is_file())
+    return seconds, disk, usage.ru_maxrss / 1024
 
 
 def measure(mode, path, out, format="tdlm", options=None):
     options = dict(options or {})
     if mode == "train":
-        options["prepare_s"], options["disk_bytes"] = prepare(path, out, format,
-                                                              options["min_count"],
-                                                              options.get("max_size"))
+        options["prepare_s"], options["disk_bytes"], prepare_rss = prepare(
+            path, out, format, options["min_count"], options.get("max_size"))
     result = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), str(out), format,
                              json.dumps(options)], capture_output=True, text=True)
     if result.returncode:
         raise SystemExit(f"{mode} on {path} failed: {result.stderr.strip().splitlines()[-1:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    if mode == "train":
+        row["prepare_peak_rss_mb"] = prepare_rss
+    return row
 
 
 def imdb_subset(path, num_reviews, source=None):
