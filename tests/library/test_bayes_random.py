@@ -277,6 +277,29 @@ def test_stateless_standard_normal_is_the_documented_threefry_box_muller_draw(bi
         np.testing.assert_allclose(np.asarray(z).ravel(), expected, rtol=2e-6, atol=2e-6)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_counter_words_are_the_reference_threefry_words_compiled_or_not(compiled):
+    """The noise's bits: the compiled TensorFlow kernel (XLA) and the keras.ops rounds give
+    the independent Threefry-2x32-20's words, inside a traced function too (`compiled` is
+    ignored off TensorFlow)."""
+    key = random_key(7, 3, 2)
+    expected = np.array([_threefry2x32_20([int(k) for k in np.asarray(key)], (i, 0))
+                         for i in range(11)], np.uint64)
+    for words in (counter_random.counter_words(key, 11, compiled=compiled),
+                  _compiled(lambda k: counter_random.counter_words(k, 11,
+                                                                   compiled=compiled))(key)):
+        np.testing.assert_array_equal(np.stack([np.asarray(w) for w in words], 1), expected)
+
+
+def test_the_normals_are_bit_identical_with_the_compiled_words_kernel(monkeypatch):
+    """`TFKTOPIC_XLA_LOOPS` picks the words kernel on TensorFlow; the draws do not change."""
+    draws = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("TFKTOPIC_XLA_LOOPS", flag)
+        draws.append(np.asarray(stateless_standard_normal([301, 7], 5, 3, bits=16, step=4)))
+    np.testing.assert_array_equal(draws[0], draws[1])
+
+
 def test_a_tail_draw_uses_the_documented_23_bit_uniform():
     """The tails come from the smallest u1: the first block i whose first word has top 23
     bits k <= 8 (found by a search over the Python reference) gives |ξ| near 5.3, where a

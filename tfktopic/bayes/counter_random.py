@@ -28,6 +28,8 @@ multiplication (Philox-2x32 would need 32x32 -> 64-bit products).
   normals (the Langevin noise of `tfktopic.bayes.sgmcmc` and of the TLASGR
   simplex update, `tfktopic.bayes.tlasgr`).
 
+On TensorFlow the Threefry rounds of the noise run as one XLA-compiled kernel
+(`counter_words`, the backend hook; measured 3x faster than as ~100 separate TF ops).
 The integer bits are identical on every backend and with or without XLA;
 floating-point results (the uniforms' (k + 1/2) 2^-w are exact, the normals
 go through log / cos / sin) may differ in the last ulp.
@@ -48,8 +50,8 @@ import numbers
 import numpy as np
 from keras import ops
 
-__all__ = ["NOISE_BITS", "random_key", "counter_uniform", "stateless_standard_normal",
-           "threefry2x32"]
+__all__ = ["NOISE_BITS", "random_key", "counter_uniform", "counter_words",
+           "stateless_standard_normal", "threefry2x32"]
 
 #: Threefry-2x32 rotation constants (Salmon et al. 2011, Table 4; Random123 R_32x2).
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
@@ -169,6 +171,53 @@ def counter_uniform(key, counters):
     return _uniform_from_bits(y0, 8, 24)
 
 
+def _words(k0, k1, count):
+    return threefry2x32((k0, k1), (ops.arange(count, dtype="int32"), 0))
+
+
+#: Compiled `_words` of the TensorFlow backend (built on first use).
+_COMPILED_WORDS = []
+
+
+def counter_words(key, count, compiled=None):
+    """The Threefry-2x32 words at counters (i, 0), i = 0 .. count - 1, under `key`.
+
+    The bits of `stateless_standard_normal`. Backend hook: on TensorFlow the 20
+    rounds run as one XLA-compiled kernel (unless ``TFKTOPIC_XLA_LOOPS=0``,
+    `tfktopic.xla`); as plain TF ops each of their ~100 elementwise ops is a pass
+    over the words (measured for 800k 16-bit normals on one CPU thread: 10.6 ms plain,
+    5.0 ms with the words compiled, 50.7 ms with Box-Muller compiled too -- XLA's
+    CPU log / cos / sin -- and 10.6 ms for TF's own Philox normals). JAX compiles
+    the whole step anyway. The words are the same on every path.
+
+    Args:
+        key: uint32 [2] tensor from `random_key`.
+        count: number of counters (a Python int).
+        compiled: force (True) or forbid (False) the compiled TensorFlow kernel;
+            None: `tfktopic.xla.xla_loops()` under TensorFlow.
+
+    Returns:
+        (w0, w1): uint32 [count] tensors.
+
+    Example:
+    >>> w0, w1 = counter_words(random_key(0), 4)
+    >>> ops.convert_to_numpy(w0).shape, ops.convert_to_numpy(w0).dtype
+    ((4,), dtype('uint32'))
+    """
+    from tfktopic.backend import is_tensorflow
+
+    key = _as_key(key)
+    if compiled is None:
+        from tfktopic.xla import xla_loops
+        compiled = is_tensorflow() and xla_loops()
+    if not (compiled and is_tensorflow()):
+        return _words(key[0], key[1], int(count))
+    if not _COMPILED_WORDS:
+        import tensorflow as tf
+        _COMPILED_WORDS.append(tf.function(_words, jit_compile=True, autograph=False))
+    return _COMPILED_WORDS[0](key[0], key[1], int(count))
+
+
 #: Uniform resolutions of `stateless_standard_normal`: bits per uniform -> uniforms per
 #: 32-bit word.
 NOISE_BITS = {23: 1, 16: 2}
@@ -210,13 +259,12 @@ def stateless_standard_normal(shape, seed, stream, dtype="float32", bits=23, ste
         raise ValueError(f"`shape` must be static (Python ints), got {shape!r}") from None
     size = math.prod(shape)
     key = random_key(seed, step, stream)
-    key = (key[0], key[1])
     pairs = (size + 1) // 2
     if bits == 23:
-        w0, w1 = threefry2x32(key, (ops.arange(pairs, dtype="int32"), 0))
+        w0, w1 = counter_words(key, pairs)
         u1, u2 = _uniform_from_bits(w0, 9, 23), _uniform_from_bits(w1, 9, 23)
     else:
-        w0, w1 = threefry2x32(key, (ops.arange((pairs + 1) // 2, dtype="int32"), 0))
+        w0, w1 = counter_words(key, (pairs + 1) // 2)
         u1 = ops.concatenate([_uniform_from_bits(w0, 16, 16), _uniform_from_bits(w1, 16, 16)])
         u2 = ops.concatenate([_uniform_from_bits(w0, 0, 16), _uniform_from_bits(w1, 0, 16)])
     # Both Box-Muller outputs (cos and sin) are used: half the bits and logs.
