@@ -1,9 +1,11 @@
 """The plain Keras LSTM LM on JAX and on TensorFlow, timed in lock-step on a shared machine.
 
-A JAX process and a TensorFlow process (the backend is fixed per process) each build the
+A JAX process, a TensorFlow process and a TensorFlow process with ``jit_compile=True`` (the
+backend is fixed per process; Keras resolves ``jit_compile="auto"`` to XLA on JAX and, for an
+LSTM, to a plain TF graph on TensorFlow) each build the
 models of `benchmarks.lstm_backend_gap` once and compile them (one untimed epoch); then, round
 after round, the coordinator asks each in turn to time one epoch of one variant, alternating
-which backend goes first. Each round's JAX ÷ TensorFlow tokens/s ratio is taken over the same
+which backend goes first. Each round's JAX ÷ TensorFlow (and TensorFlow-XLA ÷ TensorFlow) tokens/s ratio is taken over the same
 minute of the machine, so a load that drifts over minutes (other processes, throttling)
 cancels in the ratio; the record keeps every round and the median with its interquartile
 range. Variants:
@@ -48,7 +50,8 @@ def _child():
                                   keras.layers.Embedding(VOCAB, EMBED), middle,
                                   keras.layers.Dense(out)])
         model.compile(optimizer="adam",
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      jit_compile=True if os.environ.get("LOCKSTEP_JIT") else "auto")
         fit = dict(x=ids[:, :-1], y=ids[:, 1:] % out, batch_size=batch, verbose=0,
                    shuffle=False, epochs=1)
         model.fit(**fit)  # compile
@@ -61,7 +64,8 @@ def _child():
         matmul = lambda: jax.block_until_ready(product(x, w))  # noqa: E731
     else:
         import tensorflow as tf
-        product = tf.function(lambda a, b: tf.matmul(a, b), jit_compile=False)
+        product = tf.function(lambda a, b: tf.matmul(a, b),
+                              jit_compile=bool(os.environ.get("LOCKSTEP_JIT")))
         matmul = lambda: product(x, w).numpy()  # noqa: E731
     matmul()
     print("ready", flush=True)
@@ -79,8 +83,17 @@ def _child():
         print(json.dumps(value), flush=True)
 
 
-def _spawn(backend):
+#: The timed processes: name -> (Keras backend, XLA-compile the TensorFlow train step).
+PROCESSES = {"jax": ("jax", False), "tensorflow": ("tensorflow", False),
+             "tensorflow_xla": ("tensorflow", True)}
+
+
+def _spawn(name):
+    backend, jit = PROCESSES[name]
     env = dict(os.environ, KERAS_BACKEND=backend)
+    env.pop("LOCKSTEP_JIT", None)
+    if jit:
+        env["LOCKSTEP_JIT"] = "1"
     root = pathlib.Path(__file__).resolve().parents[1]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     child = subprocess.Popen([sys.executable, "-m", "benchmarks.backend_lockstep", "--child"],
@@ -88,7 +101,7 @@ def _spawn(backend):
                              stderr=subprocess.DEVNULL, text=True, env=env, cwd=root)
     while child.stdout.readline().strip() != "ready":
         if child.poll() is not None:
-            raise SystemExit(f"the {backend} process ended before it was ready")
+            raise SystemExit(f"the {name} process ended before it was ready")
     return child
 
 
@@ -106,15 +119,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return _child()
-    children = {backend: _spawn(backend) for backend in ("jax", "tensorflow")}
+    children = {name: _spawn(name) for name in PROCESSES}
     rounds = {v: [] for v in VARIANTS}
     for r in range(int(args.rounds)):
         for variant in VARIANTS:
-            order = ("jax", "tensorflow") if r % 2 == 0 else ("tensorflow", "jax")
-            value = {backend: _ask(children[backend], variant) for backend in order}
+            order = list(PROCESSES)[r % 3:] + list(PROCESSES)[:r % 3]  # who goes first rotates
+            value = {name: _ask(children[name], variant) for name in order}
             rounds[variant].append(value)
-        print(r, {v: round(x[-1]["jax"] / x[-1]["tensorflow"], 3) for v, x in rounds.items()},
-              flush=True)
+        print(r, {v: (round(x[-1]["jax"] / x[-1]["tensorflow"], 3),
+                      round(x[-1]["tensorflow_xla"] / x[-1]["tensorflow"], 3))
+                  for v, x in rounds.items()}, flush=True)
     for child in children.values():
         child.stdin.close()
         child.wait()
@@ -122,15 +136,17 @@ def main(argv=None):
               "threads": os.environ.get("TF_NUM_INTRAOP_THREADS"),
               "xla_flags": os.environ.get("XLA_FLAGS"), "unit": "tokens/s (matmul: GFLOP/s)"}
     for variant, values in rounds.items():
-        ratio = np.array([v["jax"] / v["tensorflow"] for v in values])
-        result[variant] = {
-            "jax_over_tensorflow": {"median": float(np.median(ratio)),
-                                    "q25": float(np.quantile(ratio, 0.25)),
-                                    "q75": float(np.quantile(ratio, 0.75))},
-            "jax_median": float(np.median([v["jax"] for v in values])),
-            "tensorflow_median": float(np.median([v["tensorflow"] for v in values])),
-            "per_round": values}
-    print(json.dumps({v: result[v]["jax_over_tensorflow"] for v in VARIANTS}))
+        entry = {"per_round": values}
+        for name in PROCESSES:
+            entry[f"{name}_median"] = float(np.median([v[name] for v in values]))
+            if name != "tensorflow":
+                ratio = np.array([v[name] / v["tensorflow"] for v in values])
+                entry[f"{name}_over_tensorflow"] = {
+                    "median": float(np.median(ratio)), "q25": float(np.quantile(ratio, 0.25)),
+                    "q75": float(np.quantile(ratio, 0.75))}
+        result[variant] = entry
+    print(json.dumps({v: {k: result[v][k]["median"] for k in result[v] if k.endswith("_over_tensorflow")}
+                      for v in VARIANTS}))
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 
