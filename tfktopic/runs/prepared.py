@@ -9,6 +9,10 @@ from the shards, so `train_run` has no branch on where its data came from:
 * training batches: a shuffled `ShardReader` over ``DIR/train`` (a bounded
   buffer; epoch k's order is a function of (seed, k), so a run resumed from
   its epoch-k checkpoint sees the same batches as one never interrupted);
+* the chunk models (rGBN-RNN, GBN-RNN, the chunked document LSTM): the same
+  sentence shards read as chunks of ``sentences_per_chunk`` windows by a
+  `ChunkReader` (the chunks of `document_sequences`, shuffled by chunk); the
+  chunked document LSTM is scored with one chunk per whole test document;
 * validation and test: ``DIR/valid`` / ``DIR/test`` in file order, scored with
   the leak-free "preceding" contexts the shards were written with;
 * the training documents (`ShardDocuments`): re-read from the shards on every
