@@ -287,6 +287,14 @@ def test_a_setting_the_shards_fix_is_refused_when_it_conflicts(prepared, tmp_pat
     assert named in _one_line(error) and "was prepared with" in _one_line(error)
 
 
+def test_a_chunk_of_no_sentence_window_is_refused_in_one_line(prepared, tmp_path):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("rgbn_rnn", tmp_path / "run", prepared=prepared,
+                       overrides=["sentences_per_chunk=0"], log=None)
+    assert "sentences_per_chunk=0" in _one_line(error)
+    assert not (tmp_path / "run").exists()
+
+
 def test_corpus_options_beside_a_prepared_directory_are_refused(prepared, tmp_path):
     with pytest.raises(TfktopicError) as error:
         runs.train_run("lstm", tmp_path / "run", prepared=prepared, max_documents=10, log=None)

@@ -460,6 +460,8 @@ def chunk_documents(directory, sentences_per_chunk):
         sentences_per_chunk: J.
     """
     J = int(sentences_per_chunk)
+    if J < 1:
+        raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
     pieces = [np.full(-(-n // J), d, np.int64) for _, d, n in document_windows(directory)]
     return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 

@@ -610,6 +610,9 @@ def load_prepared(directory, model_name, data, explicit=None):
     parts, examples = {}, {}
     chunks = (int(data.get("sentences_per_chunk", 8))
               if preprocessor(model_name).kind == "chunks" else None)
+    if chunks is not None and chunks < 1:
+        raise TfktopicError(f"--set sentences_per_chunk={chunks}: a chunk holds at least one "
+                            "sentence window")
     for part, manifest in manifests.items():
         examples[part] = _Examples(directory / part, kind, manifest, chunks)
         count = manifest.get("num_documents")
