@@ -133,6 +133,91 @@ def test_tf_dataset_over_shards_yields_the_reader_batches(prepared):
     assert batches[0]["context_bow"].shape[1] == manifest["topic_vocab_size"]
 
 
+# ------------------------------------------------------------------ document chunks
+@pytest.fixture(scope="module", params=["preceding", "all_other"])
+def tiny_shards(corpus, tmp_path_factory, request):
+    """Sentence shards of 7 windows: documents run on across one and several shards."""
+    out = tmp_path_factory.mktemp("tiny-shards")
+    prepare_directory(lambda: iter(corpus.documents), out, kinds=("sentences",), shard_size=7,
+                      protocol=request.param, **SETTINGS)
+    return out, request.param
+
+
+def _chunk_keys(rows):
+    return sorted((int(r["document_index"]), r["tokens"].tobytes(), r["lengths"].tobytes(),
+                   r["context_values"].tobytes(), r["context_splits"].tobytes()) for r in rows)
+
+
+def test_chunks_read_from_shards_equal_the_in_memory_document_sequences(corpus, tiny_shards):
+    from tfktopic.data.contexts import document_sequences
+    from tfktopic.data.shards import ChunkReader, chunk_documents, document_windows
+
+    out, protocol = tiny_shards
+    lm, topic = _in_memory_vocabularies(corpus)
+    J = 3
+    expected = document_sequences(corpus, lm, topic, J, max_len=30, context_len=300,
+                                  protocol=protocol)
+    spans = {}  # document -> the shards holding its windows
+    for g, shard in enumerate(read_manifest(out)["kinds"]["sentences"]["shards"]):
+        for d in np.unique(np.load(out / shard["file"])["document_index"]).tolist():
+            spans.setdefault(d, []).append(g)
+    assert max(len(s) for s in spans.values()) > 2  # a document over three shards or more
+    windows = sentence_examples(corpus, lm, topic, max_len=30, context_len=300)
+    layout = list(document_windows(out))
+    assert [n for _, _, n in layout] == np.bincount(windows.document_index).tolist()
+    assert [shard for shard, _, _ in layout] == [spans[d][0] for d in range(len(corpus))]
+    rows = list(ChunkReader(out, J, shuffle=False))
+    assert len(rows) == len(expected) == len(ChunkReader(out, J))
+    np.testing.assert_array_equal(np.stack([r["tokens"] for r in rows]), expected.tokens)
+    np.testing.assert_array_equal(np.stack([r["targets"] for r in rows]), expected.targets)
+    np.testing.assert_array_equal(np.stack([r["lengths"] for r in rows]), expected.lengths)
+    np.testing.assert_array_equal([r["document_index"] for r in rows], expected.document_index)
+    np.testing.assert_array_equal(chunk_documents(out, J), expected.document_index)
+    for c, row in enumerate(rows):
+        for j in range(J):
+            a, b = row["context_splits"][j], row["context_splits"][j + 1]
+            np.testing.assert_array_equal(row["context_values"][a:b], expected.context(c, j))
+    batch = ChunkReader(out, J, shuffle=False).collate(rows[5:12])
+    want = np.stack([[np.bincount(expected.context(c, j), minlength=len(topic))
+                      for j in range(J)] for c in range(5, 12)])
+    np.testing.assert_array_equal(batch["context_bow"], want)
+    assert batch["context_bow"].dtype == np.float32 and batch["tokens"].shape == (7, J, 30)
+    np.testing.assert_array_equal(batch["mask"], (np.arange(30) < expected.lengths[5:12, :, None])
+                                  .astype(np.float32))
+    # shuffled by chunk: every chunk once per epoch, another order per epoch; two workers
+    # (by file) split the epoch without a chunk twice
+    reader = ChunkReader(out, J, shuffle=True, buffer_size=20, seed=2)
+    first, second = list(reader), list(reader)
+    assert _chunk_keys(first) == _chunk_keys(rows) == _chunk_keys(second)
+    assert ([r["tokens"].tobytes() for r in first] != [r["tokens"].tobytes() for r in rows]
+            and [r["tokens"].tobytes() for r in first] != [r["tokens"].tobytes() for r in second])
+    workers = [ChunkReader(out, J, shuffle=True, seed=0, worker=w, num_workers=2)
+               for w in range(2)]
+    parts = [list(w) for w in workers]
+    assert [len(p) for p in parts] == [len(w) for w in workers] and all(parts)
+    assert _chunk_keys(parts[0] + parts[1]) == _chunk_keys(rows)
+
+
+def test_chunk_reader_resumes_mid_epoch_in_the_same_order(tiny_shards):
+    from tfktopic.data.shards import ChunkReader
+
+    out, _ = tiny_shards
+    full = [r["tokens"].tobytes() for r in ChunkReader(out, 4, buffer_size=16, seed=5)]
+    reader = ChunkReader(out, 4, buffer_size=16, seed=5)
+    iterator = iter(reader)
+    head = [next(iterator)["tokens"].tobytes() for _ in range(41)]
+    resumed = ChunkReader(out, 4, buffer_size=16, seed=5)
+    resumed.restore(reader.state())
+    assert head + [r["tokens"].tobytes() for r in resumed] == full
+
+
+def test_a_chunk_of_no_window_is_refused():
+    from tfktopic.data.shards import ChunkReader
+
+    with pytest.raises(ValueError, match="sentences_per_chunk"):
+        ChunkReader("nowhere", 0)
+
+
 def test_manifest_lists_complete_shards_and_a_killed_preparation_is_not_trusted(
         corpus, prepared, tmp_path):
     out, manifest = prepared

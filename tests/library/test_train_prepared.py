@@ -20,6 +20,15 @@ from tfktopic.runs.prepared import load_prepared
 pytestmark = pytest.mark.backends
 
 TINY = {"embedding_dim": 16, "hidden_dim": 16}
+#: the tiny rGBN-RNN / GBN-RNN (their layers are named otherwise)
+TINY_GBN = {"embedding_dim": 16, "hidden_sizes": [16, 8], "topic_sizes": [8, 4]}
+#: one layer, no LDA start: the resume test trains three times (under JAX each run compiles)
+ONE_LAYER_GBN = {"embedding_dim": 16, "num_layers": 1, "hidden_sizes": [16], "topic_sizes": [8],
+                 "decoder_init": "random"}
+
+
+def _tiny(model_name):
+    return TINY_GBN if model_name in ("rgbn_rnn", "gbn_rnn") else TINY
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +56,7 @@ def sentences_only(lee_file, tmp_path_factory):
 
 def _settings(model_name):
     settings = runs.preset_settings(model_name, "small")
-    settings["model"].update(TINY)
+    settings["model"].update(_tiny(model_name))
     return settings
 
 
@@ -98,11 +107,13 @@ def test_streamed_training_documents_give_the_in_memory_lda_bags_of_words(lee_fi
                 == [w for s in want for w in s if w in words])
 
 
-@pytest.mark.parametrize("model_name", ["topicrnn", "doc_lstm"])
+@pytest.mark.parametrize("model_name", ["topicrnn", "doc_lstm", "rgbn_rnn", "gbn_rnn",
+                                        "doc_lstm_chunked"])
 def test_one_model_scores_the_same_test_perplexity_from_shards_and_in_memory(
         lee_file, prepared, model_name):
     memory, settings = _in_memory(lee_file, model_name)
-    settings["model"]["decoder_init"] = "random" if model_name == "topicrnn" else None
+    settings["model"]["decoder_init"] = ("random" if model_name in ("topicrnn", "rgbn_rnn",
+                                                                    "gbn_rnn") else None)
     if settings["model"]["decoder_init"] is None:
         del settings["model"]["decoder_init"]
     model = runs.build_model(settings, memory, seed=0)
@@ -113,6 +124,67 @@ def test_one_model_scores_the_same_test_perplexity_from_shards_and_in_memory(
     # float32 logits, sums in float64: the same examples in the same batches
     assert got.perplexity == pytest.approx(want.perplexity, rel=1e-5)
     np.testing.assert_allclose(got.document_nll, want.document_nll, rtol=1e-5)
+
+
+def _numpy(batch):
+    return {key: np.asarray(value) for key, value in batch.items()}
+
+
+@pytest.mark.parametrize("model_name, batch", [("rgbn_rnn", 16), ("doc_lstm_chunked", 64)])
+def test_chunk_batches_from_shards_equal_the_in_memory_chunks(lee_file, prepared, model_name,
+                                                              batch):
+    """Chunks of J = 8 windows (rGBN-RNN: 16 chunks a batch; the chunked document LSTM:
+    64 windows, 8 chunks): the same batches in file order, the same chunks shuffled."""
+    memory, _ = _in_memory(lee_file, model_name)
+    shards = _from_shards(prepared, model_name)
+    for part in ("train", "valid", "test"):
+        assert len(shards.examples[part]) == len(memory.examples[part])
+        assert shards.examples[part].num_targets == memory.examples[part].num_targets
+    np.testing.assert_array_equal(shards.examples["test"].document_index,
+                                  memory.examples["test"].document_index)
+    in_order = {}
+    for split in ("train", "valid"):
+        steps = memory.steps(split, batch)
+        assert shards.steps(split, batch) == steps > 1
+        got = [_numpy(b) for b in shards.dataset(split, batch, shuffle=False)]
+        want = [_numpy(b) for b in memory.dataset(split, batch, shuffle=False)]
+        assert len(got) == len(want) == steps
+        for a, b in zip(got, want):
+            assert sorted(a) == sorted(b)
+            for key in b:
+                assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape
+                if key == "context_bow" and split == "train" and not memory.preprocessor.topical:
+                    # a model without topics trains with no context: in memory its training
+                    # windows get "all_other" ones, the shards keep what they were written with
+                    continue
+                np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        in_order[split] = got
+
+    def chunks(batches):
+        return sorted(row.tobytes() for b in batches for row in
+                      np.concatenate([b["tokens"], b["context_bow"].astype(np.int32)], -1))
+
+    shuffled = [_numpy(b) for b in shards.dataset("train", batch, seed=1)]
+    assert chunks(shuffled) == chunks(in_order["train"])
+    assert not all(np.array_equal(a["tokens"], b["tokens"])
+                   for a, b in zip(shuffled, in_order["train"]))
+
+
+def test_chunk_training_batches_from_shards_are_the_same_under_jax_and_tensorflow(prepared):
+    """The shuffled chunk stream of epoch 1 (a resumed run's) is a function of the shards,
+    the seed and the epoch only: the same batches, bit for bit, under either backend."""
+    from tests import prepared_backend_cases
+    from tests.backends import backend_available, run_in_backend
+
+    if not backend_available("jax"):
+        pytest.skip("jax is not installed")
+    kwargs = dict(directory=str(prepared), model_name="rgbn_rnn", batch_size=16, seed=3,
+                  initial_epoch=1, count=3)
+    theirs = run_in_backend("jax", "tests.prepared_backend_cases:training_chunks", **kwargs)
+    ours = prepared_backend_cases.training_chunks(**kwargs)
+    assert sorted(ours) == sorted(theirs) and ours["tokens"].shape == (48, 8, 30)
+    for key in ours:
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
 
 
 def _history(out):
@@ -133,10 +205,12 @@ def test_training_from_shards_lowers_the_loss_and_writes_a_scored_run(prepared, 
     assert json.loads((out / "run.json").read_text())["split"] == "prepared"
 
 
-@pytest.mark.parametrize("model_name", ["lstm", "doc_lstm"])
+@pytest.mark.parametrize("model_name", ["lstm", "doc_lstm", "rgbn_rnn"])
 def test_an_interrupted_prepared_run_resumes_to_the_uninterrupted_result(prepared, tmp_path,
                                                                           model_name):
-    kwargs = dict(prepared=prepared, overrides=TINY, verbose=0, log=None, learning_rate=0.01)
+    overrides = ONE_LAYER_GBN if model_name == "rgbn_rnn" else TINY
+    kwargs = dict(prepared=prepared, overrides=overrides, verbose=0, log=None,
+                  learning_rate=0.01)
     straight = runs.train_run(model_name, tmp_path / "straight", epochs=2, **kwargs)
     runs.train_run(model_name, tmp_path / "resumed", epochs=1, **kwargs)  # stopped after 1
     resumed = runs.train_run(model_name, tmp_path / "resumed", epochs=2, **kwargs)
@@ -144,6 +218,25 @@ def test_an_interrupted_prepared_run_resumes_to_the_uninterrupted_result(prepare
         [h["loss"] for h in _history(tmp_path / "straight")], rel=1e-6)
     assert resumed["test"]["perplexity"] == pytest.approx(straight["test"]["perplexity"],
                                                           rel=1e-6)
+
+
+def test_a_chunk_model_trains_from_sentence_shards_and_writes_a_scored_run(prepared, tmp_path):
+    import warnings
+
+    out = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*ran out of data.*")  # epochs line up
+        summary = runs.train_run("rgbn_rnn", out, prepared=prepared, epochs=2,
+                                 overrides=TINY_GBN, verbose=0, log=None, learning_rate=0.01)
+    history = _history(out)
+    assert history[1]["loss"] < history[0]["loss"]
+    assert summary["test"]["num_tokens"] > 0 and np.isfinite(summary["test"]["perplexity"])
+    run = json.loads((out / "run.json").read_text())
+    assert run["split"] == "prepared"
+    # the training examples counted (rGBN-RNN's TLASGR scale) are chunks, not documents
+    assert run["data"]["sentences_per_chunk"] == 8 and summary["topics"]
+    shards = _from_shards(prepared, "rgbn_rnn")
+    assert len(shards.examples["train"]) > len(shards.parts["train"])
 
 
 def test_a_streamed_document_model_trains_from_stream_shards(prepared, tmp_path):
@@ -173,10 +266,14 @@ def test_a_missing_example_kind_is_refused_naming_the_prepare_kinds(sentences_on
     assert not (tmp_path / "run").exists()
 
 
-def test_a_model_of_document_chunks_is_refused_before_anything_is_read(tmp_path):
-    with pytest.raises(TfktopicError) as error:
-        runs.train_run("rgbn_rnn", tmp_path / "run", prepared=tmp_path / "nowhere", log=None)
-    assert "chunks" in _one_line(error) and "does not write" in _one_line(error)
+def test_every_model_trains_from_the_shards_prepare_writes():
+    from tfktopic.data.shards import KINDS
+    from tfktopic.models import registry
+    from tfktopic.runs.prepared import shard_kind
+
+    assert {name: shard_kind(name) in KINDS for name in registry.names()} == {
+        name: True for name in registry.names()}
+    assert shard_kind("rgbn_rnn") == shard_kind("doc_lstm_chunked") == "sentences"
 
 
 @pytest.mark.parametrize("override, named", [
@@ -188,6 +285,14 @@ def test_a_setting_the_shards_fix_is_refused_when_it_conflicts(prepared, tmp_pat
         runs.train_run("topicrnn", tmp_path / "run", prepared=prepared, overrides=override,
                        log=None)
     assert named in _one_line(error) and "was prepared with" in _one_line(error)
+
+
+def test_a_chunk_of_no_sentence_window_is_refused_in_one_line(prepared, tmp_path):
+    with pytest.raises(TfktopicError) as error:
+        runs.train_run("rgbn_rnn", tmp_path / "run", prepared=prepared,
+                       overrides=["sentences_per_chunk=0"], log=None)
+    assert "sentences_per_chunk=0" in _one_line(error)
+    assert not (tmp_path / "run").exists()
 
 
 def test_corpus_options_beside_a_prepared_directory_are_refused(prepared, tmp_path):

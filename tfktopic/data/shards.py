@@ -24,6 +24,10 @@ buffer (shard order shuffled per epoch + `buffer_size` examples in memory),
 resumable mid-epoch (`state()` / `restore()`: epoch and batches delivered) and
 sharded per worker by file (worker i of n reads shards i, i+n, ...).
 `tf_dataset` wraps it as a `tf.data.Dataset` for the TensorFlow backend.
+`ChunkReader` reads the document chunks of rGBN-RNN, GBN-RNN and the chunked
+document LSTM from the same ``sentences`` shards (J consecutive windows of a
+document, padded as `contexts.document_sequences` pads them; J is a run
+setting), carrying a document whose windows run on past its shard's end.
 """
 
 import hashlib
@@ -40,7 +44,8 @@ from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
 __all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
            "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS",
            "STREAMED_FORMATS", "iter_documents", "count_streamed_documents", "prepare_corpus",
-           "read_document_streams", "shard_stream_batches"]
+           "read_document_streams", "shard_stream_batches", "ChunkReader", "document_windows",
+           "chunk_documents"]
 
 KINDS = ("sentences", "streams")
 MANIFEST = "manifest.json"
@@ -328,7 +333,7 @@ class ShardReader:
         order = rng.permutation(len(self.shards)) if self.shuffle else range(len(self.shards))
         buffer = []
         for index in order:
-            for row in _example_rows(_load_shard(self.directory / self.shards[index]["file"])):
+            for row in self._shard_examples(index):
                 if not self.shuffle:
                     yield row
                     continue
@@ -342,6 +347,10 @@ class ShardReader:
             pick = int(rng.integers(len(buffer)))
             buffer[pick], buffer[-1] = buffer[-1], buffer[pick]
             yield buffer.pop()
+
+    def _shard_examples(self, index):
+        """The examples of this worker's shard `index` (a hook: `ChunkReader` yields chunks)."""
+        return _example_rows(_load_shard(self.directory / self.shards[index]["file"]))
 
     def state(self):
         """Where the reader stands: {"epoch", "position"} (examples delivered this epoch)."""
@@ -404,6 +413,196 @@ def tf_dataset(reader, batch_size):
                  "doc_targets": tf.TensorSpec([None], tf.float32)}
     return tf.data.Dataset.from_generator(lambda: reader.batches(batch_size),
                                           output_signature=signature)
+
+
+def _column(path, name):
+    """One column of a shard (only that array is read)."""
+    with np.load(path) as arrays:
+        return arrays[name]
+
+
+def document_windows(directory):
+    """The sentence windows of every document of a prepared part, in file order.
+
+    A document's windows may run on past the end of its shard (`ShardWriter` flushes
+    every `shard_size` windows, wherever a document stands); it is counted once, with
+    the shard it starts in. Memory: one ``document_index`` column.
+
+    Args:
+        directory: the part's folder (its ``sentences`` shards).
+
+    Yields:
+        (shard, document, windows): the position of the shard the document starts in
+        (the manifest's order), its ``document_index`` and its number of windows.
+    """
+    directory = pathlib.Path(directory)
+    current, owner, count = None, None, 0
+    for position, shard in enumerate(read_manifest(directory)["kinds"]["sentences"]["shards"]):
+        index = _column(directory / shard["file"], "document_index")
+        values, counts = np.unique(index, return_counts=True)  # index is non-decreasing
+        for value, n in zip(values.tolist(), counts.tolist()):
+            if value == current:
+                count += n
+                continue
+            if current is not None:
+                yield owner, current, count
+            current, owner, count = value, position, n
+    if current is not None:
+        yield owner, current, count
+
+
+def chunk_documents(directory, sentences_per_chunk):
+    """int64 [M]: the document of every chunk of J windows of a part, in file order
+    (`DocumentSequences.document_index` of its documents; M chunks).
+
+    Args:
+        directory: the part's folder (its ``sentences`` shards).
+        sentences_per_chunk: J.
+    """
+    J = int(sentences_per_chunk)
+    if J < 1:
+        raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
+    pieces = [np.full(-(-n // J), d, np.int64) for _, d, n in document_windows(directory)]
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+
+
+def _window_block(shard, a, b):
+    """Windows [a, b) of a loaded sentences shard: their columns, contexts re-based."""
+    splits = shard["context_splits"]
+    return {"tokens": shard["tokens"][a:b], "targets": shard["targets"][a:b],
+            "lengths": shard["lengths"][a:b], "document_index": shard["document_index"][a:b],
+            "context_values": shard["context_values"][splits[a]:splits[b]],
+            "context_splits": splits[a:b + 1] - splits[a]}
+
+
+def _join_blocks(blocks):
+    """Window blocks (`_window_block`) one after the other as one block."""
+    if len(blocks) == 1:
+        return blocks[0]
+    joined = {name: np.concatenate([block[name] for block in blocks])
+              for name in ("tokens", "targets", "lengths", "document_index", "context_values")}
+    offsets = np.cumsum([0] + [block["context_splits"][-1] for block in blocks[:-1]])
+    joined["context_splits"] = np.concatenate(
+        [[0]] + [block["context_splits"][1:] + o for block, o in zip(blocks, offsets)])
+    return joined
+
+
+def _document_chunks(block, J):
+    """Yield the chunks of J windows of every document of a block (`document_sequences`:
+    the windows padded with empty ones to a multiple of J; each chunk owns its arrays)."""
+    documents = block["document_index"]
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(documents)) + 1, [len(documents)]])
+    max_len = block["tokens"].shape[1]
+    splits = block["context_splits"]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        n = int(b - a)
+        m = -(-n // J)
+        padded = {name: np.zeros((m * J, max_len), np.int32) for name in ("tokens", "targets")}
+        for name in padded:
+            padded[name][:n] = block[name][a:b]
+        lengths = np.zeros(m * J, np.int32)
+        lengths[:n] = block["lengths"][a:b]
+        # empty contexts for the padding windows
+        ends = np.concatenate([splits[a:b + 1], np.full(m * J - n, splits[b])])
+        for c in range(m):
+            window = slice(c * J, (c + 1) * J)
+            first, last = ends[c * J], ends[(c + 1) * J]
+            yield {"tokens": padded["tokens"][window].copy(),
+                   "targets": padded["targets"][window].copy(),
+                   "lengths": lengths[window].copy(),
+                   "context_values": block["context_values"][first:last].astype(np.int32),
+                   "context_splits": (ends[c * J:(c + 1) * J + 1] - first).astype(np.int64),
+                   "document_index": np.int64(documents[a])}
+
+
+class ChunkReader(ShardReader):
+    """Document chunks of J windows read from a part's ``sentences`` shards (rGBN-RNN,
+    GBN-RNN, the chunked document LSTM).
+
+    A chunk is one example of `tfktopic.data.contexts.document_sequences`: a
+    document's sentence windows, padded with empty windows to a multiple of J
+    and cut into chunks of J; every window keeps the context it was written with
+    (the protocol over the WHOLE document, not restarted at a chunk boundary).
+    The shards hold windows, so J stays a run setting (``sentences_per_chunk``).
+
+    A document whose windows run on past the end of its shard belongs to the shard
+    it starts in: reading that shard reads the rest of the document from the heads
+    of the next shards, which skip it. So every chunk comes once per epoch whatever
+    the shard order or the worker. Shuffling (by chunk, through the bounded
+    buffer; epoch e's order a function of (seed, e)), `state` / `restore` and
+    `batches` are `ShardReader`'s.
+
+    Args:
+        directory: the part's folder.
+        sentences_per_chunk: J.
+        shuffle, buffer_size, seed, worker, num_workers: as `ShardReader`
+            (`buffer_size` counts chunks).
+
+    Memory: one loaded shard (and the heads of the next shards while a document
+    runs on into them) plus `buffer_size` chunks.
+    """
+
+    def __init__(self, directory, sentences_per_chunk=8, shuffle=True, buffer_size=10000,
+                 seed=0, worker=None, num_workers=None):
+        if int(sentences_per_chunk) < 1:
+            raise ValueError(f"sentences_per_chunk must be >= 1, got {sentences_per_chunk}")
+        super().__init__(directory, "sentences", shuffle=shuffle, buffer_size=buffer_size,
+                         seed=seed, worker=worker, num_workers=num_workers)
+        self.sentences_per_chunk = int(sentences_per_chunk)
+        self._files = [s["file"] for s in self.manifest["kinds"]["sentences"]["shards"]]
+        self._place = {file: g for g, file in enumerate(self._files)}
+        self._count = None
+
+    def __len__(self):
+        """Chunks this worker sees per epoch (those of the documents its shards start)."""
+        if self._count is None:
+            mine = {self._place[s["file"]] for s in self.shards}
+            J = self.sentences_per_chunk
+            self._count = sum(-(-n // J) for shard, _, n in document_windows(self.directory)
+                              if shard in mine)
+        return self._count
+
+    def _shard_examples(self, index):
+        g = self._place[self.shards[index]["file"]]
+        shard = _load_shard(self.directory / self._files[g])
+        documents = shard["document_index"]
+        start = 0
+        if g > 0 and len(documents):  # the head of a document the shard before starts
+            before = _column(self.directory / self._files[g - 1], "document_index")
+            if len(before) and before[-1] == documents[0]:
+                start = int(np.searchsorted(documents, documents[0], side="right"))
+        if start == len(documents):
+            return
+        blocks = [_window_block(shard, start, len(documents))]
+        last, g_next = documents[-1], g + 1
+        del shard
+        while g_next < len(self._files):  # the last document runs on into the next shards
+            following = _load_shard(self.directory / self._files[g_next])
+            if following["document_index"][0] != last:
+                break
+            head = int(np.searchsorted(following["document_index"], last, side="right"))
+            blocks.append(_window_block(following, 0, head))
+            if head < len(following["document_index"]):
+                break
+            g_next += 1
+        yield from _document_chunks(_join_blocks(blocks), self.sentences_per_chunk)
+
+    def collate(self, rows):
+        """Chunks -> one batch of the model contract: ``tokens`` / ``targets`` int32
+        [B, J, T], ``mask`` float32 [B, J, T] and ``context_bow`` float32 [B, J, V_c]
+        (made here, per batch, as `DocumentBatches`)."""
+        J = self.sentences_per_chunk
+        max_len = self.manifest["kinds"]["sentences"]["max_len"]
+        width = int(self.manifest["topic_vocab_size"])
+        lengths = np.stack([r["lengths"] for r in rows]).astype(np.int32)
+        ids = np.concatenate([r["context_values"] for r in rows]).astype(np.int64)
+        owner = np.concatenate([b * J + np.repeat(np.arange(J), np.diff(r["context_splits"]))
+                                for b, r in enumerate(rows)]).astype(np.int64)
+        bow = np.bincount(owner * width + ids, minlength=len(rows) * J * width)
+        return {"tokens": np.stack([r["tokens"] for r in rows]),
+                "targets": np.stack([r["targets"] for r in rows]),
+                "mask": (np.arange(max_len) < lengths[..., None]).astype(np.float32),
+                "context_bow": bow.reshape(len(rows), J, width).astype(np.float32)}
 
 
 def read_document_streams(directory, topic_vocab=None):

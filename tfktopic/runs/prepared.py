@@ -9,6 +9,10 @@ from the shards, so `train_run` has no branch on where its data came from:
 * training batches: a shuffled `ShardReader` over ``DIR/train`` (a bounded
   buffer; epoch k's order is a function of (seed, k), so a run resumed from
   its epoch-k checkpoint sees the same batches as one never interrupted);
+* the chunk models (rGBN-RNN, GBN-RNN, the chunked document LSTM): the same
+  sentence shards read as chunks of ``sentences_per_chunk`` windows by a
+  `ChunkReader` (the chunks of `document_sequences`, shuffled by chunk); the
+  chunked document LSTM is scored with one chunk per whole test document;
 * validation and test: ``DIR/valid`` / ``DIR/test`` in file order, scored with
   the leak-free "preceding" contexts the shards were written with;
 * the training documents (`ShardDocuments`): re-read from the shards on every
@@ -28,7 +32,8 @@ import types
 
 import numpy as np
 
-from tfktopic.data.shards import ShardReader, read_manifest
+from tfktopic.data.shards import (ChunkReader, ShardReader, chunk_documents, document_windows,
+                                  read_manifest)
 from tfktopic.errors import TfktopicError
 from tfktopic.runs.data import RunData, preprocessor
 
@@ -37,7 +42,8 @@ __all__ = ["PreparedData", "ShardDocuments", "load_prepared", "shard_kind", "FIX
 
 #: The shard kind each data kind trains from (`tfktopic.data.shards.KINDS`); a data kind
 #: not listed has no shards yet.
-_SHARD_KINDS = {"windows": "sentences", "streams": "streams"}
+#: Chunks are read from the sentence windows (`ChunkReader`: J is a run setting).
+_SHARD_KINDS = {"windows": "sentences", "chunks": "sentences", "streams": "streams"}
 
 #: Data settings a prepared directory fixes, with where its manifest records them.
 FIXED_SETTINGS = ("max_len", "context_len", "train_context", "min_count", "max_size",
@@ -64,7 +70,8 @@ def shard_kind(model_name, directory=None):
         raise TfktopicError(
             f"--prepared{' ' + str(directory) if directory else ''}: {model_name} trains on "
             f"document {pre.kind}, which `tfktopic prepare` does not write yet (it writes "
-            f"{' and '.join(_SHARD_KINDS.values())}); train {model_name} from the corpus "
+            f"{' and '.join(sorted(set(_SHARD_KINDS.values())))}); train {model_name} from the "
+            "corpus "
             "instead (tfktopic train CORPUS ...)")
     return kind
 
@@ -154,14 +161,22 @@ class _TopicBows:
 
 
 class _Examples:
-    """What `train_run` asks of a part's examples: their count and predicted tokens."""
+    """What `train_run` asks of a part's examples: their count and predicted tokens.
 
-    def __init__(self, directory, kind, manifest):
+    With `sentences_per_chunk` (a chunk model) the examples are the chunks of J
+    windows a `ChunkReader` makes of the sentence shards: their count and document
+    index are the chunks'.
+    """
+
+    def __init__(self, directory, kind, manifest, sentences_per_chunk=None):
         self.directory, self.kind = pathlib.Path(directory), kind
         self.shards = manifest["kinds"][kind]["shards"]
-        self._num_targets = None
+        self.sentences_per_chunk = sentences_per_chunk
+        self._num_targets, self._chunk_documents = None, None
 
     def __len__(self):
+        if self.sentences_per_chunk is not None:
+            return len(self.document_index)
         return sum(int(s["count"]) for s in self.shards)
 
     @property
@@ -190,7 +205,12 @@ class _Examples:
 
     @property
     def document_index(self):
-        """int64 [windows]: the document of every example, in file order."""
+        """int64 [examples]: the document of every example (window or chunk), in file order."""
+        if self.sentences_per_chunk is not None:
+            if self._chunk_documents is None:  # one pass over the document_index columns
+                self._chunk_documents = chunk_documents(self.directory,
+                                                        self.sentences_per_chunk)
+            return self._chunk_documents
         return np.concatenate([_column(self.directory / s["file"], "document_index")
                                for s in self.shards]) if self.shards else np.zeros(0, np.int64)
 
@@ -202,7 +222,8 @@ class PreparedData(RunData):
     Attributes (besides `RunData`'s, whose ``parts`` are `ShardDocuments` and
     ``examples`` count their shards' examples and targets):
         directory: the prepared directory.
-        kind: the shard kind ("sentences" or "streams").
+        kind: the shard kind ("sentences" or "streams"; a chunk model reads
+            "sentences" shards as chunks of ``sentences_per_chunk`` windows).
         manifests: dict part -> its manifest.
         buffer_size: the training reader's shuffle buffer (examples).
     """
@@ -216,6 +237,70 @@ class PreparedData(RunData):
     def _reader(self, split, shuffle, seed):
         return ShardReader(self.directory / split, self.kind, shuffle=shuffle,
                            buffer_size=self.buffer_size, seed=seed, worker=0, num_workers=1)
+
+    # ------------------------------------------------------------ document chunks
+    @property
+    def _chunked(self):
+        return self.preprocessor.kind == "chunks"
+
+    @property
+    def _sentences_per_chunk(self):
+        return int(self.data.get("sentences_per_chunk", 8))
+
+    def _chunk_reader(self, split, shuffle, seed, sentences_per_chunk):
+        """The `ChunkReader` of a split (beside `_reader`: the same worker layout)."""
+        return ChunkReader(self.directory / split, sentences_per_chunk, shuffle=shuffle,
+                           buffer_size=self.buffer_size, seed=seed, worker=0, num_workers=1)
+
+    def _chunk_rows(self, batch_size, sentences_per_chunk):
+        """Chunks per batch: `batch_size`, or for the chunked document LSTM `batch_size`
+        windows (``batch_size // J`` chunks, at least 1), as `ChunkPreprocessor`."""
+        if self.preprocessor.whole_documents:
+            return max(1, int(batch_size) // int(sentences_per_chunk))
+        return int(batch_size)
+
+    def _chunk_signature(self, sentences_per_chunk):
+        import tensorflow as tf
+
+        J, max_len = int(sentences_per_chunk), int(self.data["max_len"])
+        return {"tokens": tf.TensorSpec([None, J, max_len], tf.int32),
+                "targets": tf.TensorSpec([None, J, max_len], tf.int32),
+                "mask": tf.TensorSpec([None, J, max_len], tf.float32),
+                "context_bow": tf.TensorSpec([None, J, len(self.topic_vocab)], tf.float32)}
+
+    def _chunk_dataset(self, split, batch_size, shuffle, seed, initial_epoch=0,
+                       drop_remainder=False, endless=False, sentences_per_chunk=None):
+        """Chunk batches of a split from epoch `initial_epoch` (one epoch, or `endless`),
+        with the steps of one epoch: tf.data under TensorFlow, else `StreamBatches`."""
+        from tfktopic import backend
+
+        J = int(sentences_per_chunk or self._sentences_per_chunk)
+        rows = self._chunk_rows(batch_size, J)
+        chunks = len(self._chunk_reader(split, False, seed, J))
+        steps = chunks // rows if drop_remainder else -(-chunks // rows)
+
+        def batches():
+            reader = self._chunk_reader(split, shuffle, seed, J)
+            reader.restore({"epoch": int(initial_epoch), "position": 0})
+            while True:
+                for batch in reader.batches(rows):
+                    if drop_remainder and len(batch["tokens"]) < rows:
+                        break
+                    yield batch
+                if not endless:
+                    return
+
+        if not backend.is_tensorflow():
+            from tfktopic.data.batches import StreamBatches
+
+            return StreamBatches(batches, steps, restart=not endless), steps
+        import tensorflow as tf
+
+        dataset = tf.data.Dataset.from_generator(
+            batches, output_signature=self._chunk_signature(J))
+        if not endless:  # a known length: Keras then knows where a validation pass ends
+            dataset = dataset.apply(tf.data.experimental.assert_cardinality(steps))
+        return dataset.prefetch(2), steps
 
     def _contract(self, batch):
         if not getattr(self.preprocessor, "document_targets", False):
@@ -314,6 +399,9 @@ class PreparedData(RunData):
             if shuffle:
                 return self._stream_training(batch_size, seed, initial_epoch)[0]
             return self._stream_dataset(split, batch_size)
+        if self._chunked:
+            return self._chunk_dataset(split, batch_size, shuffle, seed, initial_epoch,
+                                       drop_remainder)[0]
         batch_size = int(batch_size)
 
         def batches():
@@ -329,6 +417,8 @@ class PreparedData(RunData):
     def steps(self, split, batch_size, drop_remainder=False):
         """Batches of one epoch of a split."""
         rows, batch_size = len(self.examples[split]), int(batch_size)
+        if self._chunked:
+            batch_size = self._chunk_rows(batch_size, self._sentences_per_chunk)
         return rows // batch_size if drop_remainder else -(-rows // batch_size)
 
     def training_stream(self, batch_size, seed=0, initial_epoch=0, dataset=None):
@@ -339,6 +429,12 @@ class PreparedData(RunData):
         """
         if self.kind == "streams":
             return self._stream_training(batch_size, seed, initial_epoch)
+        if self._chunked:
+            if len(self.examples["train"]) < 1:
+                raise TfktopicError(f"{self.directory / 'train'}: the training data has no "
+                                    "batch")
+            return self._chunk_dataset("train", batch_size, True, seed, initial_epoch,
+                                       endless=True)
         batch_size = int(batch_size)
         steps = self.steps("train", batch_size)
         if steps < 1:
@@ -364,13 +460,25 @@ class PreparedData(RunData):
 
     # ----------------------------------------------------------------- scoring
     def score_test(self, model, batch_size=64):
-        """Test perplexity (leak-free "preceding": the shards' contexts), per document."""
+        """Test perplexity (leak-free "preceding": the shards' contexts), per document
+        (the chunked document LSTM: one chunk per whole document, as in memory)."""
         from tfktopic.evaluation import evaluate_perplexity
 
         protocol = self.preprocessor.protocol_label("preceding", self.data)
         if self.kind == "streams":
             dataset = self._stream_dataset("test", min(int(batch_size), int(model.max_streams)))
             return evaluate_perplexity(model, dataset, documents=len(self.parts["test"]),
+                                       protocol=protocol)
+        if self._chunked:
+            J, documents = self._sentences_per_chunk, self.examples["test"].document_index
+            if self.preprocessor.whole_documents:
+                # one chunk per whole document (J: the longest one's windows), state carried
+                J = max([n for _, _, n in document_windows(self.directory / "test")] + [1])
+                documents = chunk_documents(self.directory / "test", J)
+            dataset, _ = self._chunk_dataset("test", batch_size, False, 0,
+                                             sentences_per_chunk=J)
+            return evaluate_perplexity(model, dataset,
+                                       documents=(len(self.parts["test"]), documents),
                                        protocol=protocol)
         examples = self.examples["test"]
         dataset = self.dataset("test", batch_size, shuffle=False)
@@ -500,11 +608,16 @@ def load_prepared(directory, model_name, data, explicit=None):
                 raise TfktopicError(f"{directory / part}: scored with {protocol!r} contexts; "
                                     "validation and test need the leak-free 'preceding'")
     parts, examples = {}, {}
+    chunks = (int(data.get("sentences_per_chunk", 8))
+              if preprocessor(model_name).kind == "chunks" else None)
+    if chunks is not None and chunks < 1:
+        raise TfktopicError(f"--set sentences_per_chunk={chunks}: a chunk holds at least one "
+                            "sentence window")
     for part, manifest in manifests.items():
-        examples[part] = _Examples(directory / part, kind, manifest)
+        examples[part] = _Examples(directory / part, kind, manifest, chunks)
         count = manifest.get("num_documents")
         if count is None:  # an older manifest: the last example's document + 1
-            index = examples[part].document_index
+            index = _Examples(directory / part, kind, manifest).document_index
             count = int(index.max()) + 1 if index.size else 0
         parts[part] = ShardDocuments(directory / part, kind, lm_vocab, topic_vocab, count)
     notes = [f"data from the prepared directory {directory} ({kind} shards; the settings it "
