@@ -622,7 +622,10 @@ def _parser():
     prepare.add_argument("--format", choices=("tdlm", "ptb", "imdb", "text"), default="tdlm",
                          help="text: documents separated by blank lines (default: %(default)s)")
     prepare.add_argument("--kinds", nargs="+", choices=("sentences", "streams"),
-                         default=["sentences"])
+                         default=["sentences"],
+                         help="examples to write: sentences (the window and chunk models: lstm, "
+                              "lda_lstm, topicrnn, tcnlm, rgbn_rnn, gbn_rnn, doc_lstm_chunked), "
+                              "streams (doc_lstm, doc_topicrnn); default: sentences")
     prepare.add_argument("--min-count", type=int, default=3)
     prepare.add_argument("--max-size", type=_positive, default=None,
                          help="keep at most this many LM vocabulary entries (the most frequent; "

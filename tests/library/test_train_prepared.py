@@ -276,6 +276,22 @@ def test_every_model_trains_from_the_shards_prepare_writes():
     assert shard_kind("rgbn_rnn") == shard_kind("doc_lstm_chunked") == "sentences"
 
 
+def test_prepare_help_names_every_model_under_the_kind_it_trains_from(capsys):
+    import re
+
+    from tfktopic.cli import main
+    from tfktopic.models import registry
+    from tfktopic.runs.prepared import shard_kind
+
+    with pytest.raises(SystemExit):
+        main(["prepare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    listed = {kind: set(re.findall(r"[a-z_]+", re.search(kind + r" \(([^)]*)\)", text)[1].split(":")[-1]))
+              for kind in ("sentences", "streams")}
+    assert {name: shard_kind(name) for name in registry.names()} == {
+        name: kind for kind, names in listed.items() for name in names}
+
+
 @pytest.mark.parametrize("override, named", [
     (["max_len=20"], "max_len=20"), (["min_count=5"], "min_count=5"),
     (["train_context=all_other"], "train_context=all_other")])
