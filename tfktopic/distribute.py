@@ -94,7 +94,7 @@ from tfktopic import backend
 __all__ = ["STRATEGIES", "get_strategy", "split_cpu", "distribute_dataset", "replica_sum",
            "replica_share", "replica_mean", "global_logs", "jax_data_parallel",
            "process_layout", "check_batch_size", "input_workers", "tf_config_worker",
-           "process_batch_size", "pad_rows", "ProcessBatches"]
+           "pad_rows", "ProcessBatches"]
 
 STRATEGIES = ("none", "mirrored", "multiworker", "data_parallel")
 
@@ -434,21 +434,6 @@ def _data_parallel_mesh():
     if mesh is None:
         return None
     return int(np.prod(mesh.shape)), process_layout()[1]
-
-
-def process_batch_size(batch_size):
-    """This process's part of a global batch of `batch_size` rows (JAX multi-process:
-    ``batch_size / processes``; elsewhere `batch_size`: tf.distribute splits the global
-    batch itself).
-
-    Raises:
-        ValueError: the processes do not divide `batch_size` (names ``--batch-size``).
-    """
-    processes = process_layout()[1]
-    if int(batch_size) % processes:
-        raise ValueError(f"--batch-size {batch_size} does not split over the {processes} "
-                         f"processes of --strategy data_parallel; use a multiple of {processes}")
-    return int(batch_size) // processes
 
 
 def pad_rows(batch, rows):

@@ -571,3 +571,100 @@ def test_replica_helpers_are_the_identity_on_one_replica():
     assert float(replica_mean(tf.constant(2.5), tf.constant(3.0))) == 2.5
     assert float(replica_sum(tf.constant(4.0))) == 4.0
     assert distribute._replica_context() is None
+
+
+# ---------------------------------------------------- input pipelines: workers and partial batches
+@pytest.mark.parametrize("config, expected", [
+    ({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}, (1, 2)),
+    ({"cluster": {"chief": ["c:0"], "worker": ["a:1", "b:2"]},
+      "task": {"type": "chief", "index": 0}}, (0, 3)),
+    ({"cluster": {"chief": ["c:0"], "worker": ["a:1", "b:2"]},
+      "task": {"type": "worker", "index": 1}}, (2, 3)),
+])
+def test_tf_config_worker_numbers_the_chief_then_the_workers(monkeypatch, config, expected):
+    assert distribute.tf_config_worker(json.dumps(config)) == expected
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    assert distribute.tf_config_worker() == expected
+
+
+@pytest.mark.parametrize("task", [{"type": "evaluator", "index": 0},
+                                  {"type": "worker", "index": 2}])
+def test_tf_config_worker_refuses_a_task_that_does_not_train(task):
+    config = {"cluster": {"worker": ["a:1", "b:2"], "evaluator": ["e:3"]}, "task": task}
+    with pytest.raises(ValueError, match=f"TF_CONFIG: task '{task['type']}' "
+                                         f"{task['index']} is not a training task"):
+        distribute.tf_config_worker(json.dumps(config))
+
+
+def test_input_workers_is_one_pipeline_without_a_multi_worker_strategy():
+    assert distribute.input_workers() == (0, 1)
+    assert distribute.input_workers(get_strategy("none")) == (0, 1)
+
+
+def test_distribute_dataset_leaves_a_dataset_read_by_file_unsharded():
+    dataset = tf.data.Dataset.range(6).batch(2)
+    dataset.process_local = True  # each worker reads its own shard files already
+    prepared = distribute_dataset(dataset)
+    assert (prepared.options().experimental_distribute.auto_shard_policy
+            == tf.data.experimental.AutoShardPolicy.OFF)
+    assert [b.numpy().tolist() for b in prepared] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_pad_rows_appends_rows_that_predict_no_token():
+    batch = {"tokens": np.ones((3, 4), np.int32), "mask": np.ones((3, 4), np.float32),
+             "context_bow": np.ones((3, 5), np.float32), "document": np.arange(3)}
+    padded = distribute.pad_rows(batch, 4)
+    assert {k: v.shape[0] for k, v in padded.items()} == {k: 4 for k in batch}
+    assert {k: v.dtype for k, v in padded.items()} == {k: v.dtype for k, v in batch.items()}
+    assert padded["mask"][3].sum() == 0 and padded["context_bow"][3].sum() == 0
+    assert padded["document"].tolist() == [0, 1, 2, -1]
+    np.testing.assert_array_equal(padded["tokens"][:3], batch["tokens"])
+    assert distribute.pad_rows(batch, 3) is batch
+    with pytest.raises(ValueError, match="pad_rows: the batch has 3 rows, more than 2"):
+        distribute.pad_rows(batch, 2)
+
+
+class _Batches(__import__("keras").utils.PyDataset):
+    def __init__(self, sizes, batch_size):
+        super().__init__()
+        self.sizes, self.batch_size = sizes, batch_size
+        self.starts = np.concatenate([[0], np.cumsum(sizes)])
+
+    def __len__(self):
+        return len(self.sizes)
+
+    def __getitem__(self, index):
+        rows = np.arange(self.starts[index], self.starts[index + 1])
+        return {"tokens": rows[:, None].astype(np.int32),
+                "mask": np.ones((len(rows), 1), np.float32)}
+
+
+def test_process_batches_cut_global_batches_as_keras_shards_a_tf_dataset():
+    """Process p of P gets rows [p b, (p + 1) b) of every global batch -- Keras' own split of
+    a tf.data.Dataset (`DataParallel.distribute_tf_dataset`: rebatch(b).shard(P, p)) -- and
+    the last, partial batch is padded to b with mask-zero rows."""
+    sizes, size, processes = [8, 8, 5], 8, 2
+    global_batches = _Batches(sizes, size)
+    dataset = tf.data.Dataset.range(sum(sizes)).batch(size)
+    for process in range(processes):
+        ours = distribute.ProcessBatches(global_batches, devices=2, process=process,
+                                         processes=processes)
+        keras_split = dataset.rebatch(size // processes).shard(processes, process)
+        assert len(ours) == len(sizes)
+        for i, theirs in enumerate(keras_split):
+            batch = ours[i]
+            real = batch["mask"][:, 0] > 0
+            assert batch["tokens"].shape == (size // processes, 1)
+            assert batch["tokens"][real, 0].tolist() == theirs.numpy().tolist()
+            assert not np.any(batch["tokens"][~real])
+
+
+def test_process_batches_pad_a_partial_batch_to_a_multiple_of_the_devices_on_one_process():
+    batches = distribute.ProcessBatches(_Batches([8, 5, 1], 8), devices=2)
+    assert [batches[i]["tokens"].shape[0] for i in range(3)] == [8, 6, 2]
+    assert [batches[i]["mask"].sum() for i in range(3)] == [8, 5, 1]
+    local = _Batches([4, 3, 0], 8)
+    local.batch_rows = 4  # this process's part, read by file
+    batches = distribute.ProcessBatches(local, devices=4, process=1, processes=2, local=True)
+    assert [batches[i]["tokens"].shape[0] for i in range(3)] == [4, 4, 4]
+    assert [batches[i]["mask"].sum() for i in range(3)] == [4, 3, 0]

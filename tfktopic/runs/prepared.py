@@ -257,11 +257,14 @@ class PreparedData(RunData):
     def batch_rows(self, split, batch_size):
         """Rows of one batch this process reads of `split`: B / processes under JAX with
         several processes, B elsewhere."""
-        if self._per_process(split):
-            from tfktopic.distribute import process_batch_size
-
-            return process_batch_size(batch_size)
-        return int(batch_size)
+        if not self._per_process(split):
+            return int(batch_size)
+        processes = self._layout(split)[1]
+        if int(batch_size) % processes:
+            raise ValueError(f"--batch-size {batch_size} does not split over the {processes} "
+                             f"processes of --strategy data_parallel; use a multiple of "
+                             f"{processes}")
+        return int(batch_size) // processes
 
     def worker_rows(self, split):
         """Examples of `split` each input pipeline reads (list by worker index)."""
