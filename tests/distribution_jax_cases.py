@@ -84,8 +84,10 @@ def shard_keys(directory):
             "pid": os.getpid()}
 
 
-def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, epochs=1):
-    """`tfktopic.runs.train_run` of a tiny LSTM from a prepared directory, once per strategy
+def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, epochs=1,
+                 max_documents=None):
+    """`tfktopic.runs.train_run` of a tiny LSTM from a prepared directory (None: the first
+    `max_documents` of the Lee corpus, in memory), once per strategy
     (in this order, in this process; out/process<id>/<strategy>): for each, the shard files every
     `ShardReader` of the run read (its DEBUG log), the training and validation steps of
     every epoch, the results and the trained weights; with this process's layout."""
@@ -125,7 +127,9 @@ def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, e
             # one run directory per process (a run directory is locked by its process)
             run_out = os.path.join(
                 out, f"process{os.environ.get('KERAS_DISTRIBUTION_PROCESS_ID', '0')}", strategy)
-            summary = runs.train_run("lstm", run_out, prepared=directory, strategy=strategy,
+            data = ({"prepared": directory} if directory is not None
+                    else {"corpus": "lee", "max_documents": max_documents})
+            summary = runs.train_run("lstm", run_out, **data, strategy=strategy,
                                      epochs=epochs, batch_size=batch_size, verbose=0,
                                      log=lambda *a, **k: None, topic_report=False,
                                      overrides=["hidden_dim=16", "embedding_dim=16"],

@@ -231,13 +231,14 @@ def test_prepared_partial_last_batches_train_and_evaluate_on_two_devices_as_on_o
     assert one["steps"] == two["steps"]
     assert two["test_tokens"] == one["test_tokens"] > 0
     # float32, the batch summed in two partial sums: measured 3e-8 relative on the test
-    # perplexity and 1e-6 on val_ppl after one epoch (in-memory lee, 41 documents)
+    # perplexity, 1e-6 on val_ppl and 6e-8 at most on the weights after one epoch (in-memory
+    # Lee, 41 documents, the same rule)
     np.testing.assert_allclose(two["test_ppl"], one["test_ppl"], rtol=1e-5)
     np.testing.assert_allclose(two["history"][0]["val_ppl"], one["history"][0]["val_ppl"],
                                rtol=1e-5)
     np.testing.assert_allclose(two["history"][0]["loss"], one["history"][0]["loss"], rtol=1e-5)
     for theirs, ours in zip(two["weights"], one["weights"]):
-        np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=1e-4)
+        np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=ATOL)
 
 
 def test_two_processes_train_prepared_reading_disjoint_shard_files_in_equal_steps(
@@ -275,3 +276,24 @@ def test_two_processes_train_prepared_reading_disjoint_shard_files_in_equal_step
     for key in ("loss", "val_ppl"):
         assert ([float(h[key]) for h in runs[0]["history"]]
                 == [float(h[key]) for h in runs[1]["history"]]), key
+
+
+def test_two_processes_train_in_memory_data_with_a_partial_batch_as_one_device(tmp_path):
+    """In-memory data (numpy batches) in a 2-process job: each process feeds its half of every
+    global batch (Keras refused a PyDataset there before); 41 Lee documents give 377 training
+    windows, a last batch of 25 rows at batch size 32."""
+    one = run_in_backend("jax", "tests.distribution_jax_cases:prepared_run", directory=None,
+                         out=str(tmp_path / "one"), strategies=["none"], max_documents=41)
+    first, second = _run_processes("tests.distribution_jax_cases:prepared_run",
+                                   directory=None, out=str(tmp_path / "p"), max_documents=41)
+    one = one["runs"]["none"]
+    for result in (first, second):
+        run = result["runs"]["data_parallel"]
+        assert [int(v) for v in run["steps"]["train"]] == [int(v) for v in one["steps"]["train"]]
+        # float32, the batch summed in two partial sums (measured: 3e-8 relative on the test
+        # perplexity, 1e-6 on val_ppl, 6e-8 at most on the weights after one epoch)
+        np.testing.assert_allclose(run["test_ppl"], one["test_ppl"], rtol=1e-5)
+        np.testing.assert_allclose(run["history"][0]["val_ppl"], one["history"][0]["val_ppl"],
+                                   rtol=1e-5)
+        for theirs, ours in zip(run["weights"], one["weights"]):
+            np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=ATOL)
