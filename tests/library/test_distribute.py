@@ -668,3 +668,79 @@ def test_process_batches_pad_a_partial_batch_to_a_multiple_of_the_devices_on_one
     batches = distribute.ProcessBatches(local, devices=4, process=1, processes=2, local=True)
     assert [batches[i]["tokens"].shape[0] for i in range(3)] == [4, 4, 4]
     assert [batches[i]["mask"].sum() for i in range(3)] == [4, 3, 0]
+
+
+_PREPARED_WORKER_SCRIPT = textwrap.dedent("""
+    import json, logging, os, sys
+    index, ports, directory, out = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3], sys.argv[4]
+    os.environ["TF_CONFIG"] = json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+        "task": {"type": "worker", "index": index}})
+    read = []
+
+    class Read(logging.Handler):
+        def emit(self, record):
+            path, worker, count, _, files = record.args
+            read.append([os.path.basename(str(path)), worker, count, list(files)])
+
+    logger = logging.getLogger("tfktopic.data.shards")
+    logger.addHandler(Read())
+    logger.setLevel(logging.DEBUG)
+    from tfktopic.cli import main
+    status = main(["train", "lstm", "--prepared", directory, "--epochs", "1", "--verbose", "0",
+                   "--batch-size", "32", "--set", "hidden_dim=16", "--set", "embedding_dim=16",
+                   "--strategy", "multiworker", "--out", out])
+    results = json.load(open(os.path.join(out, "results.json")))
+    print("RESULT" + json.dumps({"status": status, "read": read,
+                                 "test_ppl": results["test"]["perplexity"]}))
+""")
+
+
+def test_multi_worker_prepared_training_reads_each_workers_own_shard_files(tmp_path):
+    """`tfktopic train --prepared --strategy multiworker` on 2 TF_CONFIG workers (about a
+    minute): each worker's training stream reads only its shard files (TF_CONFIG index i of
+    2: files i, i + 2, ...); validation and test are read whole (tf.distribute's DATA
+    sharding); both workers end with the same weights and test perplexity."""
+    from tfktopic.data import load_corpus
+    from tfktopic.data.shards import prepare_corpus
+
+    path = tmp_path / "lee.txt"
+    path.write_text("".join("\t".join(" ".join(s) for s in d) + "\n"
+                            for d in list(load_corpus("lee"))[:110]), encoding="utf-8")
+    prepared = tmp_path / "lee"
+    prepare_corpus(path, "tdlm", prepared, kinds=("sentences",), min_count=3, shard_size=300)
+    files = {part: [s["file"] for s in json.loads((prepared / part / "manifest.json")
+                                                   .read_text())["kinds"]["sentences"]["shards"]]
+             for part in ("train", "valid", "test")}
+    assert len(files["train"]) >= 3
+    script = tmp_path / "worker.py"
+    script.write_text(_PREPARED_WORKER_SCRIPT)
+    ports = ",".join(str(p) for p in _free_ports(2))
+    env = _subprocess_env()
+    started = [_Job(f"worker{i}", script, [str(i), ports, str(prepared),
+                                           str(tmp_path / f"run{i}")], env, tmp_path)
+               for i in range(2)]
+    try:
+        results = [job.result() for job in started]
+    finally:
+        _kill_unfinished({job.name: job for job in started})
+    mine = []
+    for index, result in enumerate(results):
+        assert result["status"] == 0
+        train = [r for r in result["read"] if r[0] == "train"]
+        assert train and all(r[1:3] == [index, 2] for r in train)
+        mine.append({f for r in train for f in r[3]})
+        assert mine[-1] == set(files["train"][index::2])
+        for part in ("valid", "test"):
+            reads = [r[1:] for r in result["read"] if r[0] == part]
+            assert reads and all(r == [0, 1, files[part]] for r in reads), (part, reads)
+    assert not mine[0] & mine[1] and sorted(mine[0] | mine[1]) == sorted(files["train"])
+    assert results[0]["test_ppl"] == results[1]["test_ppl"] and np.isfinite(results[0]["test_ppl"])
+    import keras
+
+    import tfktopic.models  # noqa: F401  (registers the model classes)
+
+    weights = [keras.saving.load_model(tmp_path / f"run{i}" / "model.keras",
+                                       compile=False).get_weights() for i in range(2)]
+    for ours, theirs in zip(*weights):
+        np.testing.assert_array_equal(ours, theirs)
