@@ -47,9 +47,12 @@ loopback (LSTM). Several processes (hosts) are joined by
 ``KERAS_DISTRIBUTION_JOB_ADDRESSES`` (comma-separated ``host:port``, the first
 is the coordinator), ``KERAS_DISTRIBUTION_NUM_PROCESSES`` and
 ``KERAS_DISTRIBUTION_PROCESS_ID``; on CPU the processes talk through gloo.
-Each process feeds its own part of every global batch (Keras shards a
-`tf.data.Dataset` per process), and a `tfktopic.data.shards.ShardReader` reads
-only this process's shards (`process_layout`).
+Each process feeds its own part of every global batch: `distribute_dataset` wraps the
+numpy batches in `ProcessBatches` (rows ``[p B/n, (p+1) B/n)`` of each global batch, the
+split Keras makes of a `tf.data.Dataset`), and a `tfktopic.data.shards.ShardReader`
+reads only this process's shards (`process_layout`; a prepared run's pipelines:
+`input_workers`, also the TF_CONFIG worker under multi-worker). A last batch the devices
+do not divide is padded with mask-zero rows (`pad_rows`; token sums unchanged).
 
 Tested (tests/library/test_distribute.py): on 2 logical CPUs every model family
 follows the single-device loss trajectory (dropout 0, theta at its mean) and

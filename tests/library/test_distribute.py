@@ -672,7 +672,8 @@ def test_process_batches_pad_a_partial_batch_to_a_multiple_of_the_devices_on_one
 
 _PREPARED_WORKER_SCRIPT = textwrap.dedent("""
     import json, logging, os, sys
-    index, ports, directory, out = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3], sys.argv[4]
+    index, ports = int(sys.argv[1]), sys.argv[2].split(",")
+    directory, out = sys.argv[3], sys.argv[4]
     os.environ["TF_CONFIG"] = json.dumps({
         "cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
         "task": {"type": "worker", "index": index}})

@@ -190,8 +190,9 @@ def test_cli_batch_size_that_the_devices_do_not_divide_is_a_one_line_error(tmp_p
 # ------------------------------------------------ train --prepared over devices and processes
 @pytest.fixture(scope="module")
 def small_prepared(tmp_path_factory):
-    """The first 110 Lee documents (975 / 153 / 113 windows: odd totals) prepared with 300-example training shards (several
-    shards of unequal total per process; one validation and one test shard)."""
+    """The first 110 Lee documents (975 / 153 / 113 windows: odd totals) prepared with
+    300-example training shards (several shards of unequal total per process; one validation
+    and one test shard)."""
     from tfktopic.data import load_corpus
     from tfktopic.data.shards import prepare_corpus
 

@@ -16,6 +16,11 @@ from the shards, so `train_run` has no branch on where its data came from:
   their streamed bags of words (`ShardDocuments.topic_bows`), the NPMI
   reference and the topic usage are counted over them.
 
+Several processes split the directory by shard file (`PreparedData.split_by_worker`,
+`tfktopic.distribute.input_workers`): pipeline i of n reads the training shard files
+i, i + n, ... (under JAX the validation files too, B / n rows per step, the same steps on
+every process: `PreparedData.steps`); every process scores the whole test split.
+
 Settings the shards fix (``max_len``, ``context_len``, the training context and
 the vocabulary thresholds) are read from the manifests; an explicit setting
 that conflicts with them is refused in one line naming it.
