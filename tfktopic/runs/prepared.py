@@ -588,7 +588,8 @@ def load_prepared(directory, model_name, data, explicit=None, workers=None):
         explicit: data settings given explicitly (``--set``, ``--stopwords``):
             refused when they differ from the shards'.
         workers: (index, count) of this process's input pipeline
-            (`tfktopic.distribute.input_workers` of the run's strategy; None: one).
+            (`tfktopic.distribute.input_workers` of the run's strategy; None:
+            `input_workers()` when read -- the JAX process layout, one under TensorFlow).
 
     Returns:
         A `PreparedData`.
