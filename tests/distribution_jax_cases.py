@@ -82,3 +82,68 @@ def shard_keys(directory):
              *[int(t) for t in row["tokens"]]] for row in reader]
     return {"keys": keys, "layout": list(process_layout()),
             "pid": os.getpid()}
+
+
+def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, epochs=1,
+                 max_documents=None):
+    """`tfktopic.runs.train_run` of a tiny LSTM from a prepared directory (None: the first
+    `max_documents` of the Lee corpus, in memory), once per strategy
+    (in this order, in this process; out/process<id>/<strategy>): for each, the shard files every
+    `ShardReader` of the run read (its DEBUG log), the training and validation steps of
+    every epoch, the results and the trained weights; with this process's layout."""
+    import logging
+
+    from tfktopic import runs
+    from tfktopic.distribute import process_layout
+
+    logger = logging.getLogger("tfktopic.data.shards")
+    results = {}
+    for strategy in strategies:
+        read, steps = [], {"train": [], "valid": []}
+
+        class _Read(logging.Handler):
+            def emit(self, record):
+                directory, worker, count, _, files = record.args
+                read.append([os.path.basename(str(directory)), int(worker), int(count),
+                             list(files)])
+
+        class _Steps(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                steps["train"].append(0)
+
+            def on_train_batch_end(self, batch, logs=None):
+                steps["train"][-1] += 1
+
+            def on_test_begin(self, logs=None):
+                steps["valid"].append(0)
+
+            def on_test_batch_end(self, batch, logs=None):
+                steps["valid"][-1] += 1
+
+        handler = _Read()
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        try:
+            # one run directory per process (a run directory is locked by its process)
+            run_out = os.path.join(
+                out, f"process{os.environ.get('KERAS_DISTRIBUTION_PROCESS_ID', '0')}", strategy)
+            data = ({"prepared": directory} if directory is not None
+                    else {"corpus": "lee", "max_documents": max_documents})
+            summary = runs.train_run("lstm", run_out, **data, strategy=strategy,
+                                     epochs=epochs, batch_size=batch_size, verbose=0,
+                                     log=lambda *a, **k: None, topic_report=False,
+                                     overrides=["hidden_dim=16", "embedding_dim=16"],
+                                     callbacks=[_Steps()])
+        finally:
+            logger.removeHandler(handler)
+        model = keras.saving.load_model(os.path.join(run_out, "model.keras"), compile=False)
+        import json
+
+        with open(os.path.join(run_out, "run.json"), encoding="utf-8") as handle:
+            history = json.load(handle)["progress"]["history"]
+        results[strategy] = {
+            "read": read, "steps": steps, "test_ppl": float(summary["test"]["perplexity"]),
+            "test_tokens": int(summary["test"]["num_tokens"]),
+            "history": history, "weights": [np.asarray(w) for w in model.get_weights()]}
+    index, count = process_layout()
+    return {"runs": results, "process": index, "processes": count}

@@ -47,9 +47,12 @@ loopback (LSTM). Several processes (hosts) are joined by
 ``KERAS_DISTRIBUTION_JOB_ADDRESSES`` (comma-separated ``host:port``, the first
 is the coordinator), ``KERAS_DISTRIBUTION_NUM_PROCESSES`` and
 ``KERAS_DISTRIBUTION_PROCESS_ID``; on CPU the processes talk through gloo.
-Each process feeds its own part of every global batch (Keras shards a
-`tf.data.Dataset` per process), and a `tfktopic.data.shards.ShardReader` reads
-only this process's shards (`process_layout`).
+Each process feeds its own part of every global batch: `distribute_dataset` wraps the
+numpy batches in `ProcessBatches` (rows ``[p B/n, (p+1) B/n)`` of each global batch, the
+split Keras makes of a `tf.data.Dataset`), and a `tfktopic.data.shards.ShardReader`
+reads only this process's shards (`process_layout`; a prepared run's pipelines:
+`input_workers`, also the TF_CONFIG worker under multi-worker). A last batch the devices
+do not divide is padded with mask-zero rows (`pad_rows`; token sums unchanged).
 
 Tested (tests/library/test_distribute.py): on 2 logical CPUs every model family
 follows the single-device loss trajectory (dropout 0, theta at its mean) and
@@ -93,7 +96,8 @@ from tfktopic import backend
 
 __all__ = ["STRATEGIES", "get_strategy", "split_cpu", "distribute_dataset", "replica_sum",
            "replica_share", "replica_mean", "global_logs", "jax_data_parallel",
-           "process_layout", "check_batch_size"]
+           "process_layout", "check_batch_size", "input_workers", "tf_config_worker",
+           "pad_rows", "ProcessBatches"]
 
 STRATEGIES = ("none", "mirrored", "multiworker", "data_parallel")
 
@@ -362,20 +366,187 @@ def process_layout():
     return int(jax.process_index()), int(jax.process_count())
 
 
-def distribute_dataset(dataset):
-    """Make a `tf.data.Dataset` shard by element under multi-worker training.
+def input_workers(distribution=None):
+    """(index, count) of the input pipeline this process feeds: which shard files it reads.
 
-    Our datasets are built from in-memory tensors, so the default FILE
-    auto-sharding of `MultiWorkerMirroredStrategy` fails; DATA sharding gives
-    each worker every n-th element (global batch) instead. Harmless for the
-    other strategies. The dataset itself is returned for `model.fit`, which
-    splits every global batch over the replicas.
+    A prepared directory is split by file (`tfktopic.data.shards.ShardReader`: worker i of n
+    reads shards i, i + n, ...):
+
+    * JAX (`keras.distribution`): one pipeline per process (`process_layout`);
+    * TensorFlow `MultiWorkerMirroredStrategy`: one per worker of ``TF_CONFIG``
+      (`tf_config_worker`);
+    * anything else (one process, `MirroredStrategy`): one pipeline, ``(0, 1)``.
 
     Args:
-        dataset: a `tf.data.Dataset` of global batches.
+        distribution: what `get_strategy` returned (TensorFlow: the strategy is checked;
+            JAX: the process layout is global, the argument is not needed).
 
     Returns:
-        The same dataset with `AutoShardPolicy.DATA`.
+        (index, count) ints, 0 <= index < count.
+    """
+    if backend.is_jax():
+        return process_layout()
+    if backend.is_tensorflow() and distribution is not None:
+        tf = _tf()
+        if isinstance(distribution, tf.distribute.MultiWorkerMirroredStrategy):
+            return tf_config_worker()
+    return 0, 1
+
+
+def tf_config_worker(raw=None):
+    """(index, count) of this task among the training tasks of ``TF_CONFIG``.
+
+    The training tasks are the ``chief`` (if any) followed by the ``worker`` list, the
+    order in which `MultiWorkerMirroredStrategy` numbers them.
+
+    Args:
+        raw: the ``TF_CONFIG`` JSON (default: the environment variable).
+
+    Returns:
+        (index, count) ints.
+
+    Raises:
+        ValueError: ``TF_CONFIG`` is missing or malformed, or this task is not a chief or a
+            worker (one line).
+
+    Example:
+    >>> tf_config_worker('{"cluster": {"worker": ["a:1", "b:2"]}, '
+    ...                  '"task": {"type": "worker", "index": 1}}')
+    (1, 2)
+    """
+    if raw is not None:
+        config = json.loads(raw)
+    else:
+        config = _check_tf_config()
+    cluster, task = config.get("cluster") or {}, config.get("task") or {}
+    chiefs, workers = list(cluster.get("chief") or []), list(cluster.get("worker") or [])
+    kind, index = task.get("type"), int(task.get("index", 0))
+    if kind not in ("chief", "worker") or index >= len(chiefs if kind == "chief" else workers):
+        raise ValueError(f"TF_CONFIG: task {kind!r} {index} is not a training task of the "
+                         f"cluster (chief {len(chiefs)}, worker {len(workers)})")
+    return (index if kind == "chief" else len(chiefs) + index), len(chiefs) + len(workers)
+
+
+def _data_parallel_mesh():
+    """(devices of the mesh, processes) of the active `keras.distribution.DataParallel`, or
+    None when there is none (TensorFlow, or no distribution set)."""
+    if not backend.is_jax():
+        return None
+    distribution = keras.distribution.distribution()
+    mesh = getattr(distribution, "device_mesh", None)
+    if mesh is None:
+        return None
+    return int(np.prod(mesh.shape)), process_layout()[1]
+
+
+def pad_rows(batch, rows):
+    """`batch` (a dict of numpy arrays [n, ...]) with zero rows appended up to `rows`.
+
+    A zero row has ``mask`` 0 everywhere (no predicted token, so it adds nothing to a
+    token sum: NLL, token counts, perplexity), an empty ``context_bow``, ``doc_targets`` 0
+    and, where the batch has one, ``document`` -1 (an idle row,
+    `tfktopic.evaluation.evaluate_perplexity`).
+
+    Args:
+        batch: dict of numpy arrays with a common leading size n <= `rows`.
+        rows: the leading size wanted.
+
+    Returns:
+        The padded dict (`batch` itself when n == `rows`).
+    """
+    n = len(next(iter(batch.values())))
+    if n == rows:
+        return batch
+    if n > rows:
+        raise ValueError(f"pad_rows: the batch has {n} rows, more than {rows}")
+    out = {}
+    for key, value in batch.items():
+        value = np.asarray(value)
+        fill = np.full((rows - n, *value.shape[1:]), -1 if key == "document" else 0,
+                       value.dtype)
+        out[key] = np.concatenate([value, fill])
+    return out
+
+
+class ProcessBatches(keras.utils.PyDataset):
+    """The numpy batches of one process under `keras.distribution.DataParallel` (JAX).
+
+    Keras' JAX trainer assembles every step's global batch from each process's local
+    batch (``jax.make_array_from_process_local_data``): every process must give the same
+    number of rows, a number its local devices divide. Batch i here is batch i of `batches`
+
+    * cut to this process's part when `batches` yields global batches (`local` False):
+      rows ``[p b, (p + 1) b)`` of the global batch, b = global batch / processes -- the
+      split Keras itself makes of a `tf.data.Dataset` (``rebatch(b).shard(P, p)``);
+    * padded (`pad_rows`, mask-zero rows) to b with several processes, and to a multiple
+      of the device count on one -- a last partial batch of an epoch or of an evaluation
+      pass. Token sums (NLL, perplexity, an LSTM's loss) are unchanged; a document-level
+      term of a topic model's loss (TCNLM's KL of a zero bag of words) counts the padded
+      rows as empty documents, at most (devices - 1) rows once per epoch on one host.
+
+    Args:
+        batches: a `keras.utils.PyDataset` of model-contract dicts.
+        devices: the devices of the mesh (all processes).
+        process, processes: this process and the process count.
+        local: `batches` already yields this process's part (a prepared directory read
+            by file, `tfktopic.runs.prepared`) of ``batch_rows`` rows at most.
+    """
+
+    def __init__(self, batches, devices, process=0, processes=1, local=False):
+        super().__init__()
+        self.batches, self.devices = batches, int(devices)
+        self.process, self.processes, self.local = int(process), int(processes), bool(local)
+
+    def __len__(self):
+        return len(self.batches)
+
+    @property
+    def num_batches(self):
+        return self.batches.num_batches
+
+    def on_epoch_begin(self):
+        self.batches.on_epoch_begin()
+
+    def on_epoch_end(self):
+        self.batches.on_epoch_end()
+
+    def __getitem__(self, index):
+        batch = self.batches[index]
+        rows = len(next(iter(batch.values())))
+        if self.processes == 1:
+            return pad_rows(batch, -(-rows // self.devices) * self.devices)
+        if self.local:
+            return pad_rows(batch, int(self.batches.batch_rows))
+        part = int(getattr(self.batches, "batch_size", None) or rows) // self.processes
+        start = self.process * part
+        return pad_rows({k: np.asarray(v)[start:start + part] for k, v in batch.items()},
+                        part)
+
+
+def distribute_dataset(dataset):
+    """Prepare a dataset of batches for `model.fit` under the active distribution.
+
+    TensorFlow: our datasets are built from in-memory tensors (or read by file already,
+    `tfktopic.runs.prepared`), so the default FILE auto-sharding of
+    `MultiWorkerMirroredStrategy` fails; DATA sharding gives each worker every n-th
+    element (global batch) instead -- unless the dataset says it is read by file
+    (``process_local``: each worker already reads its own shard files), which gets
+    `AutoShardPolicy.OFF`. Harmless for the other strategies; `model.fit` splits every
+    global batch over the replicas.
+
+    JAX with a `keras.distribution.DataParallel` (`jax_data_parallel`): numpy batches
+    (`keras.utils.PyDataset`) become `ProcessBatches` -- this process's part of each
+    global batch, partial batches padded with mask-zero rows so that the devices divide
+    them -- and with several processes the distribution's ``auto_shard_dataset`` is
+    turned off (the batches are this process's part already). Without a distribution the
+    dataset is returned as it is.
+
+    Args:
+        dataset: a `tf.data.Dataset` (TensorFlow) or a `keras.utils.PyDataset` of global
+            batches, or of this process's batches when it has ``process_local`` True.
+
+    Returns:
+        The dataset to give `model.fit`.
 
     Example:
 
@@ -384,11 +555,20 @@ def distribute_dataset(dataset):
     ```
     """
     if not backend.is_tensorflow():
-        return dataset  # numpy batches / a PyDataset: nothing to shard on one device
+        mesh = _data_parallel_mesh()
+        if mesh is None or not isinstance(dataset, keras.utils.PyDataset):
+            return dataset
+        devices, processes = mesh
+        process = process_layout()[0]
+        if processes > 1:
+            keras.distribution.distribution().auto_shard_dataset = False
+        return ProcessBatches(dataset, devices, process, processes,
+                              local=bool(getattr(dataset, "process_local", False)))
     tf = _tf()
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.DATA)
+        tf.data.experimental.AutoShardPolicy.OFF if getattr(dataset, "process_local", False)
+        else tf.data.experimental.AutoShardPolicy.DATA)
     return dataset.with_options(options)
 
 

@@ -571,3 +571,177 @@ def test_replica_helpers_are_the_identity_on_one_replica():
     assert float(replica_mean(tf.constant(2.5), tf.constant(3.0))) == 2.5
     assert float(replica_sum(tf.constant(4.0))) == 4.0
     assert distribute._replica_context() is None
+
+
+# ---------------------------------------------------- input pipelines: workers and partial batches
+@pytest.mark.parametrize("config, expected", [
+    ({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}, (1, 2)),
+    ({"cluster": {"chief": ["c:0"], "worker": ["a:1", "b:2"]},
+      "task": {"type": "chief", "index": 0}}, (0, 3)),
+    ({"cluster": {"chief": ["c:0"], "worker": ["a:1", "b:2"]},
+      "task": {"type": "worker", "index": 1}}, (2, 3)),
+])
+def test_tf_config_worker_numbers_the_chief_then_the_workers(monkeypatch, config, expected):
+    assert distribute.tf_config_worker(json.dumps(config)) == expected
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    assert distribute.tf_config_worker() == expected
+
+
+@pytest.mark.parametrize("task", [{"type": "evaluator", "index": 0},
+                                  {"type": "worker", "index": 2}])
+def test_tf_config_worker_refuses_a_task_that_does_not_train(task):
+    config = {"cluster": {"worker": ["a:1", "b:2"], "evaluator": ["e:3"]}, "task": task}
+    with pytest.raises(ValueError, match=f"TF_CONFIG: task '{task['type']}' "
+                                         f"{task['index']} is not a training task"):
+        distribute.tf_config_worker(json.dumps(config))
+
+
+def test_input_workers_is_one_pipeline_without_a_multi_worker_strategy():
+    assert distribute.input_workers() == (0, 1)
+    assert distribute.input_workers(get_strategy("none")) == (0, 1)
+
+
+def test_distribute_dataset_leaves_a_dataset_read_by_file_unsharded():
+    dataset = tf.data.Dataset.range(6).batch(2)
+    dataset.process_local = True  # each worker reads its own shard files already
+    prepared = distribute_dataset(dataset)
+    assert (prepared.options().experimental_distribute.auto_shard_policy
+            == tf.data.experimental.AutoShardPolicy.OFF)
+    assert [b.numpy().tolist() for b in prepared] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_pad_rows_appends_rows_that_predict_no_token():
+    batch = {"tokens": np.ones((3, 4), np.int32), "mask": np.ones((3, 4), np.float32),
+             "context_bow": np.ones((3, 5), np.float32), "document": np.arange(3)}
+    padded = distribute.pad_rows(batch, 4)
+    assert {k: v.shape[0] for k, v in padded.items()} == {k: 4 for k in batch}
+    assert {k: v.dtype for k, v in padded.items()} == {k: v.dtype for k, v in batch.items()}
+    assert padded["mask"][3].sum() == 0 and padded["context_bow"][3].sum() == 0
+    assert padded["document"].tolist() == [0, 1, 2, -1]
+    np.testing.assert_array_equal(padded["tokens"][:3], batch["tokens"])
+    assert distribute.pad_rows(batch, 3) is batch
+    with pytest.raises(ValueError, match="pad_rows: the batch has 3 rows, more than 2"):
+        distribute.pad_rows(batch, 2)
+
+
+class _Batches(__import__("keras").utils.PyDataset):
+    def __init__(self, sizes, batch_size):
+        super().__init__()
+        self.sizes, self.batch_size = sizes, batch_size
+        self.starts = np.concatenate([[0], np.cumsum(sizes)])
+
+    def __len__(self):
+        return len(self.sizes)
+
+    def __getitem__(self, index):
+        rows = np.arange(self.starts[index], self.starts[index + 1])
+        return {"tokens": rows[:, None].astype(np.int32),
+                "mask": np.ones((len(rows), 1), np.float32)}
+
+
+def test_process_batches_cut_global_batches_as_keras_shards_a_tf_dataset():
+    """Process p of P gets rows [p b, (p + 1) b) of every global batch -- Keras' own split of
+    a tf.data.Dataset (`DataParallel.distribute_tf_dataset`: rebatch(b).shard(P, p)) -- and
+    the last, partial batch is padded to b with mask-zero rows."""
+    sizes, size, processes = [8, 8, 5], 8, 2
+    global_batches = _Batches(sizes, size)
+    dataset = tf.data.Dataset.range(sum(sizes)).batch(size)
+    for process in range(processes):
+        ours = distribute.ProcessBatches(global_batches, devices=2, process=process,
+                                         processes=processes)
+        keras_split = dataset.rebatch(size // processes).shard(processes, process)
+        assert len(ours) == len(sizes)
+        for i, theirs in enumerate(keras_split):
+            batch = ours[i]
+            real = batch["mask"][:, 0] > 0
+            assert batch["tokens"].shape == (size // processes, 1)
+            assert batch["tokens"][real, 0].tolist() == theirs.numpy().tolist()
+            assert not np.any(batch["tokens"][~real])
+
+
+def test_process_batches_pad_a_partial_batch_to_a_multiple_of_the_devices_on_one_process():
+    batches = distribute.ProcessBatches(_Batches([8, 5, 1], 8), devices=2)
+    assert [batches[i]["tokens"].shape[0] for i in range(3)] == [8, 6, 2]
+    assert [batches[i]["mask"].sum() for i in range(3)] == [8, 5, 1]
+    local = _Batches([4, 3, 0], 8)
+    local.batch_rows = 4  # this process's part, read by file
+    batches = distribute.ProcessBatches(local, devices=4, process=1, processes=2, local=True)
+    assert [batches[i]["tokens"].shape[0] for i in range(3)] == [4, 4, 4]
+    assert [batches[i]["mask"].sum() for i in range(3)] == [4, 3, 0]
+
+
+_PREPARED_WORKER_SCRIPT = textwrap.dedent("""
+    import json, logging, os, sys
+    index, ports = int(sys.argv[1]), sys.argv[2].split(",")
+    directory, out = sys.argv[3], sys.argv[4]
+    os.environ["TF_CONFIG"] = json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+        "task": {"type": "worker", "index": index}})
+    read = []
+
+    class Read(logging.Handler):
+        def emit(self, record):
+            path, worker, count, _, files = record.args
+            read.append([os.path.basename(str(path)), worker, count, list(files)])
+
+    logger = logging.getLogger("tfktopic.data.shards")
+    logger.addHandler(Read())
+    logger.setLevel(logging.DEBUG)
+    from tfktopic.cli import main
+    status = main(["train", "lstm", "--prepared", directory, "--epochs", "1", "--verbose", "0",
+                   "--batch-size", "32", "--set", "hidden_dim=16", "--set", "embedding_dim=16",
+                   "--strategy", "multiworker", "--out", out])
+    results = json.load(open(os.path.join(out, "results.json")))
+    print("RESULT" + json.dumps({"status": status, "read": read,
+                                 "test_ppl": results["test"]["perplexity"]}))
+""")
+
+
+def test_multi_worker_prepared_training_reads_each_workers_own_shard_files(tmp_path):
+    """`tfktopic train --prepared --strategy multiworker` on 2 TF_CONFIG workers (about a
+    minute): each worker's training stream reads only its shard files (TF_CONFIG index i of
+    2: files i, i + 2, ...); validation and test are read whole (tf.distribute's DATA
+    sharding); both workers end with the same weights and test perplexity."""
+    from tfktopic.data import load_corpus
+    from tfktopic.data.shards import prepare_corpus
+
+    path = tmp_path / "lee.txt"
+    path.write_text("".join("\t".join(" ".join(s) for s in d) + "\n"
+                            for d in list(load_corpus("lee"))[:110]), encoding="utf-8")
+    prepared = tmp_path / "lee"
+    prepare_corpus(path, "tdlm", prepared, kinds=("sentences",), min_count=3, shard_size=300)
+    files = {part: [s["file"] for s in json.loads((prepared / part / "manifest.json")
+                                                   .read_text())["kinds"]["sentences"]["shards"]]
+             for part in ("train", "valid", "test")}
+    assert len(files["train"]) >= 3
+    script = tmp_path / "worker.py"
+    script.write_text(_PREPARED_WORKER_SCRIPT)
+    ports = ",".join(str(p) for p in _free_ports(2))
+    env = _subprocess_env()
+    started = [_Job(f"worker{i}", script, [str(i), ports, str(prepared),
+                                           str(tmp_path / f"run{i}")], env, tmp_path)
+               for i in range(2)]
+    try:
+        results = [job.result() for job in started]
+    finally:
+        _kill_unfinished({job.name: job for job in started})
+    mine = []
+    for index, result in enumerate(results):
+        assert result["status"] == 0
+        train = [r for r in result["read"] if r[0] == "train"]
+        assert train and all(r[1:3] == [index, 2] for r in train)
+        mine.append({f for r in train for f in r[3]})
+        assert mine[-1] == set(files["train"][index::2])
+        for part in ("valid", "test"):
+            reads = [r[1:] for r in result["read"] if r[0] == part]
+            assert reads and all(r == [0, 1, files[part]] for r in reads), (part, reads)
+    assert not mine[0] & mine[1] and sorted(mine[0] | mine[1]) == sorted(files["train"])
+    assert results[0]["test_ppl"] == results[1]["test_ppl"] and np.isfinite(results[0]["test_ppl"])
+    import keras
+
+    import tfktopic.models  # noqa: F401  (registers the model classes)
+
+    weights = [keras.saving.load_model(tmp_path / f"run{i}" / "model.keras",
+                                       compile=False).get_weights() for i in range(2)]
+    for ours, theirs in zip(*weights):
+        np.testing.assert_array_equal(ours, theirs)

@@ -363,3 +363,44 @@ def test_prepare_max_size_caps_the_vocabulary_and_a_run_cannot_change_it(lee_fil
         runs.train_run("lstm", tmp_path / "run", prepared=out, overrides=["max_size=400"],
                        log=None)
     assert "max_size=400" in _one_line(error)
+
+
+def test_an_input_pipeline_of_two_reads_only_its_training_shard_files(lee_file, tmp_path):
+    """`load_prepared(workers=(1, 2))` (what `tfktopic.distribute.input_workers` gives the
+    second JAX process or TF_CONFIG worker): training reads shard files 1, 3, ... and the
+    test split stays whole; one epoch of the training stream holds exactly the examples of
+    those files (JAX: B / 2 rows per step and the common step count, mask-zero filled)."""
+    from tfktopic import backend
+    from tfktopic.distribute import distribute_dataset
+
+    out = tmp_path / "lee"
+    prepare_corpus(lee_file, "tdlm", out, kinds=("sentences",), min_count=3, shard_size=300)
+    data = _settings("lstm")["data"]
+    whole = load_prepared(out, "lstm", data)
+    second = load_prepared(out, "lstm", data, workers=(1, 2))
+    shards = second.manifests["train"]["kinds"]["sentences"]["shards"]
+    assert len(shards) >= 4
+    assert ([s["file"] for s in second._reader("train", True, 0).shards]
+            == [s["file"] for s in shards[1::2]])
+    test = second.manifests["test"]["kinds"]["sentences"]["shards"]
+    assert len(second._reader("test", False, 0).shards) == len(test)
+    assert any("split by file over 2 input pipelines" in note for note in second.notes)
+    assert not any("split by file" in note for note in whole.notes)
+    mine = sum(int(s["count"]) for s in shards[1::2])
+    batch = 32
+    stream, steps = second.training_stream(batch, seed=0)
+    assert getattr(stream, "process_local", False)
+    if backend.is_tensorflow():  # tf.distribute splits the global batch; steps stay global
+        assert steps == whole.steps("train", batch)
+        assert (distribute_dataset(stream).options().experimental_distribute
+                .auto_shard_policy == __import__("tensorflow").data.experimental
+                .AutoShardPolicy.OFF)
+        epoch = list(stream.take(-(-mine // batch)))
+        assert [int(b["tokens"].shape[0]) for b in epoch][:-1] == [batch] * (len(epoch) - 1)
+        assert sum(int(b["tokens"].shape[0]) for b in epoch) == mine
+    else:  # JAX: this process's B / 2 rows per step, the most steps of either process
+        rows = [sum(int(s["count"]) for s in shards[w::2]) for w in (0, 1)]
+        assert steps == max(-(-r // (batch // 2)) for r in rows)
+        epoch = [stream[i] for i in range(steps)]
+        assert max(len(b["tokens"]) for b in epoch) == batch // 2
+        assert sum(len(b["tokens"]) for b in epoch) == mine

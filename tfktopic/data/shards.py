@@ -32,6 +32,7 @@ setting), carrying a document whose windows run on past its shard's end.
 
 import hashlib
 import json
+import logging
 import os
 import pathlib
 
@@ -40,6 +41,9 @@ import numpy as np
 from tfktopic.atomic import write_json
 from tfktopic.data.contexts import _document_windows, _window_contexts, _check_protocol
 from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
+
+#: ShardReader logs (DEBUG) the shard files each reader reads.
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["count_vocabularies", "ShardWriter", "write_sentence_shards", "write_stream_shards",
            "prepare_directory", "read_manifest", "ShardReader", "tf_dataset", "KINDS",
@@ -321,7 +325,10 @@ class ShardReader:
         self.kind, self.shuffle, self.seed = kind, bool(shuffle), int(seed)
         self.buffer_size = int(buffer_size)
         self.shards = self.manifest["kinds"][kind]["shards"][int(worker)::int(num_workers)]
+        self.worker, self.num_workers = int(worker), int(num_workers)
         self.epoch, self.position = 0, 0
+        _LOG.debug("%s: worker %d of %d reads %s shards %s", self.directory, self.worker,
+                   self.num_workers, kind, [s["file"] for s in self.shards])
 
     def __len__(self):
         """Examples this worker sees per epoch."""

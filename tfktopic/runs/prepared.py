@@ -20,6 +20,11 @@ from the shards, so `train_run` has no branch on where its data came from:
   their streamed bags of words (`ShardDocuments.topic_bows`), the NPMI
   reference and the topic usage are counted over them.
 
+Several processes split the directory by shard file (`PreparedData.split_by_worker`,
+`tfktopic.distribute.input_workers`): pipeline i of n reads the training shard files
+i, i + n, ... (under JAX the validation files too, B / n rows per step, the same steps on
+every process: `PreparedData.steps`); every process scores the whole test split.
+
 Settings the shards fix (``max_len``, ``context_len``, the training context and
 the vocabulary thresholds) are read from the manifests; an explicit setting
 that conflicts with them is refused in one line naming it.
@@ -226,17 +231,109 @@ class PreparedData(RunData):
             "sentences" shards as chunks of ``sentences_per_chunk`` windows).
         manifests: dict part -> its manifest.
         buffer_size: the training reader's shuffle buffer (examples).
+        workers: (index, count) of this process's input pipeline
+            (`tfktopic.distribute.input_workers`; None: asked when read). With count > 1
+            the pipeline reads only its shard files (`ShardReader` worker index of count):
+            see `split_by_worker`.
     """
 
     directory: pathlib.Path = None
     kind: str = None
     manifests: dict = None
     buffer_size: int = SHUFFLE_BUFFER
+    workers: tuple = None
+
+    # ------------------------------------------------- the split over processes
+    def split_by_worker(self, split):
+        """Whether each input pipeline of a multi-process job reads only its own shard files
+        of `split` (sentence windows; streams and document chunks are read whole by every
+        process and the per-process cut of the global batch applies).
+
+        * training: yes (JAX processes and TensorFlow multi-worker workers);
+        * validation: yes under JAX -- `fit`'s validation sums are global over the
+          processes, so every example counts once in total; no under TensorFlow
+          (tf.distribute's DATA sharding of the global batches, as for in-memory data);
+        * test: no -- every process scores the whole split (`score_test`: the
+          per-document sums are gathered on the host, and each process then writes the
+          same results).
+        """
+        from tfktopic import backend
+
+        if self.kind != "sentences" or self._chunked or split == "test":
+            return False
+        return split == "train" or backend.is_jax()
+
+    def _layout(self, split):
+        """(index, count) of the shard files this process reads of `split`."""
+        if not self.split_by_worker(split):
+            return 0, 1
+        if self.workers is None:
+            from tfktopic.distribute import input_workers
+
+            return input_workers()
+        return tuple(int(v) for v in self.workers)
+
+    def _per_process(self, split):
+        """Whether this process feeds its own part of every global batch of `split` (a JAX
+        multi-process job reading by file); tf.distribute splits the global batch itself."""
+        from tfktopic import backend
+
+        return backend.is_jax() and self._layout(split)[1] > 1
+
+    def batch_rows(self, split, batch_size):
+        """Rows of one batch this process reads of `split`: B / processes under JAX with
+        several processes, B elsewhere."""
+        if not self._per_process(split):
+            return int(batch_size)
+        processes = self._layout(split)[1]
+        if int(batch_size) % processes:
+            raise ValueError(f"--batch-size {batch_size} does not split over the {processes} "
+                             f"processes of --strategy data_parallel; use a multiple of "
+                             f"{processes}")
+        return int(batch_size) // processes
+
+    def worker_rows(self, split):
+        """Examples of `split` each input pipeline reads (list by worker index)."""
+        count = self._layout(split)[1]
+        shards = self.manifests[split]["kinds"][self.kind]["shards"]
+        return [sum(int(s["count"]) for s in shards[w::count]) for w in range(count)]
+
+    def _empty_batch(self):
+        """A batch of no row (filled up by `tfktopic.distribute.pad_rows`)."""
+        max_len = int(self.data["max_len"])
+        width = max(len(self.topic_vocab), 1)
+        return self._contract({"tokens": np.zeros((0, max_len), np.int32),
+                               "targets": np.zeros((0, max_len), np.int32),
+                               "mask": np.zeros((0, max_len), np.float32),
+                               "context_bow": np.zeros((0, width), np.float32),
+                               "doc_targets": np.zeros((0,), np.float32)})
+
+    def _filled(self, batches, steps):
+        """`batches`, then empty batches up to `steps` (a process whose shard files ran out
+        before the others' feeds mask-zero rows, so every process takes `steps` steps)."""
+        done = 0
+        for batch in batches:
+            if done == steps:
+                return
+            yield batch
+            done += 1
+        for _ in range(steps - done):
+            yield self._empty_batch()
+
+    def _mark(self, dataset, split, batch_size):
+        """Tell `tfktopic.distribute.distribute_dataset` that `dataset` is this process's
+        part (``process_local``, ``batch_rows``)."""
+        if self._layout(split)[1] > 1:
+            dataset.process_local = True
+            dataset.batch_rows = self.batch_rows(split, batch_size)
+        return dataset
 
     # ----------------------------------------------------------------- batches
     def _reader(self, split, shuffle, seed):
+        worker, count = self._layout(split)
         return ShardReader(self.directory / split, self.kind, shuffle=shuffle,
-                           buffer_size=self.buffer_size, seed=seed, worker=0, num_workers=1)
+                           buffer_size=self.buffer_size, seed=seed, worker=worker,
+                           num_workers=count)
 
     # ------------------------------------------------------------ document chunks
     @property
@@ -402,20 +499,35 @@ class PreparedData(RunData):
         if self._chunked:
             return self._chunk_dataset(split, batch_size, shuffle, seed, initial_epoch,
                                        drop_remainder)[0]
-        batch_size = int(batch_size)
+        rows, steps = self.batch_rows(split, batch_size), self.steps(split, batch_size,
+                                                                     drop_remainder)
 
         def batches():
             reader = self._reader(split, shuffle, seed)
             reader.restore({"epoch": int(initial_epoch), "position": 0})
-            for batch in reader.batches(batch_size):
-                if drop_remainder and len(batch["tokens"]) < batch_size:
+            for batch in reader.batches(rows):
+                if drop_remainder and len(batch["tokens"]) < rows:
                     return
                 yield self._contract(batch)
 
-        return self._as_dataset(batches, split, batch_size, drop_remainder)
+        generate = ((lambda: self._filled(batches(), steps)) if self._per_process(split)
+                    else batches)
+        return self._mark(self._as_dataset(generate, split, batch_size, drop_remainder),
+                          split, batch_size)
 
     def steps(self, split, batch_size, drop_remainder=False):
-        """Batches of one epoch of a split."""
+        """Batches of one epoch of a split.
+
+        A JAX multi-process job reading by file (`split_by_worker`): every process takes
+        the same number of steps, the most any process's shard files fill with its
+        B / processes rows per step, ``max_w ceil(rows_w / (B / P))``; a process whose
+        files run out first feeds mask-zero rows (`_filled`), so every example is read
+        once per epoch and none is dropped.
+        """
+        if self._per_process(split):
+            rows = self.batch_rows(split, batch_size)
+            return max(r // rows if drop_remainder else -(-r // rows)
+                       for r in self.worker_rows(split))
         rows, batch_size = len(self.examples[split]), int(batch_size)
         if self._chunked:
             batch_size = self._chunk_rows(batch_size, self._sentences_per_chunk)
@@ -435,28 +547,30 @@ class PreparedData(RunData):
                                     "batch")
             return self._chunk_dataset("train", batch_size, True, seed, initial_epoch,
                                        endless=True)
-        batch_size = int(batch_size)
-        steps = self.steps("train", batch_size)
+        rows, steps = self.batch_rows("train", batch_size), self.steps("train", batch_size)
         if steps < 1:
             raise TfktopicError(f"{self.directory / 'train'}: the training data has no batch")
+        fill = self._per_process("train")
 
         def endless():
             reader = self._reader("train", True, seed)
             reader.restore({"epoch": int(initial_epoch), "position": 0})
             while True:
-                for batch in reader.batches(batch_size):
-                    yield self._contract(batch)
+                epoch = (self._contract(batch) for batch in reader.batches(rows))
+                yield from (self._filled(epoch, steps) if fill else epoch)
 
         from tfktopic import backend
 
         if backend.is_tensorflow():
             import tensorflow as tf
 
-            return tf.data.Dataset.from_generator(
-                endless, output_signature=self._signature()).prefetch(2), steps
+            return self._mark(tf.data.Dataset.from_generator(
+                endless, output_signature=self._signature()).prefetch(2), "train",
+                batch_size), steps
         from tfktopic.data.batches import StreamBatches
 
-        return StreamBatches(endless, steps, restart=False), steps
+        return self._mark(StreamBatches(endless, steps, restart=False), "train",
+                          batch_size), steps
 
     # ----------------------------------------------------------------- scoring
     def score_test(self, model, batch_size=64):
@@ -516,6 +630,24 @@ class PreparedData(RunData):
         raise TfktopicError(f"{self.directory}: the prepared shards fix the protocol "
                             f"({self.manifests['test']['kinds'][self.kind].get('protocol')})")
 
+    def split_note(self):
+        """The run note on how the shard files are split over the input pipelines (None
+        with one pipeline)."""
+        index, count = self._layout("train")
+        if count < 2:
+            return None
+        split = [p for p in ("train", "valid") if self.split_by_worker(p)]
+        note = (f"{' and '.join(split)} shards split by file over {count} input pipelines: "
+                f"this one (index {index}) reads shard files {index}, {index} + {count}, ... "
+                f"({self.worker_rows('train')[index]} of {len(self.examples['train'])} "
+                "training examples)")
+        if self._per_process("train"):
+            note += ("; each step takes B / processes rows from every process, steps per "
+                     "epoch = the most any process's files fill, a process that runs out "
+                     "first feeds mask-zero rows; the test split is scored whole by every "
+                     "process")
+        return note
+
     def describe(self):
         summary = super().describe()
         summary["corpus"] = str(self.directory)
@@ -553,7 +685,7 @@ def _refuse_conflicts(directory, kind, manifests, explicit):
     return fixed
 
 
-def load_prepared(directory, model_name, data, explicit=None):
+def load_prepared(directory, model_name, data, explicit=None, workers=None):
     """The `PreparedData` of a model from a prepared directory.
 
     Args:
@@ -563,6 +695,9 @@ def load_prepared(directory, model_name, data, explicit=None):
             manifest's).
         explicit: data settings given explicitly (``--set``, ``--stopwords``):
             refused when they differ from the shards'.
+        workers: (index, count) of this process's input pipeline
+            (`tfktopic.distribute.input_workers` of the run's strategy; None:
+            `input_workers()` when read -- the JAX process layout, one under TensorFlow).
 
     Returns:
         A `PreparedData`.
@@ -623,5 +758,10 @@ def load_prepared(directory, model_name, data, explicit=None):
     notes = [f"data from the prepared directory {directory} ({kind} shards; the settings it "
              f"fixes: {', '.join(f'{k}={v}' for k, v in fixed.items())})"]
     corpus = types.SimpleNamespace(source=str(directory))
-    return PreparedData(model_name, corpus, parts, lm_vocab, topic_vocab, data, examples, notes,
-                        directory=directory, kind=kind, manifests=manifests)
+    prepared = PreparedData(model_name, corpus, parts, lm_vocab, topic_vocab, data, examples,
+                            notes, directory=directory, kind=kind, manifests=manifests,
+                            workers=None if workers is None else tuple(workers))
+    note = prepared.split_note()
+    if note:
+        notes.append(note)
+    return prepared

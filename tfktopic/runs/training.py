@@ -524,10 +524,11 @@ def _prepare_run_data(plan, settings, embeddings, seed, log):
         (`RunData`, the initial embedding matrix or `None`).
     """
     if plan.prepared is not None:
+        from tfktopic.distribute import input_workers
         from tfktopic.runs.prepared import load_prepared
 
         rundata = load_prepared(plan.prepared, plan.model_name, settings["data"],
-                                plan.explicit_data)
+                                plan.explicit_data, workers=input_workers(plan.distribution))
     else:
         rundata = prepare_data(settings, plan.corpus, plan.format, plan.max_documents,
                                plan.split_seed, subset_seed=plan.subset_seed)
