@@ -8,6 +8,8 @@ Each measurement runs in a fresh subprocess (peak RSS = its ru_maxrss):
 
 * ``streamed_train`` -- as ``streamed``, then 50 training steps of a small LSTM LM fed
   by the reader through `tf_dataset` (the model and its runtime on top of the data).
+* ``prepare`` -- ``tfktopic prepare`` alone (a subprocess; its time, disk and own peak RSS):
+  the preparation of corpora far larger than memory.
 * ``train`` -- ``tfktopic prepare`` (a subprocess, timed, its own peak RSS recorded as
   ``prepare_peak_rss_mb``) and then the
   whole ``tfktopic train lstm --prepared DIR`` run (--train-epochs epochs of a tiny LSTM:
@@ -125,6 +127,11 @@ def prepare(path, out, format, min_count, max_size=None):
 
 def measure(mode, path, out, format="tdlm", options=None):
     options = dict(options or {})
+    if mode == "prepare":  # `tfktopic prepare` alone: its time, disk and own peak RSS
+        seconds, disk, rss = prepare(path, out, format, options["min_count"],
+                                     options.get("max_size"))
+        return {"examples": None, "prepare_s": seconds, "total_s": seconds,
+                "disk_bytes": disk, "peak_rss_mb": rss}
     if mode == "train":
         options["prepare_s"], options["disk_bytes"], prepare_rss = prepare(
             path, out, format, options["min_count"], options.get("max_size"))
@@ -161,7 +168,7 @@ def main():
     parser.add_argument("--imdb", type=int, nargs="+", default=[],
                         help="the first N IMDB reviews (a corpus per N)")
     parser.add_argument("--modes", nargs="+", default=["memory", "streamed"],
-                        choices=["memory", "streamed", "streamed_train", "train",
+                        choices=["memory", "streamed", "streamed_train", "prepare", "train",
                                  "train_memory"])
     parser.add_argument("--min-count", type=int, default=3,
                         help="train modes: the LM vocabulary's min_count")

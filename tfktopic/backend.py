@@ -13,15 +13,19 @@ True
 True
 """
 
-import keras
-
 from tfktopic.errors import TfktopicError
 
 __all__ = ["name", "is_tensorflow", "is_jax", "require_tensorflow", "compile_function"]
 
 
 def name():
-    """The running Keras backend: ``"tensorflow"``, ``"jax"`` or ``"torch"``."""
+    """The running Keras backend: ``"tensorflow"``, ``"jax"`` or ``"torch"``.
+
+    Keras is imported here, on first use, not with this module: the data modules ask
+    which backend runs only when they build a dataset, so `tfktopic prepare` (numpy
+    only) never starts Keras and its backend."""
+    import keras
+
     return keras.backend.backend()
 
 
@@ -56,6 +60,7 @@ def compile_function(fn):
     a long training process), `jax.jit` on JAX, `fn` itself elsewhere (eager).
 
     Example:
+    >>> import keras
     >>> float(compile_function(lambda x: x * 2.0)(keras.ops.ones(())))
     2.0
     """
