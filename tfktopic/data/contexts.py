@@ -38,6 +38,7 @@ __all__ = [
     "document_sequences",
     "document_examples",
     "stream_arrays",
+    "bags_of_words",
 ]
 
 PROTOCOLS = ("preceding", "all_other", "none")
@@ -398,3 +399,27 @@ def stream_arrays(corpus, lm_vocab, batch_size, num_steps):
     inputs = data[:, :span].reshape(batch_size, num_batches, num_steps).transpose(1, 0, 2)
     targets = data[:, 1:span + 1].reshape(batch_size, num_batches, num_steps).transpose(1, 0, 2)
     return np.ascontiguousarray(inputs), np.ascontiguousarray(targets)
+
+
+def bags_of_words(values, splits, rows, width):
+    """Dense bags of words of some rows of ragged ids.
+
+    Args:
+        values: int [n] the ids of every row, concatenated.
+        splits: int [num_rows + 1] row r is ``values[splits[r]:splits[r + 1]]``.
+        rows: int [R] the rows wanted.
+        width: V_c, the bag's width (ids >= width are dropped, as by
+            ``tf.math.bincount(maxlength=width)``).
+
+    Returns:
+        float32 [R, width] counts.
+    """
+    rows = np.asarray(rows, np.int64)
+    starts = np.asarray(splits, np.int64)[rows]
+    lengths = np.asarray(splits, np.int64)[rows + 1] - starts
+    offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ids = np.asarray(values, np.int64)[np.repeat(starts, lengths) + offsets]
+    owner = np.repeat(np.arange(len(rows)), lengths)
+    keep = (ids >= 0) & (ids < width)
+    counts = np.bincount(owner[keep] * width + ids[keep], minlength=len(rows) * width)
+    return counts.reshape(len(rows), width).astype(np.float32)

@@ -39,7 +39,8 @@ import pathlib
 import numpy as np
 
 from tfktopic.atomic import write_json
-from tfktopic.data.contexts import _document_windows, _window_contexts, _check_protocol
+from tfktopic.data.contexts import (_check_protocol, _document_windows, _window_contexts,
+                                    bags_of_words)
 from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
 
 #: ShardReader logs (DEBUG) the shard files each reader reads.
@@ -397,9 +398,10 @@ class ShardReader:
         max_len = self.manifest["kinds"]["sentences"]["max_len"]
         width = max(int(self.manifest["topic_vocab_size"]), 1)
         lengths = np.array([r["lengths"] for r in rows], np.int32)
-        bow = np.zeros((len(rows), width), np.float32)
-        for i, r in enumerate(rows):
-            np.add.at(bow[i], r["context"], 1.0)
+        splits = np.cumsum([0] + [len(r["context"]) for r in rows])
+        values = (np.concatenate([r["context"] for r in rows]) if rows
+                  else np.zeros(0, np.int64))
+        bow = bags_of_words(values, splits, np.arange(len(rows)), width)
         return {"tokens": np.stack([r["tokens"] for r in rows]),
                 "targets": np.stack([r["targets"] for r in rows]),
                 "mask": (np.arange(max_len)[None, :] < lengths[:, None]).astype(np.float32),
@@ -603,9 +605,10 @@ class ChunkReader(ShardReader):
         width = int(self.manifest["topic_vocab_size"])
         lengths = np.stack([r["lengths"] for r in rows]).astype(np.int32)
         ids = np.concatenate([r["context_values"] for r in rows]).astype(np.int64)
-        owner = np.concatenate([b * J + np.repeat(np.arange(J), np.diff(r["context_splits"]))
-                                for b, r in enumerate(rows)]).astype(np.int64)
-        bow = np.bincount(owner * width + ids, minlength=len(rows) * J * width)
+        offsets = np.cumsum([0] + [int(r["context_splits"][-1]) for r in rows[:-1]])
+        splits = np.concatenate([[0]] + [r["context_splits"][1:] + o
+                                         for r, o in zip(rows, offsets)])
+        bow = bags_of_words(ids, splits, np.arange(len(rows) * J), width)
         return {"tokens": np.stack([r["tokens"] for r in rows]),
                 "targets": np.stack([r["targets"] for r in rows]),
                 "mask": (np.arange(max_len) < lengths[..., None]).astype(np.float32),
