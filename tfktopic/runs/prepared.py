@@ -345,7 +345,7 @@ class PreparedData(RunData):
         return int(self.data.get("sentences_per_chunk", 8))
 
     def _chunk_reader(self, split, shuffle, seed, sentences_per_chunk):
-        """The `ChunkReader` of a split (beside `_reader`: the same worker layout)."""
+        """The `ChunkReader` of a split, read whole by every process (`split_by_worker`)."""
         return ChunkReader(self.directory / split, sentences_per_chunk, shuffle=shuffle,
                            buffer_size=self.buffer_size, seed=seed, worker=0, num_workers=1)
 
