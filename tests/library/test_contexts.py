@@ -65,6 +65,49 @@ def test_all_other_context_is_every_other_window():
         assert context == [w for w in everything if w not in own]
 
 
+def _reference_contexts(sentence_of, owned, protocol, context_len, truncate):
+    """The definition, written the obvious (quadratic) way."""
+    contexts = []
+    for w in range(len(owned)):
+        if protocol == "all_other":
+            ids = [t for v, o in enumerate(owned) if v != w for t in o]
+        else:
+            ids = [t for v, o in enumerate(owned) if sentence_of[v] < sentence_of[w] for t in o]
+        if context_len is not None:
+            ids = ids[:context_len] if truncate == "first" or context_len == 0 else \
+                ids[len(ids) - min(len(ids), context_len):]
+        contexts.append(ids)
+    return contexts
+
+
+@pytest.mark.parametrize("protocol", ["all_other", "preceding"])
+@pytest.mark.parametrize("truncate", ["first", "last"])
+@pytest.mark.parametrize("context_len", [0, 1, 7, 40, None])
+def test_window_contexts_equal_their_definition(protocol, truncate, context_len):
+    from tfktopic.data.contexts import _window_contexts
+
+    rng = np.random.default_rng(len(protocol) + len(truncate) + (context_len or 99))
+    for _ in range(5):
+        sentence_of = np.sort(rng.integers(0, 6, size=int(rng.integers(1, 15))))
+        owned = [rng.integers(0, 50, size=int(rng.integers(0, 9))).astype(np.int32)
+                 for _ in sentence_of]
+        got = _window_contexts(sentence_of, owned, protocol, context_len, truncate)
+        want = _reference_contexts(sentence_of, owned, protocol, context_len, truncate)
+        assert [c.tolist() for c in got] == want
+
+
+def test_a_long_document_s_all_other_contexts_hold_only_their_kept_words():
+    """One document of 3,000 windows: each all_other context is its own array of at most
+    context_len ids, not a view of a per-window copy of the whole document (quadratic
+    memory: a 20,000-sentence document took 18 GB before)."""
+    from tfktopic.data.contexts import _window_contexts
+
+    owned = [np.arange(i, i + 20, dtype=np.int32) for i in range(3000)]
+    for truncate in ("first", "last"):
+        contexts = _window_contexts(np.arange(3000), owned, "all_other", 300, truncate)
+        assert all(c.base is None and c.size == 300 for c in contexts)
+
+
 def test_the_none_protocol_empties_every_context_and_keeps_the_windows():
     docs = _unique_token_corpus(3)
     lm = Vocabulary.build(docs, min_count=1)

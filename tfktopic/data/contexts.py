@@ -93,19 +93,29 @@ def _window_contexts(sentence_of, owned, protocol, context_len, truncate):
     flat = np.concatenate(owned).astype(np.int32) if owned else np.zeros(0, np.int32)
     ends = np.cumsum(sizes)
     starts = ends - sizes
+    if context_len is None:
+        context_len = len(flat)
     contexts = []
+    first = truncate == "first" or context_len == 0
     for w in range(len(owned)):
         if protocol == "all_other":
-            context = np.concatenate([flat[:starts[w]], flat[ends[w]:]])
+            # the kept part of flat[:start] + flat[end:], without building the whole
+            # concatenation (a per-window copy of the document: quadratic in its length)
+            before, after = flat[:starts[w]], flat[ends[w]:]
+            if first:
+                head = before[:context_len]
+                context = np.concatenate([head, after[:context_len - len(head)]])
+            else:
+                tail = after[len(after) - min(len(after), context_len):]
+                keep = context_len - len(tail)
+                context = np.concatenate([before[len(before) - min(len(before), keep):], tail])
         elif protocol == "none":
             context = flat[:0]
         else:
             first_of_sentence = np.searchsorted(sentence_of, sentence_of[w], side="left")
             context = flat[:starts[first_of_sentence]]
-        if truncate == "first" or context_len == 0:
-            context = context[:context_len]
-        else:
-            context = context[-context_len:]
+            context = (context[:context_len] if first
+                       else context[len(context) - min(len(context), context_len):])
         contexts.append(context)
     return contexts
 

@@ -42,6 +42,7 @@ from tfktopic.atomic import write_json
 from tfktopic.data.contexts import (_check_protocol, _document_windows, _window_contexts,
                                     bags_of_words)
 from tfktopic.data.vocab import TopicVocabulary, Vocabulary, count_tokens
+from tfktopic.errors import CorpusFormatError
 
 #: ShardReader logs (DEBUG) the shard files each reader reads.
 _LOG = logging.getLogger(__name__)
@@ -769,8 +770,15 @@ def prepare_corpus(path, format, out, fractions=(0.8, 0.1, 0.1), seed=0,
     Returns:
         dict part -> manifest.
     """
-    member = split_membership(count_streamed_documents(path, format, sentences_per_document),
-                              fractions, seed)
+    num_documents = count_streamed_documents(path, format, sentences_per_document)
+    member = split_membership(num_documents, fractions, seed)
+    # refused before any vocabulary or shard is written (the count is one cheap pass)
+    empty = [name for i, name in enumerate(("train", "valid", "test"))
+             if not (member == i).any()]
+    if empty:
+        raise CorpusFormatError(path, f"{num_documents} documents leave the {'/'.join(empty)} "
+                                      "split empty (80/10/10 by document); use a corpus of at "
+                                      "least 10 documents")
 
     def part(index):
         return lambda: (d for d, m in zip(iter_documents(path, format, sentences_per_document),
