@@ -14,6 +14,9 @@ Each measurement runs in a fresh subprocess (peak RSS = its ru_maxrss):
   ``prepare_peak_rss_mb``) and then the
   whole ``tfktopic train lstm --prepared DIR`` run (--train-epochs epochs of a tiny LSTM:
   training, validation, test scoring, samples): the peak RSS of the run.
+* ``prepare_steps`` -- ``tfktopic prepare`` (as ``train``), then --train-steps steps of
+  the tiny LSTM (batch 256) from the shuffled training shards, the peak RSS after every 100
+  steps: training on a corpus whose in-memory examples would not fit, with flat memory.
 * ``train_memory`` -- the same run from the corpus in memory (``tfktopic train lstm
   --corpus FILE``), for comparison.
 
@@ -63,6 +66,32 @@ if mode in ("train", "train_memory"):
                       "epoch_s": [h["seconds"] for h in history],
                       "disk_bytes": options.get("disk_bytes", 0),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    sys.exit(0)
+if mode == "prepare_steps":  # training steps from the prepared shards (already written)
+    import numpy as np
+    from tfktopic.data import Vocabulary
+    from tfktopic.data.shards import ShardReader, tf_dataset
+    from tfktopic.models import LSTMLanguageModel
+    train = pathlib.Path(out) / "train"
+    size = len(Vocabulary.load(train / "lm_vocab.json"))
+    model = LSTMLanguageModel(size, embedding_dim=16, hidden_dim=16)
+    model.compile(optimizer="adam")
+    reader = ShardReader(train, buffer_size=10000, seed=0)
+    steps, block = int(options["steps"]), 100
+    data = iter(tf_dataset(reader, 256).repeat().prefetch(2))
+    rss, seconds, losses = [], [], []
+    for start in range(0, steps, block):
+        t = time.time()
+        for _ in range(min(block, steps - start)):
+            losses.append(float(np.ravel(model.train_on_batch(next(data)))[0]))
+        seconds.append(time.time() - t)
+        rss.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(json.dumps({"examples": len(reader), "prepare_s": 0.0, "total_s": time.time() - t0,
+                      "steps": steps, "block_steps": block, "block_s": seconds,
+                      "peak_rss_mb_by_block": rss, "loss_first_last_100": [
+                          float(np.mean(losses[:100])), float(np.mean(losses[-100:]))],
+                      "examples_read": reader.position, "epochs_read": reader.epoch, "train_shards": len(reader.shards),
+                      "peak_rss_mb": rss[-1]}))
     sys.exit(0)
 if mode == "memory":
     from tfktopic.data import read_imdb, read_tdlm, Vocabulary, TopicVocabulary
@@ -132,16 +161,18 @@ def measure(mode, path, out, format="tdlm", options=None):
                                      options.get("max_size"))
         return {"examples": None, "prepare_s": seconds, "total_s": seconds,
                 "disk_bytes": disk, "peak_rss_mb": rss}
-    if mode == "train":
+    if mode in ("train", "prepare_steps"):
         options["prepare_s"], options["disk_bytes"], prepare_rss = prepare(
             path, out, format, options["min_count"], options.get("max_size"))
     result = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), str(out), format,
                              json.dumps(options)], capture_output=True, text=True)
     if result.returncode:
-        raise SystemExit(f"{mode} on {path} failed: {result.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(f"{mode} on {path} failed: {result.stderr.strip()[-1500:]}")
     row = json.loads(result.stdout.strip().splitlines()[-1])
-    if mode == "train":
+    if mode in ("train", "prepare_steps"):
         row["prepare_peak_rss_mb"] = prepare_rss
+    if mode == "prepare_steps":
+        row.update(prepare_s=options["prepare_s"], disk_bytes=options["disk_bytes"])
     return row
 
 
@@ -169,13 +200,15 @@ def main():
                         help="the first N IMDB reviews (a corpus per N)")
     parser.add_argument("--modes", nargs="+", default=["memory", "streamed"],
                         choices=["memory", "streamed", "streamed_train", "prepare", "train",
-                                 "train_memory"])
+                                 "train_memory", "prepare_steps"])
     parser.add_argument("--min-count", type=int, default=3,
                         help="train modes: the LM vocabulary's min_count")
     parser.add_argument("--max-size", type=int, default=None,
                         help="train modes: cap the LM vocabulary (the same model at every "
                              "corpus size: the softmax grows with the vocabulary)")
     parser.add_argument("--train-epochs", type=int, default=1, help="train modes: epochs")
+    parser.add_argument("--train-steps", type=int, default=1000,
+                        help="prepare_steps: training steps (batch 256) from the shards")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     rows = []
@@ -193,11 +226,12 @@ def main():
                 result = measure(mode, path, pathlib.Path(tmp) / f"prep-{mode}-{path.stem}",
                                  format, {"min_count": args.min_count,
                                           "max_size": args.max_size,
-                                          "epochs": args.train_epochs})
+                                          "epochs": args.train_epochs,
+                                          "steps": args.train_steps})
                 result.update(mode=mode, corpus=format, reviews=reviews, tokens=tokens,
                               tokens_per_s=(tokens / result["prepare_s"]
                                             if result["prepare_s"] else None))
-                if mode.startswith("train"):
+                if mode.startswith("train") or mode == "prepare_steps":
                     result.update(min_count=args.min_count, max_size=args.max_size,
                                   epochs=args.train_epochs,
                                   model="lstm embedding_dim=16 hidden_dim=16 batch 256")

@@ -30,7 +30,8 @@ def _fit_seconds(model, stream, steps):
     return time.perf_counter() - start
 
 
-def measure(model_name, corpus, format, rounds, steps, batch_size, max_size, directory):
+def measure(model_name, corpus, format, rounds, steps, batch_size, max_size, directory,
+            model_settings=None):
     import keras
 
     from benchmarks.data_scale import imdb_subset
@@ -41,6 +42,7 @@ def measure(model_name, corpus, format, rounds, steps, batch_size, max_size, dir
 
     settings = preset_settings(model_name)
     settings["data"].update(max_size=max_size, min_count=3)
+    settings["model"].update(model_settings or {})
     if corpus.startswith("imdb:"):
         path = pathlib.Path(directory) / "imdb.jsonl.gz"
         imdb_subset(path, int(corpus.split(":")[1]))
@@ -75,6 +77,7 @@ def measure(model_name, corpus, format, rounds, steps, batch_size, max_size, dir
     ratio = np.array([s["memory"] / s["prepared"] for s in per_round])
     return {"model": model_name, "corpus": corpus, "steps_per_round": int(steps),
             "batch_size": int(batch_size), "max_size": int(max_size),
+            "model_settings": dict(settings["model"]),
             "examples": len(memory.examples["train"]), "backend": keras.backend.backend(),
             "prepared_over_memory": {"median": float(np.median(ratio)),
                                      "q25": float(np.quantile(ratio, 0.25)),
@@ -92,12 +95,21 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-size", type=int, default=10000)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=INT",
+                        help="a model size (e.g. hidden_dim=16), as tfktopic train --set")
     parser.add_argument("--out")
     args = parser.parse_args(argv)
+    model_settings = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if not value.lstrip("-").isdigit():
+            parser.error(f"--set {item}: expected KEY=INT")
+        model_settings[key] = int(value)
     corpus = f"imdb:{args.imdb}" if args.imdb else args.corpus
     with tempfile.TemporaryDirectory() as tmp:
         result = measure(args.model, corpus, args.format,
-                         args.rounds, args.steps, args.batch_size, args.max_size, tmp)
+                         args.rounds, args.steps, args.batch_size, args.max_size, tmp,
+                         model_settings)
     print(json.dumps({k: result[k] for k in ("model", "prepared_over_memory")}))
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
