@@ -85,8 +85,9 @@ def shard_keys(directory):
 
 
 def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, epochs=1,
-                 max_documents=None):
-    """`tfktopic.runs.train_run` of a tiny LSTM from a prepared directory (None: the first
+                 max_documents=None, model="lstm",
+                 overrides=("hidden_dim=16", "embedding_dim=16")):
+    """`tfktopic.runs.train_run` of a tiny `model` from a prepared directory (None: the first
     `max_documents` of the Lee corpus, in memory), once per strategy
     (in this order, in this process; out/process<id>/<strategy>): for each, the shard files every
     `ShardReader` of the run read (its DEBUG log), the training and validation steps of
@@ -129,14 +130,14 @@ def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, e
                 out, f"process{os.environ.get('KERAS_DISTRIBUTION_PROCESS_ID', '0')}", strategy)
             data = ({"prepared": directory} if directory is not None
                     else {"corpus": "lee", "max_documents": max_documents})
-            summary = runs.train_run("lstm", run_out, **data, strategy=strategy,
+            summary = runs.train_run(model, run_out, **data, strategy=strategy,
                                      epochs=epochs, batch_size=batch_size, verbose=0,
                                      log=lambda *a, **k: None, topic_report=False,
-                                     overrides=["hidden_dim=16", "embedding_dim=16"],
+                                     overrides=list(overrides),
                                      callbacks=[_Steps()])
         finally:
             logger.removeHandler(handler)
-        model = keras.saving.load_model(os.path.join(run_out, "model.keras"), compile=False)
+        trained = keras.saving.load_model(os.path.join(run_out, "model.keras"), compile=False)
         import json
 
         with open(os.path.join(run_out, "run.json"), encoding="utf-8") as handle:
@@ -144,6 +145,6 @@ def prepared_run(directory, out, strategies=("data_parallel",), batch_size=32, e
         results[strategy] = {
             "read": read, "steps": steps, "test_ppl": float(summary["test"]["perplexity"]),
             "test_tokens": int(summary["test"]["num_tokens"]),
-            "history": history, "weights": [np.asarray(w) for w in model.get_weights()]}
+            "history": history, "weights": [np.asarray(w) for w in trained.get_weights()]}
     index, count = process_layout()
     return {"runs": results, "process": index, "processes": count}

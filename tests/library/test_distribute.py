@@ -659,6 +659,23 @@ def test_process_batches_cut_global_batches_as_keras_shards_a_tf_dataset():
             assert not np.any(batch["tokens"][~real])
 
 
+def test_process_batches_keep_every_row_of_an_odd_partial_batch_of_unknown_batch_size():
+    """Chunk and stream batches (read whole by every process) carry no ``batch_size``: the
+    processes' parts of a 7-row last batch are rows 0-3 and 4-6 (the last row was left out
+    when the part was 7 // 2 rows: a prepared rGBN-RNN epoch on 2 processes drifted from
+    2 devices)."""
+    global_batches = _Batches([8, 7], 8)
+    del global_batches.batch_size
+    real = []
+    for process in range(2):
+        ours = distribute.ProcessBatches(global_batches, devices=2, process=process,
+                                         processes=2)
+        assert [ours[i]["tokens"].shape[0] for i in range(2)] == [4, 4]
+        batch = ours[1]
+        real += batch["tokens"][batch["mask"][:, 0] > 0, 0].tolist()
+    assert real == list(range(8, 15))
+
+
 def test_process_batches_pad_a_partial_batch_to_a_multiple_of_the_devices_on_one_process():
     batches = distribute.ProcessBatches(_Batches([8, 5, 1], 8), devices=2)
     assert [batches[i]["tokens"].shape[0] for i in range(3)] == [8, 6, 2]
