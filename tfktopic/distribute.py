@@ -523,7 +523,8 @@ class ProcessBatches(keras.utils.PyDataset):
         # when this rounded down: measured on a prepared rGBN-RNN epoch)
         size = int(getattr(self.batches, "batch_size", None) or rows)
         local = max(1, self.devices // self.processes)
-        part = -(-(-(-size // self.processes)) // local) * local
+        part = -(-size // self.processes)                  # rounded up ...
+        part = -(-part // local) * local                   # ... to a multiple of its devices
         start = self.process * part
         return pad_rows({k: np.asarray(v)[start:start + part] for k, v in batch.items()},
                         part)
