@@ -280,6 +280,19 @@ def test_two_processes_train_prepared_reading_disjoint_shard_files_in_equal_step
                 == [float(h[key]) for h in runs[1]["history"]]), key
 
 
+def _assert_same_epoch(run, reference):
+    """The same training steps, test and validation perplexity and weights after an epoch
+    (float32, the batch summed in two partial sums: measured 3e-8 relative on the test
+    perplexity, 1e-6 on val_ppl, 6e-8 at most on the weights)."""
+    assert [int(v) for v in run["steps"]["train"]] == [int(v) for v in
+                                                       reference["steps"]["train"]]
+    np.testing.assert_allclose(run["test_ppl"], reference["test_ppl"], rtol=1e-5)
+    np.testing.assert_allclose(run["history"][0]["val_ppl"], reference["history"][0]["val_ppl"],
+                               rtol=1e-5)
+    for theirs, ours in zip(run["weights"], reference["weights"]):
+        np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=ATOL)
+
+
 #: Tiny sizes of the chunk model (rGBN-RNN) and the stream model (the document LSTM).
 READ_WHOLE = {"rgbn_rnn": ("hidden_sizes=[16, 8]", "topic_sizes=[8, 4]", "embedding_dim=16"),
               "doc_lstm": ("hidden_dim=16", "embedding_dim=16")}
@@ -303,12 +316,7 @@ def test_two_processes_train_a_prepared_chunk_or_stream_model_as_two_devices_of_
     for result in (first, second):
         run = result["runs"]["data_parallel"]
         assert run["read"] and all(count == 1 for _, _, count, _ in run["read"])  # read whole
-        assert [int(v) for v in run["steps"]["train"]] == [int(v) for v in two["steps"]["train"]]
-        np.testing.assert_allclose(run["test_ppl"], two["test_ppl"], rtol=1e-5)
-        np.testing.assert_allclose(run["history"][0]["val_ppl"], two["history"][0]["val_ppl"],
-                                   rtol=1e-5)
-        for theirs, ours in zip(run["weights"], two["weights"]):
-            np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=ATOL)
+        _assert_same_epoch(run, two)
 
 
 def test_two_processes_train_in_memory_data_with_a_partial_batch_as_one_device(tmp_path):
@@ -322,11 +330,4 @@ def test_two_processes_train_in_memory_data_with_a_partial_batch_as_one_device(t
     one = one["runs"]["none"]
     for result in (first, second):
         run = result["runs"]["data_parallel"]
-        assert [int(v) for v in run["steps"]["train"]] == [int(v) for v in one["steps"]["train"]]
-        # float32, the batch summed in two partial sums (measured: 3e-8 relative on the test
-        # perplexity, 1e-6 on val_ppl, 6e-8 at most on the weights after one epoch)
-        np.testing.assert_allclose(run["test_ppl"], one["test_ppl"], rtol=1e-5)
-        np.testing.assert_allclose(run["history"][0]["val_ppl"], one["history"][0]["val_ppl"],
-                                   rtol=1e-5)
-        for theirs, ours in zip(run["weights"], one["weights"]):
-            np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=ATOL)
+        _assert_same_epoch(run, one)
