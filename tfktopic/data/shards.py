@@ -414,6 +414,8 @@ def tf_dataset(reader, batch_size):
     """A `tf.data.Dataset` of one epoch of `reader`'s sentence batches (TF backend)."""
     import tensorflow as tf
 
+    from tfktopic.data.pipeline import prefetched
+
     max_len = reader.manifest["kinds"]["sentences"]["max_len"]
     width = max(int(reader.manifest["topic_vocab_size"]), 1)
     signature = {"tokens": tf.TensorSpec([None, max_len], tf.int32),
@@ -421,8 +423,8 @@ def tf_dataset(reader, batch_size):
                  "mask": tf.TensorSpec([None, max_len], tf.float32),
                  "context_bow": tf.TensorSpec([None, width], tf.float32),
                  "doc_targets": tf.TensorSpec([None], tf.float32)}
-    return tf.data.Dataset.from_generator(lambda: reader.batches(batch_size),
-                                          output_signature=signature)
+    return prefetched(tf.data.Dataset.from_generator(lambda: reader.batches(batch_size),
+                                                     output_signature=signature))
 
 
 def _column(path, name):

@@ -37,6 +37,7 @@ import types
 
 import numpy as np
 
+from tfktopic.data.pipeline import prefetched
 from tfktopic.data.shards import (ChunkReader, ShardReader, chunk_documents, document_windows,
                                   read_manifest)
 from tfktopic.errors import TfktopicError
@@ -397,7 +398,7 @@ class PreparedData(RunData):
             batches, output_signature=self._chunk_signature(J))
         if not endless:  # a known length: Keras then knows where a validation pass ends
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(steps))
-        return dataset.prefetch(2), steps
+        return prefetched(dataset), steps
 
     def _contract(self, batch):
         if not getattr(self.preprocessor, "document_targets", False):
@@ -431,7 +432,7 @@ class PreparedData(RunData):
         # a known length: Keras then knows where a validation pass ends
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(
             self.steps(split, batch_size, drop_remainder)))
-        return dataset.prefetch(2)
+        return prefetched(dataset)
 
     # ------------------------------------------------------- streamed documents
     @property
@@ -564,9 +565,8 @@ class PreparedData(RunData):
         if backend.is_tensorflow():
             import tensorflow as tf
 
-            return self._mark(tf.data.Dataset.from_generator(
-                endless, output_signature=self._signature()).prefetch(2), "train",
-                batch_size), steps
+            return self._mark(prefetched(tf.data.Dataset.from_generator(
+                endless, output_signature=self._signature())), "train", batch_size), steps
         from tfktopic.data.batches import StreamBatches
 
         return self._mark(StreamBatches(endless, steps, restart=False), "train",
