@@ -128,9 +128,9 @@ def test_one_model_scores_the_same_test_perplexity_from_shards_and_in_memory(
 
 @pytest.mark.parametrize("model_name", ["lstm", "rgbn_rnn", "doc_lstm"])
 def test_every_pipeline_read_from_shards_prefetches_without_autotuning(prepared, model_name):
-    """tf.data's autotuning thread stalls an iterator's teardown (`prefetched`; from shards
-    every timed round of rGBN-RNN training stalled to exactly 10.24 s): the training
-    stream and the evaluation passes read from shards turn it off, as in memory."""
+    """tf.data's autotuning thread stalls an iterator's teardown (`prefetched`; from shards,
+    timed 7.5 s rounds of rGBN-RNN training ended at exactly 10.24 s): the training stream
+    and the evaluation passes read from shards turn it off, as the in-memory ones do."""
     import keras
 
     if keras.backend.backend() != "tensorflow":
