@@ -234,7 +234,9 @@ def verdicts(records):
 
     Returns:
         list of dicts: ``criterion``, ``family``, ``value``, ``target``, ``passed``
-        (`None` while a needed family has no record).
+        (`None` while a needed family has no record); the NPMI rows also say whether
+        they are ``uninformative``: LDA's own NPMI <= 0 (its topics no more coherent
+        than chance), where "0.9 x LDA" asks nothing of a family's topics.
     """
     rows = []
     lstm = _mean([r["test_ppl"] for r in records.get("lstm", [])])
@@ -244,7 +246,7 @@ def verdicts(records):
         ok = None if npmi is None or lda is None else npmi >= NPMI_SHARE * lda
         rows.append({"criterion": f"NPMI >= {NPMI_SHARE} x LDA", "family": family,
                      "value": npmi, "target": None if lda is None else NPMI_SHARE * lda,
-                     "passed": ok})
+                     "passed": ok, "uninformative": lda is not None and lda <= 0})
         ppl = _mean([r["test_ppl"] for r in runs])
         rows.append({"criterion": "test PPL <= sentence LSTM", "family": family, "value": ppl,
                      "target": lstm,
@@ -281,6 +283,8 @@ def report(results=RESULTS):
         summary[corpus] = rows
         for row in rows:
             passed = "pending" if row["passed"] is None else ("yes" if row["passed"] else "NO")
+            if row.get("uninformative"):
+                passed += " (LDA's NPMI <= 0: uninformative)"
             spec = ".3f" if row["criterion"].startswith("NPMI") else ".2f"
             criteria.append(f"| {corpus} | {row['criterion']} | {row['family']} | "
                             f"{fmt(row['value'], spec)} | {fmt(row['target'], spec)} | {passed} |")

@@ -216,6 +216,12 @@ def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
     assert rows[("NPMI", "topicrnn")] is False and rows[("test", "topicrnn")] is False
     assert rows[("test", "doc_lstm")] is True
     assert rows[("NPMI", "rgbn_rnn")] is None                     # no record: pending
+    # LDA's own topics at or below chance: the row passes but says it decides nothing
+    records["gbn_rnn"] = [rec("gbn_rnn", 99.0, 0.01, -0.006)]
+    flagged = {r["family"]: r["uninformative"] for r in defaults.verdicts(records)
+               if r["criterion"].startswith("NPMI")}
+    assert flagged == {"tcnlm": False, "topicrnn": False, "doc_topicrnn": False,
+                       "rgbn_rnn": False, "gbn_rnn": True}
     cmd = defaults.command("war_and_peace", "tcnlm", 0, "out")
     assert cmd[3:6] == ["train", "tcnlm", "--corpus"] and "--preset" not in cmd
 
