@@ -16,6 +16,8 @@ warm-up the model that meets a bucket first pays its compilation inside a timed 
 (rGBN-RNN on Lee, 8 x 30 positions a chunk: 13 compilations of about 2.4 s in its first 33
 steps; none with ``TFKTOPIC_XLA_LOOPS=0``).
 
+    TF_NUM_INTRAOP_THREADS=1 python -m benchmarks.streamed_speed --model lstm --imdb 2000 \
+        --rounds 8 --out R.json
 """
 
 import argparse
