@@ -226,6 +226,45 @@ def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
     assert cmd[3:6] == ["train", "tcnlm", "--corpus"] and "--preset" not in cmd
 
 
+def test_defaults_rescore_judges_topics_against_text_no_run_saw(tmp_path):
+    # IMDB's 1,600-review training split is too small a reference (LDA ~ chance there): the
+    # recorded topics are scored again against the reviews outside the runs' subset, and
+    # that row stays pending until every seed of the family carries topics.
+    from studies.claims import defaults
+
+    folder = tmp_path / "imdb"
+    folder.mkdir()
+    coherent, mixed = [["horror", "scary"], ["funny", "comedy"]], [["horror", "funny"],
+                                                                     ["scary", "comedy"]]
+    for seed in (0, 1):
+        (folder / f"tcnlm-s{seed}.json").write_text(json.dumps(
+            {"model": "tcnlm", "test_ppl": 90.0, "npmi": 0.01, "lda_npmi": -0.01,
+             "topics": coherent, "lda_topics": mixed}))
+    (folder / "lstm-s0.json").write_text(json.dumps({"model": "lstm", "test_ppl": 95.0}))
+    reference = ["horror scary film", "funny comedy film", "horror scary night",
+                 "funny comedy laugh"] * 5
+    defaults.rescore(["imdb"], results=tmp_path, documents={"imdb": reference})
+    scored = json.loads((folder / "tcnlm-s0.json").read_text())
+    from tfktopic.evaluation import npmi_coherence
+
+    for key, topics in (("npmi_external", coherent), ("lda_npmi_external", mixed)):
+        assert scored[key] == pytest.approx(npmi_coherence(
+            topics, reference_documents=reference, cardinalities=(2,)).mean)
+    assert scored["npmi_external"] > 0.5 and scored["lda_npmi_external"] <= 0
+    assert "npmi_external" not in json.loads((folder / "lstm-s0.json").read_text())
+    records = {"lstm": [{"test_ppl": 95.0}],
+               "tcnlm": [json.loads((folder / f"tcnlm-s{s}.json").read_text()) for s in (0, 1)]}
+    external = [r for r in defaults.verdicts(records, defaults.EXTERNAL["imdb"])
+                if r["family"] == "tcnlm" and "against" in r["criterion"]]
+    assert len(external) == 1 and external[0]["passed"] is True
+    assert external[0]["uninformative"] is True                # that LDA is below chance
+    records["tcnlm"].append({"model": "tcnlm", "test_ppl": 90.0, "npmi": 0.0,
+                             "lda_npmi": 0.0})                 # a seed without topics
+    external = [r for r in defaults.verdicts(records, "x") if r["family"] == "tcnlm"
+                and "against" in r["criterion"]]
+    assert external[0]["passed"] is None
+
+
 def test_defaults_tuning_candidates_spell_out_every_tuned_setting(tmp_path):
     # A candidate must mean the same run whatever the defaults of the day: its training
     # budget, learning rate and (topic families) topic start are all explicit.

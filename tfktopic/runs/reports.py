@@ -92,7 +92,9 @@ def topic_quality(topics, train, top_n=NPMI_TOP_N, diversity_top_n=DIVERSITY_TOP
 
     Returns:
         dict ``npmi`` (mean over topics), ``npmi_per_topic``, ``diversity``,
-        ``top_n``, ``diversity_top_n`` and ``reference``.
+        ``top_n``, ``diversity_top_n``, ``reference`` and ``topics`` (the `top_n`
+        words of each topic that the NPMI scored, so that they can be scored again
+        against another reference).
     """
     from tfktopic.evaluation import npmi_coherence
     from tfktopic.evaluation.coherence import topic_diversity
@@ -104,7 +106,7 @@ def topic_quality(topics, train, top_n=NPMI_TOP_N, diversity_top_n=DIVERSITY_TOP
     width = min(int(diversity_top_n), min(len(t) for t in topics))
     return {"npmi": coherence.mean, "npmi_per_topic": coherence.per_topic,
             "diversity": topic_diversity(topics, top_n=width), "top_n": size,
-            "diversity_top_n": width, "reference": NPMI_REFERENCE}
+            "diversity_top_n": width, "reference": NPMI_REFERENCE, "topics": heads}
 
 
 def lda_topics(train, topic_vocab, num_topics, seed=0, passes=None, top_n=DIVERSITY_TOP_N):
