@@ -265,6 +265,40 @@ def test_defaults_rescore_judges_topics_against_text_no_run_saw(tmp_path):
     assert external[0]["passed"] is None
 
 
+def test_defaults_compare_each_topic_family_with_the_document_lstm_over_pooled_seeds():
+    # Each seed has its own split: its documents are scored by its own models, pooled, and
+    # resampled in pairs; a verdict needs 3 seeds and the same target tokens.
+    from studies.claims import defaults
+
+    rng = np.random.default_rng(0)
+
+    def rec(model, seed, nll, tokens):
+        return {"model": model, "seed": seed, "test_ppl": 1.0,
+                "test_documents": {"nll": list(nll), "tokens": list(tokens)}}
+
+    records = {name: [] for name in ("doc_lstm", "gbn_rnn", "topicrnn", "tcnlm", "rgbn_rnn")}
+    for seed in range(3):
+        tokens = rng.integers(50, 200, size=40)
+        base = tokens * rng.normal(4.5, 0.3, size=40)
+        records["doc_lstm"].append(rec("doc_lstm", seed, base, tokens))
+        records["gbn_rnn"].append(rec("gbn_rnn", seed, base - 0.05 * tokens, tokens))
+        noise = rng.normal(0.0, 0.5, size=40) * tokens
+        records["topicrnn"].append(rec("topicrnn", seed, base + noise - noise.mean(), tokens))
+        records["tcnlm"].append(rec("tcnlm", seed, base, tokens + 1))
+        if seed < 2:
+            records["rgbn_rnn"].append(rec("rgbn_rnn", seed, base - 0.05 * tokens, tokens))
+    rows = {r["family"]: r for r in defaults.comparisons(records)}
+    gbn = rows["gbn_rnn"]
+    assert gbn["verdict"] == "beats" and gbn["high"] < 1.0
+    assert gbn["ratio"] == pytest.approx(np.exp(-0.05)) and gbn["seeds"] == [0, 1, 2]
+    assert gbn["per_seed"] == pytest.approx([np.exp(-0.05)] * 3)
+    assert rows["topicrnn"]["verdict"] == "inconclusive"
+    assert rows["topicrnn"]["low"] < 1.0 < rows["topicrnn"]["high"]
+    assert rows["tcnlm"]["verdict"].startswith("not comparable")
+    assert rows["rgbn_rnn"]["verdict"] == "pending" and rows["rgbn_rnn"]["ratio"] < 1.0
+    assert rows["doc_topicrnn"]["verdict"] == "pending" and rows["doc_topicrnn"]["seeds"] == []
+
+
 def test_defaults_tuning_candidates_spell_out_every_tuned_setting(tmp_path):
     # A candidate must mean the same run whatever the defaults of the day: its training
     # budget, learning rate and (topic families) topic start are all explicit.
