@@ -27,6 +27,8 @@ Protocol (the same for every model):
 
 Usage::
 
+    python -m studies.claims.bleu_claim train [--arms ...] [--seeds 1 2]
+        # retrain the study's runs into runs/bleu/<arm>-s<seed> (resumable) and score them
     python -m studies.claims.bleu_claim score RUN_DIR --arm ARM [--seed S] [--setting sample|top_k10]
         # -> results/bleu_claim/<setting>/<arm>.json (seed 0) or <arm>-s<S>.json
     python -m studies.claims.bleu_claim report [--setting ...]   # -> .../<setting>/summary.{json,md}
@@ -125,6 +127,9 @@ def score(run_dir, arm, setting="sample", out=None, seed=0):
     results = run_dir / "results.json"
     if results.exists():
         record["test_perplexity"] = json.loads(results.read_text())["test"]["perplexity"]
+    study = REPO / record["study_record"]
+    if study.exists():   # the study's own run of this command: a retrained run should match
+        record["study_test_perplexity"] = json.loads(study.read_text())["test"]["perplexity"]
     for seed in GENERATION_SEEDS:
         start = time.time()
         ids = run.model.generate(num_sentences=NUM_SENTENCES, max_len=MAX_LEN, seed=seed,
@@ -301,16 +306,80 @@ def report(setting="sample", results=RESULTS, page=None):
     return summary
 
 
+#: The arms whose sentences the claims compare (every arm of `CLAIMS`).
+ARMS = tuple(dict.fromkeys(arm for claim in CLAIMS for arm in claim))
+#: Where `train` keeps its runs (not committed; each resumes from its checkpoint).
+RUNS = REPO / "runs" / "bleu"
+
+
+def train(arms=ARMS, seeds=(1, 2), settings=tuple(SETTINGS), runs=RUNS, runner=None):
+    """Retrain the study's APNEWS runs whose models are gone and score them.
+
+    Each (arm, training seed) is trained by the study's own command
+    (`studies.study.protocol.command` with the arm's chosen configuration, the study's
+    split seed) into ``runs/<arm>-s<seed>`` -- resumed from its checkpoint when
+    interrupted -- then scored under every setting (`score`). Runs whose records exist
+    under every setting are skipped; a run that fails is reported and left for the next
+    call.
+
+    Args:
+        arms: study arms (default `ARMS`).
+        seeds: training seeds (seed 0's models were scored first).
+        settings: keys of `SETTINGS`.
+        runs: the folder of the runs.
+        runner: ``runner(cmd, log_file) -> exit code`` (default: a subprocess).
+
+    Returns:
+        list of (arm, seed, status) with status "recorded", "skipped" or "exit N".
+    """
+    import subprocess
+
+    from studies.study.protocol import chosen_config, command
+
+    def subprocess_runner(cmd, log):
+        return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+
+    runner = runner or subprocess_runner
+    done = []
+    for seed in seeds:
+        for arm in arms:
+            todo = [name for name in settings if not arm_record_path(name, arm, seed).exists()]
+            if not todo:
+                done.append((arm, seed, "skipped"))
+                continue
+            out = pathlib.Path(runs) / f"{arm}-s{seed}"
+            if not (out / "results.json").exists():
+                config = chosen_config("apnews", arm)
+                if config is None:
+                    raise ValueError(f"{arm}: the study has not chosen its configuration")
+                out.mkdir(parents=True, exist_ok=True)
+                with open(out / "train.log", "a") as log:
+                    code = runner(command("apnews", arm, config, seed, out), log)
+                if code != 0 or not (out / "results.json").exists():
+                    print(f"{arm} s{seed}: exit {code} (see {out / 'train.log'})", flush=True)
+                    done.append((arm, seed, f"exit {code}"))
+                    continue
+            for name in todo:
+                score(out, arm, name, seed=seed)
+            done.append((arm, seed, "recorded"))
+    return done
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["score", "report"])
+    parser.add_argument("action", choices=["train", "score", "report"])
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), help="train: study arms")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2],
+                        help="train: training seeds")
     parser.add_argument("run_dir", nargs="?")
     parser.add_argument("--arm")
     parser.add_argument("--setting", choices=sorted(SETTINGS), default="sample")
     parser.add_argument("--out")
     parser.add_argument("--seed", type=int, default=0, help="score: the run's training seed")
     args = parser.parse_args(argv)
-    if args.action == "score":
+    if args.action == "train":
+        train(args.arms, args.seeds)
+    elif args.action == "score":
         if not args.run_dir or not args.arm:
             parser.error("score needs RUN_DIR and --arm")
         score(pathlib.Path(args.run_dir), args.arm, args.setting, args.out, args.seed)

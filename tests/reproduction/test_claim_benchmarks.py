@@ -2,6 +2,7 @@
 
 import json
 import math
+import pathlib
 import random
 
 import numpy as np
@@ -199,6 +200,35 @@ def test_sentiment_report_waits_for_three_seeds_then_decides(tmp_path):
     row = next(r for r in summary["claims"] if r["other"] == "nbsvm_bi")
     assert row["verdict"] == "held" and row["high"] < 0
     assert "| topicrnn-small vs nbsvm_bi |" in page.read_text()
+
+
+def test_bleu_train_retrains_each_arm_by_the_study_command_and_skips_recorded(tmp_path,
+                                                                              monkeypatch):
+    from studies.study import protocol
+
+    calls, scored = [], []
+
+    def runner(cmd, log):
+        calls.append(cmd)
+        out = pathlib.Path(cmd[cmd.index("--out") + 1])
+        if "rgbn_rnn" not in cmd:                # the rGBN-RNN run "fails": nothing written
+            (out / "results.json").write_text("{}")
+        return 0
+
+    monkeypatch.setattr(bleu_claim, "score", lambda out, arm, name, seed: scored.append(
+        (arm, name, seed)))
+    monkeypatch.setattr(bleu_claim, "arm_record_path", lambda name, arm, seed: tmp_path / (
+        "recorded" if arm == "gbn_rnn_3" else "absent"))
+    (tmp_path / "recorded").write_text("{}")
+    done = bleu_claim.train(("lstm", "rgbn_rnn_1", "gbn_rnn_3"), seeds=(1,), runs=tmp_path,
+                            runner=runner)
+    assert done == [("lstm", 1, "recorded"), ("rgbn_rnn_1", 1, "exit 0"),
+                    ("gbn_rnn_3", 1, "skipped")]
+    for cmd, arm in zip(calls, ("lstm", "rgbn_rnn_1")):
+        out = tmp_path / f"{arm}-s1"
+        assert cmd == protocol.command("apnews", arm, protocol.chosen_config("apnews", arm),
+                                       1, out)
+    assert scored == [("lstm", name, 1) for name in bleu_claim.SETTINGS]
 
 
 def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
