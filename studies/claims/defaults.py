@@ -210,6 +210,39 @@ def external_documents(corpus, path=None):
     return [d for i, d in enumerate(documents) if i not in used]
 
 
+#: Random regroupings of a topic set's own words that set its chance level (`shuffled_npmi`).
+SHUFFLES = 100
+
+
+def shuffled_npmi(topics, counts, shuffles=SHUFFLES, seed=0):
+    """The chance level of a topic set's NPMI: its own words regrouped at random.
+
+    Each shuffle draws as many topics as `topics` holds, each of its size, from the set's
+    distinct words (no word twice in a topic) and scores them against `counts`: what
+    the same words score when no model grouped them.
+
+    Args:
+        topics: K lists of words (the scored top words).
+        counts: `ReferenceCounts` that counted every word of `topics`.
+        shuffles: random regroupings.
+        seed: their random seed.
+
+    Returns:
+        (mean, 97.5th percentile) of the shuffles' mean NPMI.
+    """
+    import numpy as np
+
+    from tfktopic.evaluation import npmi_coherence
+
+    rng = np.random.default_rng(seed)
+    words = sorted({w for topic in topics for w in topic})
+    size = min(len(t) for t in topics)
+    values = [npmi_coherence([list(rng.choice(words, size, replace=False)) for _ in topics],
+                             counts=counts, cardinalities=(size,)).mean
+              for _ in range(int(shuffles))]
+    return float(np.mean(values)), float(np.quantile(values, 0.975))
+
+
 def rescore(corpora=None, results=RESULTS, documents=None):
     """Score the recorded topics (the family's and its LDA's top 10) of every record of a
     corpus with an `EXTERNAL` reference against that reference; adds ``npmi_external``
@@ -240,11 +273,16 @@ def rescore(corpora=None, results=RESULTS, documents=None):
                     size = min(len(t) for t in record[key])
                     record[out] = npmi_coherence(record[key], counts=counts,
                                                  cardinalities=(size,)).mean
+                    record[f"{out}_chance"] = dict(zip(("mean", "high"), shuffled_npmi(
+                        record[key], counts)))
             record["external_reference"] = EXTERNAL[corpus]
             path.write_text(json.dumps(record, indent=1) + "\n")
+            chance = record.get("lda_npmi_external_chance") or {}
             print(f"{corpus} {path.stem}: NPMI {record['npmi_external']:.4f} "
-                  f"(LDA {record.get('lda_npmi_external', float('nan')):.4f}) against "
-                  f"{EXTERNAL[corpus]}", flush=True)
+                  f"(its words regrouped: {record['npmi_external_chance']['high']:.4f}), LDA "
+                  f"{record.get('lda_npmi_external', float('nan')):.4f} (regrouped: "
+                  f"{chance.get('high', float('nan')):.4f}) against {EXTERNAL[corpus]}",
+                  flush=True)
 
 
 def run(corpora, seeds, runs=RUNS, results=RESULTS):
@@ -312,8 +350,9 @@ def verdicts(records, external=None):
     Returns:
         list of dicts: ``criterion``, ``family``, ``value``, ``target``, ``passed``
         (`None` while a needed family has no record); the NPMI rows also say whether
-        they are ``uninformative``: LDA's own NPMI <= 0 (its topics no more coherent
-        than chance), where "0.9 x LDA" asks nothing of a family's topics.
+        they are ``uninformative``: LDA's own NPMI <= 0, or (external rows) no higher
+        than its own words regrouped at random (`shuffled_npmi`): LDA's topics no more
+        coherent than chance, where "0.9 x LDA" asks nothing of a family's topics.
     """
     rows = []
     lstm = _mean([r["test_ppl"] for r in records.get("lstm", [])])
@@ -331,10 +370,15 @@ def verdicts(records, external=None):
             # Pending until every recorded seed of the family is scored (a rerun with topics).
             ok = (None if npmi is None or lda is None or len(scored) < len(runs)
                   else npmi >= NPMI_SHARE * lda)
+            # Uninformative also when LDA's topics score no better than their own words
+            # regrouped at random (the 97.5th percentile of `shuffled_npmi`).
+            chance = _mean([(r.get("lda_npmi_external_chance") or {}).get("high")
+                            for r in scored])
             rows.append({"criterion": f"NPMI >= {NPMI_SHARE} x LDA, against {external}",
                          "family": family, "value": npmi,
                          "target": None if lda is None else NPMI_SHARE * lda, "passed": ok,
-                         "uninformative": lda is not None and lda <= 0})
+                         "uninformative": lda is not None and (
+                             lda <= 0 or (chance is not None and lda <= chance))})
         ppl = _mean([r["test_ppl"] for r in runs])
         rows.append({"criterion": "test PPL <= sentence LSTM", "family": family, "value": ppl,
                      "target": lstm,
@@ -439,7 +483,7 @@ def report(results=RESULTS):
         for row in rows:
             passed = "pending" if row["passed"] is None else ("yes" if row["passed"] else "NO")
             if row.get("uninformative"):
-                passed += " (LDA's NPMI <= 0: uninformative)"
+                passed += " (LDA at chance: uninformative)"
             spec = ".3f" if row["criterion"].startswith("NPMI") else ".2f"
             criteria.append(f"| {corpus} | {row['criterion']} | {row['family']} | "
                             f"{fmt(row['value'], spec)} | {fmt(row['target'], spec)} | {passed} |")

@@ -264,23 +264,26 @@ def test_defaults_rescore_judges_topics_against_text_no_run_saw(tmp_path):
 
     folder = tmp_path / "imdb"
     folder.mkdir()
-    coherent, mixed = [["horror", "scary"], ["funny", "comedy"]], [["horror", "funny"],
-                                                                     ["scary", "comedy"]]
+    coherent = [["horror", "scary", "night"], ["funny", "comedy", "laugh"],
+                ["war", "army", "battle"]]
+    mixed = [list(words) for words in zip(*coherent)]      # one word of each coherent topic
     for seed in (0, 1):
         (folder / f"tcnlm-s{seed}.json").write_text(json.dumps(
             {"model": "tcnlm", "test_ppl": 90.0, "npmi": 0.01, "lda_npmi": -0.01,
              "topics": coherent, "lda_topics": mixed}))
     (folder / "lstm-s0.json").write_text(json.dumps({"model": "lstm", "test_ppl": 95.0}))
-    reference = ["horror scary film", "funny comedy film", "horror scary night",
-                 "funny comedy laugh"] * 5
+    reference = [" ".join(topic + ["film"]) for topic in coherent] * 5
     defaults.rescore(["imdb"], results=tmp_path, documents={"imdb": reference})
     scored = json.loads((folder / "tcnlm-s0.json").read_text())
     from tfktopic.evaluation import npmi_coherence
 
     for key, topics in (("npmi_external", coherent), ("lda_npmi_external", mixed)):
         assert scored[key] == pytest.approx(npmi_coherence(
-            topics, reference_documents=reference, cardinalities=(2,)).mean)
+            topics, reference_documents=reference, cardinalities=(3,)).mean)
     assert scored["npmi_external"] > 0.5 and scored["lda_npmi_external"] <= 0
+    # Chance: the same words regrouped at random score below the coherent grouping.
+    chance = scored["npmi_external_chance"]
+    assert chance["mean"] <= chance["high"] < scored["npmi_external"]
     assert "npmi_external" not in json.loads((folder / "lstm-s0.json").read_text())
     records = {"lstm": [{"test_ppl": 95.0}],
                "tcnlm": [json.loads((folder / f"tcnlm-s{s}.json").read_text()) for s in (0, 1)]}
@@ -288,6 +291,18 @@ def test_defaults_rescore_judges_topics_against_text_no_run_saw(tmp_path):
                 if r["family"] == "tcnlm" and "against" in r["criterion"]]
     assert len(external) == 1 and external[0]["passed"] is True
     assert external[0]["uninformative"] is True                # that LDA is below chance
+    # An LDA above 0 but no higher than its own words regrouped at random: also at chance.
+    for record in records["tcnlm"]:
+        record.update(lda_npmi_external=0.05, lda_npmi_external_chance={"mean": 0.04,
+                                                                        "high": 0.06})
+    external = [r for r in defaults.verdicts(records, "x") if r["family"] == "tcnlm"
+                and "against" in r["criterion"]]
+    assert external[0]["uninformative"] is True
+    for record in records["tcnlm"]:
+        record["lda_npmi_external_chance"]["high"] = 0.03
+    external = [r for r in defaults.verdicts(records, "x") if r["family"] == "tcnlm"
+                and "against" in r["criterion"]]
+    assert external[0]["uninformative"] is False
     records["tcnlm"].append({"model": "tcnlm", "test_ppl": 90.0, "npmi": 0.0,
                              "lda_npmi": 0.0})                 # a seed without topics
     external = [r for r in defaults.verdicts(records, "x") if r["family"] == "tcnlm"
