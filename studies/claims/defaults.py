@@ -55,7 +55,7 @@ NPMI_SHARE = 0.9
 #: corpus -> what its topics are also scored against: text of the same source that no run
 #: of the table saw (`external_documents`), Lau et al.'s kind of reference, independent of
 #: the models. It asks whether IMDB's LDA is at chance because its 1,600-review training
-#: split is a small reference: it is not (seed 0: -0.006 against both). War and Peace has none.
+#: split is a small reference: it is not (docs/results/defaults.md). War and Peace has none.
 EXTERNAL = {"imdb": "the 98,000 other IMDB reviews"}
 
 
@@ -251,7 +251,8 @@ def rescore(corpora=None, results=RESULTS, documents=None):
     Args:
         corpora: corpora to rescore (default: those of `EXTERNAL`).
         results: the records' folder.
-        documents: corpus -> iterable of token lists (default `external_documents`).
+        documents: corpus -> documents, token lists or whitespace-joined strings
+            (default `external_documents`).
     """
     from tfktopic.evaluation import ReferenceCounts, npmi_coherence
     from tfktopic.runs.data import NPMI_WINDOW
