@@ -191,11 +191,10 @@ def summarize(results_json, cmd):
 def external_documents(corpus, path=None):
     """The documents of `EXTERNAL` [corpus]: every review of the corpus file that its
     ``--max-documents`` / ``--subset-seed`` subset leaves out (the same seeded
-    permutation, `tfktopic.runs.data.subset_documents`), each a whitespace-joined string
+    permutation, `tfktopic.runs.data.subset_indices`), each a whitespace-joined string
     of its tokens (the reader's tokens: what `ReferenceCounts` counts)."""
-    import numpy as np
-
     from tfktopic.data.corpora import iter_imdb
+    from tfktopic.runs.data import subset_indices
 
     if corpus not in EXTERNAL:
         raise ValueError(f"corpus {corpus!r} has no external reference (only {sorted(EXTERNAL)})")
@@ -206,7 +205,7 @@ def external_documents(corpus, path=None):
     # One pass (the subset is a permutation of the whole count); ~150 MB as joined strings.
     documents = [" ".join(t for sentence in document for t in sentence)
                  for document, _, _ in iter_imdb(path)]
-    used = set(np.random.default_rng(seed).permutation(len(documents))[:n].tolist())
+    used = set(subset_indices(len(documents), n, seed))
     return [d for i, d in enumerate(documents) if i not in used]
 
 
@@ -258,9 +257,9 @@ def rescore(corpora=None, results=RESULTS, documents=None):
     from tfktopic.runs.data import NPMI_WINDOW
 
     for corpus in corpora or list(EXTERNAL):
-        paths = [p for p in sorted((pathlib.Path(results) / corpus).glob("*-s*.json"))
-                 if json.loads(p.read_text()).get("topics")]
-        records = {p: json.loads(p.read_text()) for p in paths}
+        records = {p: json.loads(p.read_text())
+                   for p in sorted((pathlib.Path(results) / corpus).glob("*-s*.json"))}
+        records = {p: r for p, r in records.items() if r.get("topics")}
         if not records:
             print(f"{corpus}: no record with topics to rescore", flush=True)
             continue
@@ -431,10 +430,9 @@ def comparisons(records):
         if any(runs[s]["tokens"] != base[s]["tokens"] for s in seeds):
             row["verdict"] = "not comparable: different target tokens"
             continue
-        pooled = {key: np.concatenate([np.asarray(d[s]["nll" if key != "tokens" else "tokens"],
-                                                  dtype=float) for s in seeds])
-                  for key, d in (("a", runs), ("b", base), ("tokens", base))}
-        result = paired_bootstrap(pooled["a"], pooled["b"], pooled["tokens"], seed=0)
+        pooled = lambda scores, key: np.concatenate([scores[s][key] for s in seeds])
+        result = paired_bootstrap(pooled(runs, "nll"), pooled(base, "nll"),
+                                  pooled(base, "tokens"), seed=0)
         row.update(ratio=result.ratio, low=result.low, high=result.high, per_seed=[
             float(np.exp((sum(runs[s]["nll"]) - sum(base[s]["nll"])) / sum(base[s]["tokens"])))
             for s in seeds])

@@ -108,15 +108,24 @@ def _refuse_too_few_documents(source, format, kwargs, max_documents):
             "document); use a corpus (or --max-documents) of at least 10 documents")
 
 
-def subset_documents(corpus, max_documents=None, subset_seed=None):
-    """The first `max_documents` documents, or a seeded random subset in file order."""
-    if not max_documents or int(max_documents) >= len(corpus):
-        return corpus
+def subset_indices(num_documents, max_documents=None, subset_seed=None):
+    """The indices, in file order, of the documents `subset_documents` keeps of
+    `num_documents`: the first `max_documents`, or a seeded random subset."""
+    if not max_documents or int(max_documents) >= int(num_documents):
+        return list(range(int(num_documents)))
     n = int(max_documents)
     if subset_seed is None:
-        return corpus.subset(range(n))
-    order = np.random.default_rng(int(subset_seed)).permutation(len(corpus))
-    return corpus.subset(sorted(order[:n].tolist()))
+        return list(range(n))
+    order = np.random.default_rng(int(subset_seed)).permutation(int(num_documents))
+    return sorted(order[:n].tolist())
+
+
+def subset_documents(corpus, max_documents=None, subset_seed=None):
+    """The first `max_documents` documents, or a seeded random subset in file order
+    (`subset_indices`)."""
+    if not max_documents or int(max_documents) >= len(corpus):
+        return corpus
+    return corpus.subset(subset_indices(len(corpus), max_documents, subset_seed))
 
 
 def given_split(corpus):
