@@ -202,6 +202,109 @@ def test_sentiment_report_waits_for_three_seeds_then_decides(tmp_path):
     assert "| topicrnn-small vs nbsvm_bi |" in page.read_text()
 
 
+def test_error_interval_covers_the_error_and_narrows_with_more_reviews():
+    rng = np.random.default_rng(2)
+    small, large = rng.random(400) < 0.9, rng.random(8000) < 0.9
+    for correct in (small, large):
+        error, low, high = imdb_sentiment.error_interval(correct, num_resamples=500)
+        assert error == pytest.approx(1.0 - correct.mean()) and low < error < high
+    _, low_s, high_s = imdb_sentiment.error_interval(small, num_resamples=500)
+    _, low_l, high_l = imdb_sentiment.error_interval(large, num_resamples=500)
+    assert high_l - low_l < (high_s - low_s) / 3             # ~ 1 / sqrt(20) as wide
+    assert high_l - low_l == pytest.approx(2 * 1.96 * math.sqrt(0.09 / 8000), rel=0.25)
+
+
+def _trained_record(path, arm, seed, correct, stopped_by="early_stopping"):
+    record = {"arm": arm, "seed": seed, "error": 1.0 - float(np.mean(correct)),
+              "test_ids_checksum": "same", "training": {"stopped_by": stopped_by},
+              "correct": "".join("1" if c else "0" for c in correct)}
+    (path / f"{arm}-s{seed}.json").write_text(json.dumps(record))
+
+
+def test_sentiment_report_judges_the_papers_error_and_waits_for_converged_seeds(tmp_path):
+    """The 6.28 % row: "held" when TopicRNN's interval reaches it, "not held" above it; a
+    seed that stopped at its epoch limit keeps its rows pending; rows name the protocol."""
+    rng = np.random.default_rng(3)
+    page = tmp_path / "study.md"
+    page.write_text("<!-- claim:imdb_sentiment -->\n<!-- /claim:imdb_sentiment -->\n")
+    good = rng.random(4000) < 0.95                                  # about 5 % error
+    bad = rng.random(4000) < 0.88                                   # about 12 %
+    for seed in (0, 1, 2):
+        _trained_record(tmp_path, "topicrnn-small-cpu", seed, good,
+                        "max_epochs" if seed == 2 else "early_stopping")
+        _trained_record(tmp_path, "rnn-small-cpu", seed, bad)
+    claims = lambda summary: {r["claim"]: r for r in summary["claims"]}
+    rows = claims(imdb_sentiment.report(tmp_path, page))
+    paper = rows["topicrnn-small-cpu reaches the paper's 6.28 % error"]
+    assert paper["verdict"] == "pending" and "not converged" in paper["missing"][0]
+    assert paper["protocol"] == "cpu" and rows["topicrnn-small-cpu vs rnn-small-cpu"][
+        "verdict"] == "pending"
+    _trained_record(tmp_path, "topicrnn-small-cpu", 2, good)
+    rows = claims(imdb_sentiment.report(tmp_path, page))
+    paper = rows["topicrnn-small-cpu reaches the paper's 6.28 % error"]
+    assert paper["verdict"] == "held" and paper["low"] <= 6.28
+    versus = rows["topicrnn-small-cpu vs rnn-small-cpu"]
+    assert versus["verdict"] == "held" and versus["high"] < 0
+    assert "| topicrnn-small-cpu reaches the paper's 6.28 % error | cpu | 6.28 % |" in (
+        page.read_text())
+    for seed in (0, 1, 2):
+        _trained_record(tmp_path, "topicrnn-small-cpu", seed, bad)
+    paper = claims(imdb_sentiment.report(tmp_path, page))[
+        "topicrnn-small-cpu reaches the paper's 6.28 % error"]
+    assert paper["verdict"] == "not held" and paper["low"] > 6.28
+
+
+@pytest.mark.skipif(not imdb_sentiment.DATA.exists(),
+                    reason="IMDB (../shared/data/imdb) is absent")
+def test_cpu_protocol_fits_on_the_first_reviews_of_the_papers_split(monkeypatch):
+    """A protocol other than the paper's fits the language models on the first reviews of the
+    paper's seeded split (and holds out the first of its held-out ones); the labelled train
+    and test reviews, which the classifier sees, are the same."""
+    monkeypatch.setitem(imdb_sentiment.PROTOCOLS, "tiny",
+                        {"lm_reviews": 10, "valid_reviews": 3, "learning_rate": 1e-3,
+                         "max_epochs": 2})
+    paper = imdb_sentiment.paper_split(0, limit=20)
+    tiny = imdb_sentiment.paper_split(0, limit=20, protocol="tiny")
+    assert (len(tiny[0]), len(tiny[1])) == (10, 3)
+    assert list(tiny[0].ids) == list(paper[0].ids)[:10]
+    assert list(tiny[1].ids) == list(paper[1].ids)[:3]
+    assert not set(tiny[0].ids) & set(tiny[1].ids)
+    for ours, theirs in zip(tiny[2:], paper[2:]):
+        assert list(ours.ids) == list(theirs.ids)
+    with pytest.raises(ValueError, match="protocol one of"):
+        imdb_sentiment.feature_arm("rnn", 0, protocol="gpu")
+
+
+@pytest.mark.skipif(not imdb_sentiment.DATA.exists(),
+                    reason="IMDB (../shared/data/imdb) is absent")
+def test_feature_arm_trains_scores_and_records_its_protocol_then_resumes_without_training(
+        tmp_path, monkeypatch):
+    """The whole ``topicrnn`` arm on a few reviews: the language model trained under the
+    protocol's rules, features into the classifier, a record naming the protocol; run again,
+    it trains nothing and scores the same best model."""
+    monkeypatch.setitem(imdb_sentiment.PROTOCOLS, "tiny",
+                        {"lm_reviews": 12, "valid_reviews": 4, "learning_rate": 1e-3,
+                         "max_epochs": 2})
+    monkeypatch.setitem(imdb_sentiment.SIZES, "tiny",
+                        {"hidden_dim": 8, "num_layers": 1, "embedding_dim": 8,
+                         "encoder_units": (8,)})
+    lines = []
+    kwargs = dict(size="tiny", limit=15, out=tmp_path / "results", runs=tmp_path / "runs",
+                  log=lines.append, protocol="tiny")
+    record = imdb_sentiment.feature_arm("topicrnn", 0, **kwargs)
+    assert (tmp_path / "results" / "topicrnn-tiny-tiny-s0-limit15.json").exists()
+    assert record["protocol"] == "tiny" and record["lm_reviews"] == 12
+    assert record["valid_reviews"] == 4 and record["training"]["learning_rate"] == 1e-3
+    assert len(record["history"]) == record["training"]["epochs"] <= 2
+    assert record["features"] == imdb_sentiment.NUM_TOPICS + 8
+    assert len(record["correct"]) == record["test_reviews"] == 30
+    assert any("training from epoch 0" in line for line in lines)
+    lines.clear()
+    again = imdb_sentiment.feature_arm("topicrnn", 0, **kwargs)
+    assert not any("training from" in line for line in lines)
+    assert again["history"] == record["history"] and again["error"] == record["error"]
+
+
 def test_bleu_train_retrains_each_arm_by_the_study_command_and_skips_recorded(tmp_path,
                                                                               monkeypatch):
     from studies.study import protocol
