@@ -44,12 +44,12 @@ The unsupervised feature extractors use the paper's split of the 75,000 training
   ``paper`` fits the language models on the 65,000 reviews (10,000 held out) with the
   paper's Adam step and at most its 13 epochs; ``cpu`` fits them on the first 5,000 of
   the same seeded 65,000 (the first 1,000 of the same 10,000 held out), with a 3x larger
-  step and at most 20 epochs, so that one run fits an hour of one core (``paper`` at
-  ``small`` is about 30 core-hours a run here). Everything after the language model --
-  the vocabulary rule, the 25,000 + 25,000 labelled reviews whole up to 400 tokens, the
-  classifier -- is the same, and so is the protocol of both arms: ``cpu`` compares
-  TopicRNN's features with the RNN's fairly, but it is not the paper's protocol, and
-  its rows say so.
+  step and at most 20 epochs, sized (an estimate) to fit about an hour of one core
+  (``paper`` at ``small``: over 10 core-hours a run here, from 2.3 s steps under load).
+  Everything after the language model -- the vocabulary rule, the 25,000 + 25,000
+  labelled reviews whole up to 400 tokens, the classifier -- is the same, and so is the
+  protocol of both arms: ``cpu`` compares TopicRNN's features with the RNN's fairly,
+  but it is not the paper's protocol, and its rows say so.
 
 Usage::
 
