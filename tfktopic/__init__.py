@@ -10,9 +10,10 @@ Subpackages:
     tfktopic.runs        the one run path (prepare_data, build_model, train_run, ...)
 """
 
-from tfktopic.startup import quiet_command_line
+from tfktopic.startup import quiet_command_line, reuse_cpu_memory
 
 quiet_command_line()  # the tfktopic command only: before TensorFlow is imported
+reuse_cpu_memory()    # before TensorFlow's first CPU tensor (tfktopic/startup.py)
 
 import importlib
 

@@ -1,4 +1,15 @@
-"""A quiet start for the ``tfktopic`` command: no TensorFlow start-up lines on stderr.
+"""How tfktopic starts TensorFlow: CPU memory reused, and a quiet ``tfktopic`` command.
+
+CPU memory (`reuse_cpu_memory`, for library and command alike): TensorFlow's default CPU
+allocator hands each large tensor back to the system when it is freed, so the next step
+asks for fresh pages and the kernel faults and zeroes each of them again. A training
+step of the small models frees and re-asks for tens of megabytes (the softmax's
+logits and their gradient), and on the 2-core VMs here the page faults took 30-50 % of
+the CPU; TensorFlow's BFC allocator on the CPU (``TF_CPU_ALLOCATOR_USE_BFC``) keeps and
+reuses the memory at the same peak RSS and trains about twice as fast there
+(``python -m benchmarks.cpu_allocator``; docs/install.md).
+
+The quiet command:
 
 TensorFlow's native code writes start-up lines to file descriptor 2 while it
 is imported and when it first looks for a GPU (``WARNING: All log messages
@@ -15,7 +26,24 @@ writing to the real stderr. Library users are never affected.
 import os
 import sys
 
-__all__ = ["is_command_line", "quiet_command_line", "silence_native_stderr"]
+__all__ = ["is_command_line", "quiet_command_line", "reuse_cpu_memory",
+           "silence_native_stderr"]
+
+#: TensorFlow's switch to its BFC allocator on the CPU (``"false"`` keeps the default one).
+CPU_ALLOCATOR_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
+
+
+def reuse_cpu_memory():
+    """Let TensorFlow's CPU allocator keep and reuse freed memory (module docstring).
+
+    Sets ``TF_CPU_ALLOCATOR_USE_BFC=true`` unless it is already set: a user who sets it
+    to ``false`` keeps TensorFlow's default allocator. TensorFlow reads it when it makes
+    its first CPU tensor, so this works when tfktopic is imported before any tensor is.
+
+    Returns:
+        The variable's value in force.
+    """
+    return os.environ.setdefault(CPU_ALLOCATOR_VARIABLE, "true")
 
 
 def is_command_line():
