@@ -1,33 +1,44 @@
 """Start, or resume, the long training jobs of the open issues with one command.
 
-    python -m studies.long_runs start [--jobs apnews+ptb,ablation+ptb+apnews] [--dry-run]
+    python -m studies.long_runs start [--jobs defaults+imdb,defaults+bleu] [--dry-run]
     python -m studies.long_runs status
 
 Jobs (each resumes from its directory under ``runs/``, each one process with one
 TensorFlow thread, so two lanes fill 2 cores):
 
-* ``apnews`` -- the comparison study on APNEWS (`studies.study.scheduler` ``run``, 1 worker);
-* ``ptb`` -- the study's PTB pair (``run --corpus ptb``, 1 worker);
+* ``apnews``, ``ptb``, ``imdb`` -- the comparison study on that corpus (`studies.study.scheduler`
+  ``run``, 1 worker; IMDB: its arms in `studies.study.protocol.IMDB_ARMS`' order, the
+  document LSTM and GBN-RNN first);
 * ``ablation`` -- the SG-MCMC Table 7 ablation (`studies.claims.sgmcmc_ablation`, its
   default order), from a code snapshot of HEAD, each finished record copied to
-  ``studies/results/ablation/`` as it lands.
+  ``studies/results/ablation/`` as it lands;
+* ``defaults`` -- every family's defaults on the held-out corpora, 3 seeds
+  (`studies.claims.defaults` ``run``);
+* ``bleu`` -- the BLEU claim's retrained APNEWS models, training seeds 1-2
+  (`studies.claims.bleu_claim` ``train``);
+* ``sentiment`` -- the IMDB sentiment claim's TopicRNN and RNN feature extractors under the
+  ``cpu`` protocol, 3 seeds (`studies.claims.imdb_sentiment` ``arms``).
 
 A **lane** (``--jobs a+b``) runs its jobs one after the other in one detached process
 (`run_lane`), so that a core freed by a finished job goes to the next one within the session.
 The study's jobs are shared: a lane's adjacent study jobs are one scheduler over those
 corpora in that order (``studies.study run --corpus apnews ptb``), and two lanes'
 schedulers split the pending runs between them, each run claimed by one
-(`studies.study.scheduler.claim`).
-The ablation is not: a lane reaching it while another lane runs it (its lock
-``runs/jobs/ablation.lock`` held) skips it. The default lanes are ``apnews+ptb`` and
-``ablation+ptb+apnews``: the ablation is done, so the second core starts on the PTB pair,
-and each core, once its first corpus has nothing left to start, helps with the other.
+(`studies.study.scheduler.claim`). ``defaults``, ``bleu`` and ``sentiment`` are shared too:
+each of their runs holds its run directory's lock, and a lane that meets a run another lane
+holds moves on to the next one. The ablation is not: a lane reaching it while another lane
+runs it (its lock ``runs/jobs/ablation.lock`` held) skips it. The default lanes,
+``defaults+imdb+bleu+sentiment`` and ``defaults+bleu+imdb+sentiment``, are the open issues'
+jobs in their order (issue 51's held-out table first); each core, once a job has nothing
+left to start, goes on to the next, and the two meet in the jobs they share.
 
 A lane whose process is alive (its pid in ``runs/jobs/<lane>.pid``) is left alone. On a new
 machine ``runs/`` is empty and only the committed records remain: the study's scheduler
-reads its records from ``studies/results/study/``, and ``start`` copies the committed
-ablation records back to ``runs/ablation/<run>/result.json``, so no finished run is
-trained again. A run that was cut off on another machine starts again from epoch 0.
+reads its records from ``studies/results/study/``, the claims skip what is recorded under
+``studies/results/``, and ``start`` copies the committed ablation records back to
+``runs/ablation/<run>/result.json``, so no finished run is trained again. A run that was
+cut off on another machine starts again from epoch 0. Records are not committed by the
+lanes: commit ``studies/results/`` as they land.
 """
 
 import argparse
@@ -41,9 +52,20 @@ import sys
 from studies.common import SHARED_DATA, code_snapshot
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-JOBS = ("apnews", "ptb", "ablation")
-STUDY_JOBS = ("apnews", "ptb")      # shared by lanes (their runs are claimed one by one)
-DEFAULT_LANES = "apnews+ptb,ablation+ptb+apnews"
+JOBS = ("apnews", "ptb", "imdb", "ablation", "defaults", "bleu", "sentiment")
+STUDY_JOBS = ("apnews", "ptb", "imdb")   # shared by lanes (their runs are claimed one by one)
+#: Jobs a lane runs only while it holds the job's lock (the others share their runs).
+EXCLUSIVE_JOBS = ("ablation",)
+#: job -> (module, its arguments, log file under runs/): the claims' resumable commands.
+CLAIM_JOBS = {
+    "defaults": ("studies.claims.defaults",
+                 ["run", "--corpus", "war_and_peace", "imdb", "--seeds", "0", "1", "2"],
+                 "defaults/lane.log"),
+    "bleu": ("studies.claims.bleu_claim", ["train", "--seeds", "1", "2"], "bleu/lane.log"),
+    "sentiment": ("studies.claims.imdb_sentiment", ["arms", "--protocol", "cpu"],
+                  "imdb_sentiment/lane.log"),
+}
+DEFAULT_LANES = "defaults+imdb+bleu+sentiment,defaults+bleu+imdb+sentiment"
 ABLATION_RECORDS = REPO / "studies" / "results" / "ablation"
 _THREADS = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
             "OMP_NUM_THREADS": "1"}
@@ -82,6 +104,10 @@ def job_command(job, repo=REPO, shared=SHARED_DATA, snapshot=True):
                 "--records", str(pathlib.Path(repo) / "studies" / "results" / "ablation")]
         env = {**_THREADS, "PYTHONPATH": str(code), "TFKTOPIC_SHARED_DATA": str(shared)}
         return argv, code, env, runs / "ablation" / "ablation.log"
+    if job in CLAIM_JOBS:
+        module, arguments, log = CLAIM_JOBS[job]
+        env = {**_THREADS, "TFKTOPIC_SHARED_DATA": str(shared)}
+        return [sys.executable, "-m", module, *arguments], pathlib.Path(repo), env, runs / log
     raise ValueError(f"unknown job {job!r}; choose from {', '.join(JOBS)}")
 
 
@@ -120,14 +146,14 @@ def run_lane(jobs, repo=REPO, log=print):
     """Run `jobs` one after the other in this process (one core's lane), as `steps`.
 
     The ablation runs under its exclusive lock (``runs/jobs/ablation.lock``, released when
-    its process ends, however it ends) and is skipped when another lane holds it; a step of
-    study jobs always runs (its scheduler shares the runs with any other). Returns
+    its process ends, however it ends) and is skipped when another lane holds it; every
+    other step always runs (its runs are shared with any other lane). Returns
     {step: exit status or "skipped"}.
     """
     repo, done = pathlib.Path(repo), {}
     for step in steps(jobs):
         with contextlib.ExitStack() as held:
-            if not _is_study(step):
+            if step in EXCLUSIVE_JOBS:
                 lock_path = _pid_file(step, repo).with_suffix(".lock")
                 lock_path.parent.mkdir(parents=True, exist_ok=True)
                 lock = held.enter_context(open(lock_path, "w"))

@@ -59,6 +59,8 @@ Usage::
         # -> results/imdb_sentiment/topicrnn-small-sS.json (rnn likewise)
     python -m studies.claims.imdb_sentiment topicrnn --seed S --protocol cpu
         # -> results/imdb_sentiment/topicrnn-small-cpu-sS.json
+    python -m studies.claims.imdb_sentiment arms --protocol cpu [--seeds 0 1 2]
+        # every topicrnn / rnn run not yet recorded; two processes share them
     python -m studies.claims.imdb_sentiment report
         # -> results/imdb_sentiment/summary.json and the rows of docs/results/study.md
 
@@ -328,6 +330,8 @@ def lda_features(seed, limit=None, out=RESULTS):
     return record
 
 
+#: Seeds of the arms a seed changes (lda, topicrnn, rnn).
+SEEDS = (0, 1, 2)
 #: The feature extractors' sizes. ``paper``: Dieng et al. §4.2. ``small``: what 2 CPU cores
 #: allow for 3 seeds of 2 arms (the paper's size is about 30x the compute per token).
 SIZES = {"paper": {"hidden_dim": 300, "num_layers": 2, "embedding_dim": 300,
@@ -367,6 +371,39 @@ def last_states(model, dataset):
     return np.concatenate(parts)
 
 
+def run_name(arm, seed, size="small", limit=None, protocol="paper"):
+    """The name of a ``topicrnn`` / ``rnn`` run: its directory and its record's stem."""
+    return (f"{arm}-{size}" + ("" if protocol == "paper" else f"-{protocol}") + f"-s{seed}"
+            + (f"-limit{limit}" if limit else ""))
+
+
+def feature_arms(arms=("topicrnn", "rnn"), seeds=SEEDS, size="small", protocol="paper",
+                 out=RESULTS, runs=RUNS, log=print):
+    """Every (seed, arm) not yet recorded, each under its run directory's lock, so that two
+    processes (two cores' lanes) share them: a run another process holds is skipped.
+
+    Returns:
+        list of (arm, seed, "recorded" | "skipped: recorded" | "skipped: in use").
+    """
+    from tfktopic.runs.lock import RunLockedError, run_lock
+
+    done = []
+    for seed in seeds:
+        for arm in arms:
+            name = run_name(arm, seed, size, protocol=protocol)
+            if (pathlib.Path(out) / f"{name}.json").exists():
+                done.append((arm, seed, "skipped: recorded"))
+                continue
+            try:
+                with run_lock(pathlib.Path(runs) / name):
+                    feature_arm(arm, seed, size, None, out, runs, log, protocol)
+                done.append((arm, seed, "recorded"))
+            except RunLockedError as error:
+                log(f"{name}: skipped ({error})")
+                done.append((arm, seed, "skipped: in use"))
+    return done
+
+
 def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log=print,
                 protocol="paper"):
     """Train (or resume) the ``topicrnn`` / ``rnn`` language model, then score its features.
@@ -400,8 +437,7 @@ def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log
         raise SystemExit(f"IMDB not found at {DATA}: the shared data folder is absent")
     start = time.time()
     rules = PROTOCOLS[protocol]
-    name = (f"{arm}-{size}" + ("" if protocol == "paper" else f"-{protocol}") + f"-s{seed}"
-            + (f"-limit{limit}" if limit else ""))
+    name = run_name(arm, seed, size, limit, protocol)
     run = pathlib.Path(runs) / name
     lm_corpus, valid_corpus, train, test = paper_split(seed, limit, protocol)
     lm_vocab = Vocabulary.build(lm_corpus, min_count=1, max_size=VOCAB_SIZE)
@@ -482,8 +518,6 @@ def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log
     return record
 
 
-#: Seeds of the arms a seed changes (lda, topicrnn, rnn).
-SEEDS = (0, 1, 2)
 #: Published test errors (percent) beside ours: Dieng et al. 2017 Table 4 (TopicRNN, and the
 #: state of the art it cites), Wang & Manning 2012 (NBSVM-bi), Le & Mikolov 2014 (Paragraph
 #: Vector, which later work could not reproduce).
@@ -667,8 +701,11 @@ def hash_ids(ids):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["baselines", "lda", "topicrnn", "rnn", "report"])
+    parser.add_argument("action", choices=["baselines", "lda", "topicrnn", "rnn", "arms",
+                                           "report"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+                        help="arms: the seeds to run (default: %(default)s)")
     parser.add_argument("--limit", type=int, default=None,
                         help="reviews per split and label (a quick check; default: all)")
     parser.add_argument("--out", default=str(RESULTS))
@@ -684,6 +721,13 @@ def main(argv=None):
         baselines(args.limit, pathlib.Path(args.out))
     elif args.action == "report":
         report(pathlib.Path(args.out))
+    elif args.action == "arms":
+        for arm, seed, state in feature_arms(seeds=args.seeds, size=args.size,
+                                             protocol=args.protocol, out=pathlib.Path(args.out),
+                                             runs=pathlib.Path(args.runs),
+                                             log=lambda line: print(line, flush=True)):
+            print(f"{run_name(arm, seed, args.size, protocol=args.protocol)}: {state}",
+                  flush=True)
     elif args.action == "lda":
         lda_features(args.seed, args.limit, pathlib.Path(args.out))
     else:

@@ -305,6 +305,32 @@ def test_feature_arm_trains_scores_and_records_its_protocol_then_resumes_without
     assert again["history"] == record["history"] and again["error"] == record["error"]
 
 
+def test_feature_arms_run_each_unrecorded_seed_once_and_skip_a_run_another_process_holds(
+        tmp_path, monkeypatch):
+    from tfktopic.runs.lock import run_lock
+
+    ran = []
+
+    def fake_arm(arm, seed, size, limit, out, runs, log, protocol):
+        ran.append((arm, seed))
+        name = imdb_sentiment.run_name(arm, seed, size, protocol=protocol)
+        (out / f"{name}.json").write_text("{}")
+
+    monkeypatch.setattr(imdb_sentiment, "feature_arm", fake_arm)
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    out.mkdir()
+    (out / "rnn-small-cpu-s0.json").write_text("{}")                # recorded before
+    with run_lock(runs / "topicrnn-small-cpu-s1"):                 # another lane's run
+        done = imdb_sentiment.feature_arms(seeds=(0, 1), protocol="cpu", out=out, runs=runs,
+                                           log=lambda line: None)
+    assert ran == [("topicrnn", 0), ("rnn", 1)]
+    assert done == [("topicrnn", 0, "recorded"), ("rnn", 0, "skipped: recorded"),
+                    ("topicrnn", 1, "skipped: in use"), ("rnn", 1, "recorded")]
+    imdb_sentiment.feature_arms(seeds=(0, 1), protocol="cpu", out=out, runs=runs,
+                                log=lambda line: None)
+    assert ran[2:] == [("topicrnn", 1)]                              # the freed one, once
+
+
 def test_bleu_train_retrains_each_arm_by_the_study_command_and_skips_recorded(tmp_path,
                                                                               monkeypatch):
     from studies.study import protocol

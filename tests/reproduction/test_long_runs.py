@@ -132,10 +132,40 @@ def test_two_lanes_reaching_the_ablation_run_it_once(tmp_path, monkeypatch):
     assert sorted(str(r["ablation"]) for r in results.values()) == ["0", "skipped"]
 
 
-def test_the_default_lanes_start_apnews_and_ptb_on_one_core_each_then_share_them(
+def test_the_default_lanes_start_the_held_out_defaults_on_both_cores_then_the_claims(
         tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TFKTOPIC_LONG_RUNS_REPO", str(tmp_path))   # no live lane there
     assert long_runs.main(["start", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "apnews+ptb: " in out and "ablation+ptb+apnews: " in out
-    assert "--corpus apnews ptb --workers 1" in out and "--corpus ptb apnews --workers 1" in out
+    assert "defaults+imdb+bleu+sentiment: " in out and "defaults+bleu+imdb+sentiment: " in out
+    lanes = {line.split(": ", 1)[0]: line for line in out.splitlines()}
+    first = lanes["defaults+imdb+bleu+sentiment"]
+    order = [first.index(part) for part in ("studies.claims.defaults run", "--corpus imdb",
+                                            "studies.claims.bleu_claim train",
+                                            "studies.claims.imdb_sentiment arms")]
+    assert order == sorted(order)
+
+
+def test_the_claims_jobs_run_their_resumable_commands_with_one_thread_and_share_their_runs(
+        tmp_path, monkeypatch):
+    argv, cwd, env, log = long_runs.job_command("defaults", repo=tmp_path, shared=tmp_path / "d")
+    assert argv[1:] == ["-m", "studies.claims.defaults", "run", "--corpus", "war_and_peace",
+                        "imdb", "--seeds", "0", "1", "2"]
+    assert cwd == tmp_path and log == tmp_path / "runs" / "defaults" / "lane.log"
+    assert env["TF_NUM_INTRAOP_THREADS"] == "1"
+    argv, *_ = long_runs.job_command("sentiment", repo=tmp_path)
+    assert argv[1:] == ["-m", "studies.claims.imdb_sentiment", "arms", "--protocol", "cpu"]
+    argv, *_ = long_runs.job_command("bleu", repo=tmp_path)
+    assert argv[1:] == ["-m", "studies.claims.bleu_claim", "train", "--seeds", "1", "2"]
+    argv, *_ = long_runs.job_command("imdb", repo=tmp_path)
+    assert argv[argv.index("--corpus"):] == ["--corpus", "imdb", "--workers", "1"]
+    # Shared: no lane lock is asked for them (a held "defaults.lock" stops nothing).
+    seen = tmp_path / "seen.txt"
+    _fake_jobs(monkeypatch, tmp_path, seen)
+    lock = tmp_path / "runs" / "jobs" / "defaults.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert long_runs.run_lane(["defaults", "bleu"], tmp_path, log=lambda m: None) == {
+            "defaults": 0, "bleu": 0}
+    assert long_runs.steps(["defaults", "imdb", "apnews"]) == ["defaults", "imdb+apnews"]
