@@ -9,9 +9,7 @@ the CPU; TensorFlow's BFC allocator on the CPU (``TF_CPU_ALLOCATOR_USE_BFC``) ke
 reuses the memory at the same peak RSS and trains about twice as fast there
 (``python -m benchmarks.cpu_allocator``; docs/install.md).
 
-The quiet command:
-
-TensorFlow's native code writes start-up lines to file descriptor 2 while it
+The quiet command: TensorFlow's native code writes start-up lines to file descriptor 2 while it
 is imported and when it first looks for a GPU (``WARNING: All log messages
 before absl::InitializeLog() ...``, ``I0000 ... Could not find cuda drivers``,
 the ``cuInit`` error), some of them regardless of ``TF_CPP_MIN_LOG_LEVEL``.
@@ -20,7 +18,7 @@ TensorFlow; it does something only when this process *is* the ``tfktopic``
 command (the console script or ``python -m tfktopic``) without ``--verbose``
 first: then ``TF_CPP_MIN_LOG_LEVEL=3``, descriptor 2 points to /dev/null, and
 Python's ``sys.stderr`` (our one-line errors, tracebacks of real bugs) keeps
-writing to the real stderr. Library users are never affected.
+writing to the real stderr. Library users' stderr is never touched.
 """
 
 import os
