@@ -662,9 +662,9 @@ def report(results=RESULTS, page=None):
     (pathlib.Path(results) / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [f"The paper: TopicRNN's features {PAPER['topicrnn']} % test error (Dieng et al. "
              f"2017, Table 4; state of the art then {PAPER['state_of_the_art']} %; "
-             f"Paragraph Vector {PAPER['paragraph_vector']} %). Protocol ``paper``: the "
+             f"Paragraph Vector {PAPER['paragraph_vector']} %). Protocol `paper`: the "
              f"language models fitted on {PROTOCOLS['paper']['lm_reviews']:,} reviews; "
-             f"``cpu``: on {PROTOCOLS['cpu']['lm_reviews']:,} (not the paper's; "
+             f"`cpu`: on {PROTOCOLS['cpu']['lm_reviews']:,} (not the paper's; "
              f"`studies/claims/imdb_sentiment.py`).", "",
              "| arm | seeds | test error % (mean +- sd) | published % |", "|---|---|---|---|"]
     for arm, t in sorted(table.items()):
