@@ -385,6 +385,31 @@ def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
     assert cmd[3:6] == ["train", "tcnlm", "--corpus"] and "--preset" not in cmd
 
 
+def test_defaults_criteria_show_each_seed_against_its_own_splits_target():
+    # Each seed has its own split: a seed's NPMI is held to its own LDA, its perplexity to
+    # its own LSTM; the mean can pass while a seed misses.
+    from studies.claims import defaults
+
+    def rec(model, seed, ppl, npmi=None, lda=None):
+        return {"model": model, "seed": seed, "test_ppl": ppl, "npmi": npmi, "lda_npmi": lda}
+
+    records = {"lstm": [rec("lstm", 1, 120.0), rec("lstm", 0, 100.0)],
+               "doc_lstm": [rec("doc_lstm", 0, 99.0), rec("doc_lstm", 1, 121.0)],
+               "gbn_rnn": [rec("gbn_rnn", 0, 101.0, 0.10, 0.10),
+                           rec("gbn_rnn", 1, 110.0, 0.07, 0.08)]}
+    rows = {(r["criterion"].split()[0], r["family"]): r for r in defaults.verdicts(records)}
+    npmi = rows[("NPMI", "gbn_rnn")]
+    assert npmi["passed"] is True                       # 0.085 >= 0.9 x 0.09
+    assert [(s, met) for s, _, _, met in npmi["per_seed"]] == [(0, True), (1, False)]
+    assert npmi["per_seed"][1][1:3] == (0.07, pytest.approx(0.072))
+    ppl = rows[("test", "gbn_rnn")]
+    assert ppl["passed"] is True                        # 105.5 <= 110
+    assert ppl["per_seed"] == [(0, 101.0, 100.0, False), (1, 110.0, 120.0, True)]
+    assert rows[("test", "doc_lstm")]["per_seed"] == [(0, 99.0, 100.0, True),
+                                                      (1, 121.0, 120.0, False)]
+    assert rows[("NPMI", "tcnlm")]["per_seed"] == []    # no record
+
+
 def test_defaults_rescore_judges_topics_against_text_no_run_saw(tmp_path):
     # IMDB's 1,600-review training split is too small a reference (LDA ~ chance there): the
     # recorded topics are scored again against the reviews outside the runs' subset, and
