@@ -408,6 +408,27 @@ def test_defaults_criteria_show_each_seed_against_its_own_splits_target():
     assert rows[("test", "doc_lstm")]["per_seed"] == [(0, 99.0, 100.0, True),
                                                       (1, 121.0, 120.0, False)]
     assert rows[("NPMI", "tcnlm")]["per_seed"] == []    # no record
+    assert rows[("NPMI", "tcnlm")]["over_seeds"]["verdict"] == "pending"
+
+
+def test_defaults_seed_interval_is_the_t_interval_of_the_seeds_margins():
+    from studies.claims import defaults
+
+    # margins +3, +5, +4 (met by all three): mean 4, sd 1, half-width t(0.975, 2) / sqrt(3)
+    over = defaults.seed_interval([(0, 103.0, 100.0, True), (1, 95.0, 90.0, True),
+                                   (2, 84.0, 80.0, True)])
+    assert over["mean"] == pytest.approx(4.0)
+    assert over["high"] - over["mean"] == pytest.approx(4.302653 / math.sqrt(3), rel=1e-5)
+    assert over["verdict"] == "met"
+    # a seed that misses enters with a negative margin: +3, -5, +4 -> inside the interval
+    mixed = defaults.seed_interval([(0, 103.0, 100.0, True), (1, 85.0, 90.0, False),
+                                    (2, 84.0, 80.0, True)])
+    assert mixed["mean"] == pytest.approx(2 / 3) and mixed["verdict"] == "inconclusive"
+    missed = defaults.seed_interval([(0, 1.0, 1.1, False), (1, 1.0, 1.2, False),
+                                     (2, 1.0, 1.15, False)])
+    assert missed["high"] < 0 and missed["verdict"] == "missed"
+    assert defaults.seed_interval([(0, 1.0, 0.5, True), (1, 1.0, 0.6, True)])["verdict"] == \
+        "pending"                                       # 2 seeds: an interval, no verdict
 
 
 def test_defaults_rescore_judges_topics_against_text_no_run_saw(tmp_path):
