@@ -3,9 +3,10 @@ equivalence of the objective and its gradients across backends, seeded reproduci
 
 Each check runs the family's function of `tests.models_backend_cases` in this process (the
 suite's backend) and, where it compares backends, in a fresh ``KERAS_BACKEND=jax``
-process (`tests.backends.run_in_backend`). Float32 tolerance across backends: rtol 1e-5 /
-atol 1e-6 on the objective terms and gradients (the same float32 graph, different
-kernels; measured differences are ~1e-7 relative).
+process without TensorFlow, as on a JAX-only machine (`_in_jax`; Keras's
+``set_random_seed`` would otherwise import it, 4-5 s a process). Float32 tolerance across
+backends: rtol 1e-5 / atol 1e-6 on the objective terms and gradients (the same float32
+graph, different kernels; measured differences are ~1e-7 relative).
 """
 
 import os
@@ -24,6 +25,11 @@ pytestmark = pytest.mark.backends
 FAMILIES = ["bigram", "lstm", "doc_lstm", "doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
 #: The families checked across backends.
 CROSS = ["bigram", "lstm", "doc_lstm", "doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
+
+
+def _in_jax(target, **kwargs):
+    """`target` (``"module:function"``) in a fresh JAX process that cannot import TensorFlow."""
+    return run_in_backend("jax", "tests.no_tensorflow:call", function=target, **kwargs)
 
 
 def _assert_learned(family, result):
@@ -68,8 +74,8 @@ def test_objective_and_gradients_equal_on_tensorflow_and_jax(family):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("compares this process's TensorFlow with a JAX subprocess")
     ours = cases.objective_terms(family)
-    theirs = run_in_backend("jax", "tests.models_backend_cases:objective_terms",
-                            family=family, weights=ours["weights"])
+    theirs = _in_jax("tests.models_backend_cases:objective_terms", family=family,
+                     weights=ours["weights"])
     for key in ("loss", "nll_sum", "num_tokens"):
         np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-5, atol=1e-6, err_msg=key)
     assert len(ours["gradients"]) == len(theirs["gradients"]) > 0
@@ -81,8 +87,8 @@ def test_objective_and_gradients_equal_on_tensorflow_and_jax(family):
 def test_jax_fit_lowers_the_loss_and_repeats_with_its_seed(family):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("the in-process tests cover this backend")
-    first = run_in_backend("jax", "tests.models_backend_cases:fit", family=family)
-    second = run_in_backend("jax", "tests.models_backend_cases:fit", family=family)
+    first = _in_jax("tests.models_backend_cases:fit", family=family)
+    second = _in_jax("tests.models_backend_cases:fit", family=family)
     _assert_learned(family, first)
     for a, b in zip(first["weights"], second["weights"]):
         np.testing.assert_array_equal(a, b)
@@ -95,11 +101,10 @@ def test_keras_file_saved_on_one_backend_loads_on_the_other(family):
     with tempfile.TemporaryDirectory() as tmp:
         tf_path, jax_path = (os.path.join(tmp, f"{family}_{b}.keras") for b in ("tf", "jax"))
         ours = cases.save_and_load(family, tf_path)
-        theirs = run_in_backend("jax", "tests.models_backend_cases:load_outputs",
-                                family=family, path=tf_path)
+        theirs = _in_jax("tests.models_backend_cases:load_outputs", family=family, path=tf_path)
         np.testing.assert_allclose(ours["after"], theirs["outputs"], rtol=1e-5, atol=1e-6)
-        saved_by_jax = run_in_backend("jax", "tests.models_backend_cases:save_and_load",
-                                      family=family, path=jax_path)
+        saved_by_jax = _in_jax("tests.models_backend_cases:save_and_load", family=family,
+                               path=jax_path)
         back = cases.load_outputs(family, jax_path)
         np.testing.assert_allclose(saved_by_jax["after"], back["outputs"], rtol=1e-5,
                                    atol=1e-6)
@@ -123,8 +128,7 @@ def test_gbn_families_compile_their_step_under_jax_and_match_the_eager_step(fami
     if keras.backend.backend() == "jax":
         result = cases.jitted_and_eager_steps(family)
     else:
-        result = run_in_backend("jax", "tests.models_backend_cases:jitted_and_eager_steps",
-                                family=family)
+        result = _in_jax("tests.models_backend_cases:jitted_and_eager_steps", family=family)
     assert result["jit_compile"], "jit_compile='auto' must pick the compiled step under JAX"
     np.testing.assert_allclose(result["jit"]["losses"], result["eager"]["losses"], rtol=1e-5)
     assert len(result["jit"]["weights"]) == len(result["eager"]["weights"]) > 0
