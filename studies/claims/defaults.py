@@ -74,7 +74,7 @@ _RANDOM = ["--set", "decoder_init=random"]
 _TOPICRNN_LDA = ["--set", "decoder_init=lda", "--set", "lda_scale=0.1"]
 _TOPICRNN_RANDOM = _RANDOM + ["--set", "lda_scale=1.0"]
 _GBN_START = {step: ["--set", "decoder_init=lda", "--set", f'tlasgr={{"step_size":{step}}}']
-              for step in (0.02, 0.005)}
+              for step in (0.02, 0.005, 0.001)}
 _GBN_RANDOM = _RANDOM + ["--set", 'tlasgr={"step_size":1.0}']
 #: candidate -> (family, ``tfktopic train`` arguments): the old ``small`` defaults (``*_old``:
 #: 8 epochs, or 10 / 3 for TCNLM / the GBN families), the ones tried, and the chosen ones
@@ -117,6 +117,8 @@ CANDIDATES = {
     "rgbn_lda_c40": ("rgbn_rnn", [*_CONVERGE40, *_LR[0.003], *_GBN_START[0.02]]),
     "gbn_lda_st005_c100": ("gbn_rnn", [*_CONVERGE, *_LR[0.003], *_GBN_START[0.005]]),
     **{f"{name}_lda_st005_lr1e2_c100": (family, [*_CONVERGE, *_LR[0.01], *_GBN_START[0.005]])
+       for name, family in (("rgbn", "rgbn_rnn"), ("gbn", "gbn_rnn"))},
+    **{f"{name}_lda_st001_lr1e2_c100": (family, [*_CONVERGE, *_LR[0.01], *_GBN_START[0.001]])
        for name, family in (("rgbn", "rgbn_rnn"), ("gbn", "gbn_rnn"))},
 }
 
