@@ -52,5 +52,8 @@ def test_importing_tfktopic_stops_tensorflow_faulting_in_each_steps_memory_again
     pytest.importorskip("tensorflow")
     reused, default = _probe(), _probe("false")
     assert reused["value"] == "true" and default["value"] == "false"
-    assert default["faults"] > 20 * 4000         # 20 steps of >= 8,000 4-KiB pages each, halved
+    assert reused["faults"] < 20 * 400           # well under one 8,000-page step's worth
+    if default["faults"] <= 20 * 4000:           # 20 steps of >= 8,000 4-KiB pages each, halved
+        pytest.skip(f"this machine's default allocator reuses the memory too ({default['faults']} "
+                    "faults over 20 steps; some glibc/kernel builds do): nothing to compare with")
     assert reused["faults"] < default["faults"] / 20
