@@ -130,10 +130,10 @@ def score(run_dir, arm, setting="sample", out=None, seed=0):
     study = REPO / record["study_record"]
     if study.exists():   # the study's own run of this command: a retrained run should match
         record["study_test_perplexity"] = json.loads(study.read_text())["test"]["perplexity"]
-    for seed in GENERATION_SEEDS:
+    for generation_seed in GENERATION_SEEDS:
         start = time.time()
-        ids = run.model.generate(num_sentences=NUM_SENTENCES, max_len=MAX_LEN, seed=seed,
-                                 **SETTINGS[setting])
+        ids = run.model.generate(num_sentences=NUM_SENTENCES, max_len=MAX_LEN,
+                                 seed=generation_seed, **SETTINGS[setting])
         if isinstance(ids, list) and ids and isinstance(ids[0], str):
             hyps = [text.split() for text in ids]
         else:
@@ -149,8 +149,8 @@ def score(run_dir, arm, setting="sample", out=None, seed=0):
             entry[f"test_bleu_{n}"] = statistics.fmean(scorer.sentence_scores(hyps, n=n))
             entry[f"self_bleu_{n}"] = statistics.fmean(self_scorer.sentence_scores(n=n))
         entry["seconds"] = round(time.time() - start, 1)
-        record["seeds"][str(seed)] = entry
-        print(f"{arm} seed {seed}: " + ", ".join(
+        record["seeds"][str(generation_seed)] = entry
+        print(f"{arm} s{seed}, generation seed {generation_seed}: " + ", ".join(
             f"{k} {entry[k]:.4f}" for k in entry if "bleu" in k), flush=True)
     out = pathlib.Path(out) if out else arm_record_path(setting, arm, seed)
     out.parent.mkdir(parents=True, exist_ok=True)

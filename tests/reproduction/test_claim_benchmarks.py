@@ -360,6 +360,34 @@ def test_bleu_train_retrains_each_arm_by_the_study_command_and_skips_recorded(tm
     assert scored == [("lstm", name, 1) for name in bleu_claim.SETTINGS]
 
 
+def test_bleu_score_records_a_training_seed_under_its_own_name_not_a_generation_seeds(
+        tmp_path, monkeypatch):
+    """Seed 1's record is ``<arm>-s1.json`` with every generation seed inside (a loop over the
+    generation seeds once overwrote the training seed: records landed as ``-s4``)."""
+    import types
+
+    from tfktopic import runs
+
+    asked = []
+
+    def generate(num_sentences, max_len, seed, **kwargs):
+        asked.append(seed)
+        return ["the senate passed the bill"] * 3
+
+    run = types.SimpleNamespace(model=types.SimpleNamespace(generate=generate), config={},
+                                lm_vocab=None, name="lstm")
+    monkeypatch.setattr(runs, "load_run", lambda run_dir: run)
+    monkeypatch.setattr(bleu_claim, "references", lambda run: [["the", "senate", "voted"]])
+    monkeypatch.setattr(bleu_claim, "_study_record", lambda arm, seed: f"absent-{seed}.json")
+    monkeypatch.setattr(bleu_claim, "RESULTS", tmp_path)
+    record = bleu_claim.score(tmp_path, "lstm", "sample", seed=1)
+    written = json.loads((tmp_path / "sample" / "lstm-s1.json").read_text())
+    assert sorted(p.name for p in (tmp_path / "sample").iterdir()) == ["lstm-s1.json"]
+    assert written["training_seed"] == record["training_seed"] == 1
+    assert asked == list(bleu_claim.GENERATION_SEEDS)
+    assert sorted(written["seeds"]) == sorted(map(str, bleu_claim.GENERATION_SEEDS))
+
+
 def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
     from studies.claims import defaults
 
