@@ -572,3 +572,23 @@ def test_defaults_tuning_candidates_spell_out_every_tuned_setting(tmp_path):
     text = defaults.tuning_report(tmp_path)
     assert "| lstm_c100 | lstm | 2 | 80.00 / 70.00 | 75.00 / 77.00 | -- | 40 / 40 |" in text
     assert "topicrnn_old" not in text and (tmp_path / "tuning" / "lee.md").exists()
+
+
+def test_df_cap_keeps_only_topic_words_in_at_most_that_share_of_documents():
+    from studies.claims import lda_df_cap
+    from tfktopic.data import TopicVocabulary, Vocabulary
+
+    docs = [[["storm", "rain", "coast"]], [["storm", "rain"]], [["storm", "vote"]],
+            [["storm", "vote", "senate"]]]
+    lm = Vocabulary.build(docs, min_count=1)
+    topics = TopicVocabulary.build(docs, lm, stopwords="none", max_freq_fraction=0.0)
+    assert lda_df_cap.capped(topics, docs, None) is topics
+    half = lda_df_cap.capped(topics, docs, 0.5)         # storm: 4 of 4 documents, out
+    assert sorted(half.words) == ["coast", "rain", "senate", "vote"]
+    assert sorted(lda_df_cap.capped(topics, docs, 0.25).words) == ["coast", "senate"]
+    assert half.lm_vocab is lm
+    rows = [{"corpus": "lee", "seed": s, "cap": c, "npmi": v, "topic_words": 1, "topic_0": []}
+            for s, (c, v) in enumerate([(None, 0.1), (None, 0.3), (0.5, 0.2), (0.5, 0.4)])]
+    text = lda_df_cap.table(rows)
+    assert "| every document (the defaults) | 0.2000 (0.1000 / 0.3000) |" in text
+    assert "| 50% of documents | 0.3000 (0.2000 / 0.4000) |" in text
