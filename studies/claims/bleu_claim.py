@@ -132,12 +132,11 @@ def score(run_dir, arm, setting="sample", out=None, seed=0):
         record["study_test_perplexity"] = json.loads(study.read_text())["test"]["perplexity"]
     for generation_seed in GENERATION_SEEDS:
         start = time.time()
+        # LM ids, never the attached tokenizer's detokenised text: the references are token
+        # lists, and text re-split on spaces glues punctuation to words ("million?").
         ids = run.model.generate(num_sentences=NUM_SENTENCES, max_len=MAX_LEN,
-                                 seed=generation_seed, **SETTINGS[setting])
-        if isinstance(ids, list) and ids and isinstance(ids[0], str):
-            hyps = [text.split() for text in ids]
-        else:
-            hyps = _tokens(ids, run.lm_vocab)
+                                 seed=generation_seed, tokenizer=False, **SETTINGS[setting])
+        hyps = _tokens(ids, run.lm_vocab)
         empty = sum(1 for h in hyps if not h)
         hyps = [h for h in hyps if h]
         self_scorer = SelfBleuScorer(hyps, max_order=max(ORDERS))

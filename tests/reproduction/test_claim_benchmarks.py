@@ -363,21 +363,27 @@ def test_bleu_train_retrains_each_arm_by_the_study_command_and_skips_recorded(tm
 def test_bleu_score_records_a_training_seed_under_its_own_name_not_a_generation_seeds(
         tmp_path, monkeypatch):
     """Seed 1's record is ``<arm>-s1.json`` with every generation seed inside (a loop over the
-    generation seeds once overwrote the training seed: records landed as ``-s4``)."""
+    generation seeds once overwrote the training seed: records landed as ``-s4``), scored on
+    the model's tokens (``tokenizer=False``), not on its detokenised text."""
     import types
 
     from tfktopic import runs
+    from tfktopic.data import Vocabulary
 
+    lm = Vocabulary.build([[["the", "senate", "voted", "."]]], min_count=1)
     asked = []
 
-    def generate(num_sentences, max_len, seed, **kwargs):
+    def generate(num_sentences, max_len, seed, tokenizer=None, **kwargs):
         asked.append(seed)
-        return ["the senate passed the bill"] * 3
+        if tokenizer is not False:                    # an attached tokenizer: text
+            return ["the senate voted."] * 3
+        row = [lm.token_to_id(w) for w in ("the", "senate", "voted", ".")] + [2, 0]
+        return np.array([row] * 3, np.int32)
 
     run = types.SimpleNamespace(model=types.SimpleNamespace(generate=generate), config={},
-                                lm_vocab=None, name="lstm")
+                                lm_vocab=lm, name="lstm")
     monkeypatch.setattr(runs, "load_run", lambda run_dir: run)
-    monkeypatch.setattr(bleu_claim, "references", lambda run: [["the", "senate", "voted"]])
+    monkeypatch.setattr(bleu_claim, "references", lambda run: [["the", "senate", "voted", "."]])
     monkeypatch.setattr(bleu_claim, "_study_record", lambda arm, seed: f"absent-{seed}.json")
     monkeypatch.setattr(bleu_claim, "RESULTS", tmp_path)
     record = bleu_claim.score(tmp_path, "lstm", "sample", seed=1)
@@ -386,6 +392,8 @@ def test_bleu_score_records_a_training_seed_under_its_own_name_not_a_generation_
     assert written["training_seed"] == record["training_seed"] == 1
     assert asked == list(bleu_claim.GENERATION_SEEDS)
     assert sorted(written["seeds"]) == sorted(map(str, bleu_claim.GENERATION_SEEDS))
+    assert written["seeds"]["0"]["examples"][0] == "the senate voted ."
+    assert written["seeds"]["0"]["test_bleu_4"] == pytest.approx(1.0)
 
 
 def test_defaults_criteria_compare_with_lda_and_the_sentence_lstm():
