@@ -44,6 +44,7 @@ lanes: commit ``studies/results/`` as they land.
 import argparse
 import contextlib
 import fcntl
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -181,6 +182,11 @@ def start(lanes, repo=REPO, dry_run=False):
     started = {}
     repo = pathlib.Path(repo)
     lanes = [[lane] if isinstance(lane, str) else list(lane) for lane in lanes]
+    if not dry_run and importlib.util.find_spec("keras") is None:
+        # Every job runs in this interpreter: without the package's dependencies each
+        # would die at its first import, one traceback per run, after start had said "started".
+        raise SystemExit(f"long_runs start: {sys.executable} cannot import keras; activate the "
+                         "environment tfktopic is installed in (. .venv/bin/activate)")
     restored = restore_ablation_records(repo / "studies" / "results" / "ablation",
                                         repo / "runs" / "ablation") \
         if any("ablation" in lane for lane in lanes) and not dry_run else []

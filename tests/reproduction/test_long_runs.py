@@ -69,6 +69,16 @@ def test_a_lane_with_a_live_pid_is_left_alone_and_a_dead_one_is_started(tmp_path
     assert long_runs.running("apnews", tmp_path) is None
 
 
+def test_start_refuses_an_interpreter_without_keras_before_starting_any_lane(tmp_path,
+                                                                            monkeypatch):
+    real = long_runs.importlib.util.find_spec
+    monkeypatch.setattr(long_runs.importlib.util, "find_spec",
+                        lambda name: None if name == "keras" else real(name))
+    with pytest.raises(SystemExit, match="cannot import keras; activate"):
+        long_runs.start([["bleu"]], repo=tmp_path)
+    assert not (tmp_path / "runs" / "jobs").exists()
+
+
 def test_an_unknown_job_is_refused_by_name(capsys):
     with pytest.raises(SystemExit):
         long_runs.main(["start", "--jobs", "apnews,mutants"])
