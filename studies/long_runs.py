@@ -53,7 +53,8 @@ import sys
 from studies.common import SHARED_DATA, code_snapshot
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-JOBS = ("apnews", "ptb", "imdb", "ablation", "defaults", "bleu", "sentiment")
+JOBS = ("apnews", "ptb", "imdb", "ablation", "defaults", "defaults_imdb10k", "bleu",
+        "sentiment")
 STUDY_JOBS = ("apnews", "ptb", "imdb")   # shared by lanes (their runs are claimed one by one)
 #: Jobs a lane runs only while it holds the job's lock (the others share their runs).
 EXCLUSIVE_JOBS = ("ablation",)
@@ -62,6 +63,9 @@ CLAIM_JOBS = {
     "defaults": ("studies.claims.defaults",
                  ["run", "--corpus", "war_and_peace", "imdb", "--seeds", "0", "1", "2"],
                  "defaults/lane.log"),
+    "defaults_imdb10k": ("studies.claims.defaults",
+                         ["run", "--corpus", "imdb_10k", "--seeds", "0", "1", "2"],
+                         "defaults/lane_imdb10k.log"),
     "bleu": ("studies.claims.bleu_claim", ["train", "--seeds", "1", "2"], "bleu/lane.log"),
     "sentiment": ("studies.claims.imdb_sentiment", ["arms", "--protocol", "cpu"],
                   "imdb_sentiment/lane.log"),

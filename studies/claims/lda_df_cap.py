@@ -13,6 +13,8 @@ Usage::
 
     python -m studies.claims.lda_df_cap [--family gbn_rnn]
         # -> studies/results/defaults/lda_df_cap.json (and the table it prints)
+    python -m studies.claims.lda_df_cap --corpora imdb --imdb-documents 10000 --caps none
+        # is IMDB's LDA informative with more reviews? -> lda_df_cap_imdb10000.json
 """
 
 import argparse
@@ -101,9 +103,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="gbn_rnn",
                         help="whose small preset's topic vocabulary (default gbn_rnn)")
+    parser.add_argument("--corpora", nargs="+", choices=list(CORPORA), default=list(CORPORA))
+    parser.add_argument("--imdb-documents", type=int, default=2000,
+                        help="IMDB's seeded subset size (default 2000, the defaults' runs)")
+    parser.add_argument("--caps", nargs="+", default=["none", "0.5", "0.25", "0.1"],
+                        help="document-frequency caps ('none': no cap)")
     args = parser.parse_args(argv)
-    rows = measure(args.family)
-    OUT.write_text(json.dumps({"family": args.family, "num_topics": 10, "rows": rows},
+    corpora = {name: CORPORA[name] for name in args.corpora}
+    if "imdb" in corpora:
+        source, format, kwargs = corpora["imdb"]
+        corpora["imdb"] = (source, format, {**kwargs, "max_documents": args.imdb_documents})
+    caps = tuple(None if cap == "none" else float(cap) for cap in args.caps)
+    rows = measure(args.family, corpora, caps=caps)
+    out = OUT if args.imdb_documents == 2000 else OUT.with_name(
+        f"{OUT.stem}_imdb{args.imdb_documents}.json")
+    out.write_text(json.dumps({"family": args.family, "num_topics": 10,
+                               "imdb_documents": args.imdb_documents, "rows": rows},
                               indent=1) + "\n")
     print(table(rows))
 

@@ -600,3 +600,35 @@ def test_df_cap_keeps_only_topic_words_in_at_most_that_share_of_documents():
     text = lda_df_cap.table(rows)
     assert "| every document (the defaults) | 0.2000 (0.1000 / 0.3000) |" in text
     assert "| 50% of documents | 0.3000 (0.2000 / 0.4000) |" in text
+
+
+def test_defaults_imdb_10k_runs_and_reports_only_the_gbn_families_topic_criterion(tmp_path,
+                                                                                 monkeypatch):
+    from studies.claims import defaults
+
+    trained = []
+    monkeypatch.setattr(defaults, "_train_and_record",
+                        lambda make, key, out, target, label: trained.append(key))
+    monkeypatch.setattr(defaults, "REPO", tmp_path)
+    data = tmp_path.parent / "shared" / "data" / defaults.CORPORA["imdb_10k"][0]
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("")
+    defaults.run(["imdb_10k"], [0])
+    assert trained == [("imdb_10k", "rgbn_rnn", 0), ("imdb_10k", "gbn_rnn", 0)]
+    assert defaults.command("imdb_10k", "gbn_rnn", 0, tmp_path)[-10:-6] == [
+        "--max-documents", "10000", "--subset-seed", "0"]
+
+    folder = tmp_path / "imdb_10k"
+    folder.mkdir()
+    for family, npmi in (("rgbn_rnn", 0.030), ("gbn_rnn", 0.020)):
+        (folder / f"{family}-s0.json").write_text(json.dumps(
+            {"model": family, "seed": 0, "test_ppl": 100.0, "npmi": npmi, "lda_npmi": 0.030,
+             "diversity": 0.5}))
+    summary = defaults.report(results=tmp_path)
+    rows = {(r["family"], r["criterion"]): r["passed"] for r in summary["imdb_10k"]}
+    assert rows == {("rgbn_rnn", "NPMI >= 0.9 x LDA"): True,
+                    ("gbn_rnn", "NPMI >= 0.9 x LDA"): False,
+                    ("rgbn_rnn", "NPMI >= 0.9 x LDA, against the 90,000 other IMDB reviews"): None,
+                    ("gbn_rnn", "NPMI >= 0.9 x LDA, against the 90,000 other IMDB reviews"): None}
+    assert summary["imdb_10k_vs_doc_lstm"] == []
+    assert "| imdb_10k | lstm |" not in (tmp_path / "summary.md").read_text()

@@ -44,6 +44,10 @@ def test_each_job_runs_its_resumable_command_with_one_thread_for_the_ablation(tm
     assert argv[argv.index("--ptb-dir") + 1] == str(tmp_path / "d" / "ptb")
     assert argv[argv.index("--records") + 1].endswith(os.path.join("results", "ablation"))
     assert env["TF_NUM_INTRAOP_THREADS"] == "1" and env["PYTHONPATH"] == str(cwd)
+    argv, cwd, env, log = long_runs.job_command("defaults_imdb10k", repo=tmp_path)
+    assert argv[1:] == ["-m", "studies.claims.defaults", "run", "--corpus", "imdb_10k",
+                        "--seeds", "0", "1", "2"]
+    assert log == tmp_path / "runs" / "defaults" / "lane_imdb10k.log"
     with pytest.raises(ValueError, match="unknown job 'mutants'"):
         long_runs.job_command("mutants", repo=tmp_path)
 
