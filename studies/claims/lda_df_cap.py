@@ -93,7 +93,8 @@ def table(rows):
         cells = []
         for corpus in corpora:
             values = [r["npmi"] for r in rows if r["corpus"] == corpus and r["cap"] == cap]
-            cells.append(f"{statistics.mean(values):.4f} ({' / '.join(f'{v:.4f}' for v in values)})")
+            each = " / ".join(f"{v:.4f}" for v in values)
+            cells.append(f"{statistics.mean(values):.4f} ({each})")
         label = "every document (the defaults)" if cap is None else f"{cap:.0%} of documents"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
