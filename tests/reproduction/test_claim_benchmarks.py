@@ -609,8 +609,8 @@ def test_defaults_imdb_10k_runs_and_reports_only_the_gbn_families_topic_criterio
     trained = []
     monkeypatch.setattr(defaults, "_train_and_record",
                         lambda make, key, out, target, label: trained.append(key))
-    monkeypatch.setattr(defaults, "REPO", tmp_path)
-    data = tmp_path.parent / "shared" / "data" / defaults.CORPORA["imdb_10k"][0]
+    monkeypatch.setattr(defaults, "REPO", tmp_path / "repo")
+    data = tmp_path / "shared" / "data" / defaults.CORPORA["imdb_10k"][0]
     data.parent.mkdir(parents=True, exist_ok=True)
     data.write_text("")
     defaults.run(["imdb_10k"], [0])
