@@ -24,13 +24,15 @@ A **lane** (``--jobs a+b``) runs its jobs one after the other in one detached pr
 The study's jobs are shared: a lane's adjacent study jobs are one scheduler over those
 corpora in that order (``studies.study run --corpus apnews ptb``), and two lanes'
 schedulers split the pending runs between them, each run claimed by one
-(`studies.study.scheduler.claim`). ``defaults``, ``bleu`` and ``sentiment`` are shared too:
-each of their runs holds its run directory's lock, and a lane that meets a run another lane
-holds moves on to the next one. The ablation is not: a lane reaching it while another lane
-runs it (its lock ``runs/jobs/ablation.lock`` held) skips it. The default lanes,
-``defaults+imdb+bleu+sentiment`` and ``defaults+bleu+imdb+sentiment``, are the open issues'
-jobs in their order (issue 51's held-out table first); each core, once a job has nothing
-left to start, goes on to the next, and the two meet in the jobs they share.
+(`studies.study.scheduler.claim`). ``defaults``, ``defaults_imdb10k``, ``bleu`` and
+``sentiment`` are shared too: each of their runs holds its run directory's lock, and a lane
+that meets a run another lane holds moves on to the next one (a BLEU run being scored holds
+no lock: two lanes reaching it score it twice, to the same record). The ablation is not: a
+lane reaching it while another lane runs it (its lock ``runs/jobs/ablation.lock`` held)
+skips it. The default lanes, ``defaults_imdb10k+bleu+sentiment+imdb`` and
+``bleu+defaults_imdb10k+sentiment+imdb``, are the open issues' jobs still to run (issue 51's
+IMDB 10,000-review topic test on one core, the BLEU seeds on the other); each core, once a
+job has nothing left to start, goes on to the next, and the two meet in the jobs they share.
 
 A lane whose process is alive (its pid in ``runs/jobs/<lane>.pid``) is left alone. On a new
 machine ``runs/`` is empty and only the committed records remain: the study's scheduler
@@ -70,7 +72,7 @@ CLAIM_JOBS = {
     "sentiment": ("studies.claims.imdb_sentiment", ["arms", "--protocol", "cpu"],
                   "imdb_sentiment/lane.log"),
 }
-DEFAULT_LANES = "defaults+imdb+bleu+sentiment,defaults+bleu+imdb+sentiment"
+DEFAULT_LANES = "defaults_imdb10k+bleu+sentiment+imdb,bleu+defaults_imdb10k+sentiment+imdb"
 ABLATION_RECORDS = REPO / "studies" / "results" / "ablation"
 _THREADS = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
             "OMP_NUM_THREADS": "1"}

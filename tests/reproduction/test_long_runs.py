@@ -146,18 +146,22 @@ def test_two_lanes_reaching_the_ablation_run_it_once(tmp_path, monkeypatch):
     assert sorted(str(r["ablation"]) for r in results.values()) == ["0", "skipped"]
 
 
-def test_the_default_lanes_start_the_held_out_defaults_on_both_cores_then_the_claims(
+def test_the_default_lanes_start_imdb_10k_and_bleu_on_both_cores_then_the_rest(
         tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TFKTOPIC_LONG_RUNS_REPO", str(tmp_path))   # no live lane there
     assert long_runs.main(["start", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "defaults+imdb+bleu+sentiment: " in out and "defaults+bleu+imdb+sentiment: " in out
     lanes = {line.split(": ", 1)[0]: line for line in out.splitlines()}
-    first = lanes["defaults+imdb+bleu+sentiment"]
-    order = [first.index(part) for part in ("studies.claims.defaults run", "--corpus imdb",
+    assert sorted(lanes) == ["bleu+defaults_imdb10k+sentiment+imdb",
+                             "defaults_imdb10k+bleu+sentiment+imdb"]
+    first = lanes["defaults_imdb10k+bleu+sentiment+imdb"]
+    order = [first.index(part) for part in ("studies.claims.defaults run --corpus imdb_10k",
                                             "studies.claims.bleu_claim train",
-                                            "studies.claims.imdb_sentiment arms")]
+                                            "studies.claims.imdb_sentiment arms",
+                                            "studies.study run --corpus imdb")]
     assert order == sorted(order)
+    second = lanes["bleu+defaults_imdb10k+sentiment+imdb"]
+    assert second.index("bleu_claim train") < second.index("--corpus imdb_10k")
 
 
 def test_the_claims_jobs_run_their_resumable_commands_with_one_thread_and_share_their_runs(
