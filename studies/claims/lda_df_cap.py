@@ -27,27 +27,35 @@ OUT = REPO / "studies" / "results" / "defaults" / "lda_df_cap.json"
 #: Largest share of training documents a topic word may occur in (None: no cap, the defaults).
 CAPS = (None, 0.5, 0.25, 0.1)
 SEEDS = (0, 1, 2)
-#: corpus -> (source, format, `read_corpus` keyword arguments): the defaults' corpora.
-CORPORA = {
-    "lee": ("lee", "lee", {}),
-    "war_and_peace": (REPO.parent / "shared" / "data" / "war_and_peace" / "warpeace_input.txt",
-                      "text", {}),
-    "imdb": (REPO.parent / "shared" / "data" / "imdb" / "aclImdb_reviews.jsonl.gz", "imdb",
-             {"max_documents": 2000, "subset_seed": 0}),
-}
+
+
+def _held_out(name):
+    """(source, format, `read_corpus` keyword arguments) of a corpus of
+    `studies.claims.defaults.CORPORA`, from its ``tfktopic train`` arguments."""
+    from studies.claims.defaults import CORPORA as DEFAULTS
+
+    path, extra = DEFAULTS[name]
+    option = lambda flag: extra[extra.index(flag) + 1] if flag in extra else None
+    kwargs = {key: int(option(flag)) for key, flag in (("max_documents", "--max-documents"),
+                                                       ("subset_seed", "--subset-seed"))
+              if option(flag) is not None}
+    return REPO.parent / "shared" / "data" / path, option("--format"), kwargs
+
+
+#: corpus -> (source, format, `read_corpus` keyword arguments): Lee and the defaults' corpora.
+CORPORA = {"lee": ("lee", "lee", {}), "war_and_peace": _held_out("war_and_peace"),
+           "imdb": _held_out("imdb")}
 
 
 def capped(topic_vocab, train, cap):
     """`topic_vocab` without the words in more than ``cap`` x len(train) documents."""
     from tfktopic.data import TopicVocabulary
+    from tfktopic.data.vocab import count_tokens
 
     if cap is None:
         return topic_vocab
-    doc_freq = {}
-    for document in train:
-        for word in {w for sentence in document for w in sentence}:
-            doc_freq[word] = doc_freq.get(word, 0) + 1
-    keep = [w for w in topic_vocab.words if doc_freq.get(w, 0) <= cap * len(train)]
+    _, doc_freq, _, num_documents = count_tokens(train)
+    keep = [w for w in topic_vocab.words if doc_freq[w] <= cap * num_documents]
     return TopicVocabulary(keep, topic_vocab.lm_vocab)
 
 
