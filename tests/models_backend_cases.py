@@ -232,3 +232,34 @@ def jitted_and_eager_steps(family, steps=3):
         result[mode] = {"losses": losses,
                         "weights": [np.asarray(w) for w in model.get_weights()]}
     return result
+
+
+def jax_side(weights, tf_paths, jax_dir, jitted=()):
+    """Every cross-backend check's other side in one process (one interpreter start instead
+    of one per check; `tests/library/test_models_backends.py`'s ``across`` fixture).
+
+    Args:
+        weights: family -> the first process's weights, for `objective_terms`.
+        tf_paths: family -> the ``.keras`` file the first process saved, for `load_outputs`.
+        jax_dir: where this process saves its own ``<family>.keras`` (`save_and_load`).
+        jitted: the families whose `jitted_and_eager_steps` are run too.
+
+    Returns:
+        dict: family -> ``{"objective", "loads_theirs", "saved", "path"[, "steps"]}``, or
+        ``{"error": traceback}`` for a family whose checks raised (the others still run).
+    """
+    import os
+    import traceback
+
+    result = {}
+    for family in weights:
+        try:
+            path = os.path.join(jax_dir, f"{family}.keras")
+            result[family] = {"objective": objective_terms(family, weights[family]),
+                              "loads_theirs": load_outputs(family, tf_paths[family]),
+                              "saved": save_and_load(family, path), "path": path}
+            if family in jitted:
+                result[family]["steps"] = jitted_and_eager_steps(family)
+        except Exception:  # reported by that family's tests
+            result[family] = {"error": traceback.format_exc()}
+    return result

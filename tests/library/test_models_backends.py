@@ -2,17 +2,15 @@
 equivalence of the objective and its gradients across backends, seeded reproducibility.
 
 Each check runs the family's function of `tests.models_backend_cases` in this process (the
-suite's backend) and, where it compares backends, in a fresh ``KERAS_BACKEND=jax``
-process without TensorFlow, as on a JAX-only machine (`_in_jax`; Keras's
+suite's backend) and, where it compares backends, in one fresh ``KERAS_BACKEND=jax``
+process for all families (the ``across`` fixture) without TensorFlow, as on a JAX-only
+machine (`_in_jax`; Keras's
 ``set_random_seed`` would otherwise import it, 4-5 s a process). Float32 tolerance across
 backends: rtol 1e-5 / atol 1e-6 on the objective terms and gradients (the same float32
 graph, different kernels; measured differences are ~1e-7 relative). Learning and seeded
 reproducibility under JAX are the in-process tests of the JAX job (README's test command),
 not JAX subprocesses of the TensorFlow job.
 """
-
-import os
-import tempfile
 
 import keras
 import numpy as np
@@ -27,6 +25,8 @@ pytestmark = pytest.mark.backends
 FAMILIES = ["bigram", "lstm", "doc_lstm", "doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
 #: The families checked across backends.
 CROSS = ["bigram", "lstm", "doc_lstm", "doc_topicrnn", "topicrnn", "tcnlm", "lda_lstm", "rgbn_rnn", "gbn_rnn"]
+#: The families whose step TLASGR-MCMC updates (compiled whole under JAX).
+GBN = ["rgbn_rnn", "gbn_rnn"]
 
 
 def _in_jax(target, **kwargs):
@@ -71,13 +71,34 @@ def test_keras_file_round_trip_gives_the_same_outputs(family, tmp_path):
     np.testing.assert_array_equal(result["before"], result["after"])
 
 
-@pytest.mark.parametrize("family", CROSS)
-def test_objective_and_gradients_equal_on_tensorflow_and_jax(family):
+@pytest.fixture(scope="module")
+def across(tmp_path_factory):
+    """Both sides of every cross-backend check: this process's (TensorFlow) objective terms
+    and saved ``.keras`` file per family, then one JAX subprocess for all families
+    (`tests.models_backend_cases.jax_side`: one interpreter start instead of 29, each 5-8 s).
+    """
     if keras.backend.backend() != "tensorflow":
         pytest.skip("compares this process's TensorFlow with a JAX subprocess")
-    ours = cases.objective_terms(family)
-    theirs = _in_jax("tests.models_backend_cases:objective_terms", family=family,
-                     weights=ours["weights"])
+    root = tmp_path_factory.mktemp("across")
+    ours = {family: {"objective": cases.objective_terms(family),
+                     "saved": cases.save_and_load(family, str(root / f"{family}_tf.keras"))}
+            for family in CROSS}
+    theirs = _in_jax("tests.models_backend_cases:jax_side", timeout=1800,
+                     weights={f: ours[f]["objective"]["weights"] for f in CROSS},
+                     tf_paths={f: str(root / f"{f}_tf.keras") for f in CROSS},
+                     jax_dir=str(root), jitted=GBN)
+    return ours, theirs
+
+
+def _sides(across, family):
+    ours, theirs = across
+    assert "error" not in theirs[family], f"{family} under JAX raised:\n{theirs[family].get('error')}"
+    return ours[family], theirs[family]
+
+
+@pytest.mark.parametrize("family", CROSS)
+def test_objective_and_gradients_equal_on_tensorflow_and_jax(family, across):
+    ours, theirs = (side["objective"] for side in _sides(across, family))
     for key in ("loss", "nll_sum", "num_tokens"):
         np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-5, atol=1e-6, err_msg=key)
     assert len(ours["gradients"]) == len(theirs["gradients"]) > 0
@@ -86,19 +107,12 @@ def test_objective_and_gradients_equal_on_tensorflow_and_jax(family):
 
 
 @pytest.mark.parametrize("family", CROSS)
-def test_keras_file_saved_on_one_backend_loads_on_the_other(family):
-    if keras.backend.backend() != "tensorflow":
-        pytest.skip("compares this process's TensorFlow with a JAX subprocess")
-    with tempfile.TemporaryDirectory() as tmp:
-        tf_path, jax_path = (os.path.join(tmp, f"{family}_{b}.keras") for b in ("tf", "jax"))
-        ours = cases.save_and_load(family, tf_path)
-        theirs = _in_jax("tests.models_backend_cases:load_outputs", family=family, path=tf_path)
-        np.testing.assert_allclose(ours["after"], theirs["outputs"], rtol=1e-5, atol=1e-6)
-        saved_by_jax = _in_jax("tests.models_backend_cases:save_and_load", family=family,
-                               path=jax_path)
-        back = cases.load_outputs(family, jax_path)
-        np.testing.assert_allclose(saved_by_jax["after"], back["outputs"], rtol=1e-5,
-                                   atol=1e-6)
+def test_keras_file_saved_on_one_backend_loads_on_the_other(family, across):
+    ours, theirs = _sides(across, family)
+    np.testing.assert_allclose(ours["saved"]["after"], theirs["loads_theirs"]["outputs"],
+                               rtol=1e-5, atol=1e-6)
+    back = cases.load_outputs(family, str(theirs["path"]))
+    np.testing.assert_allclose(theirs["saved"]["after"], back["outputs"], rtol=1e-5, atol=1e-6)
 
 
 def test_perplexity_says_lower_is_better():
@@ -109,8 +123,8 @@ def test_perplexity_says_lower_is_better():
     assert Perplexity()._direction == "down"
 
 
-@pytest.mark.parametrize("family", ["rgbn_rnn", "gbn_rnn"])
-def test_gbn_families_compile_their_step_under_jax_and_match_the_eager_step(family):
+@pytest.mark.parametrize("family", GBN)
+def test_gbn_families_compile_their_step_under_jax_and_match_the_eager_step(family, request):
     # TLASGR-MCMC inside the step: under JAX the static-shape augmentation lets `jit`
     # compile the whole step (TensorFlow's ragged kernels cannot be); the compiled steps
     # must give the eager steps' losses and weights, Phi and Pi included (float32, rtol
@@ -119,7 +133,7 @@ def test_gbn_families_compile_their_step_under_jax_and_match_the_eager_step(fami
     if keras.backend.backend() == "jax":
         result = cases.jitted_and_eager_steps(family)
     else:
-        result = _in_jax("tests.models_backend_cases:jitted_and_eager_steps", family=family)
+        result = _sides(request.getfixturevalue("across"), family)[1]["steps"]
     assert result["jit_compile"], "jit_compile='auto' must pick the compiled step under JAX"
     np.testing.assert_allclose(result["jit"]["losses"], result["eager"]["losses"], rtol=1e-5)
     assert len(result["jit"]["weights"]) == len(result["eager"]["weights"]) > 0
