@@ -11,6 +11,9 @@ Example (in a test)::
     theirs = run_in_backend("jax", "tests.backend_cases:weibull_kl", k=k, lam=lam)
     ours = backend_cases.weibull_kl(k=k, lam=lam)
     np.testing.assert_allclose(ours["kl"], theirs["kl"], rtol=1e-6)
+
+Several cases share one subprocess with `run_many_in_backend` (an interpreter start with
+Keras and a backend costs about 5 s).
 """
 
 import os
@@ -89,3 +92,32 @@ def in_the_jax_job():
 
     return pytest.mark.skipif(os.environ.get("KERAS_BACKEND", "tensorflow") != "jax",
                               reason="runs its own JAX subprocesses: the JAX job runs it")
+
+
+def call_many(calls):
+    """Call each ``name -> (target, kwargs)`` of `calls` in this process, in order.
+
+    Returns:
+        dict: name -> that call's result.
+    """
+    import importlib
+
+    results = {}
+    for name, (target, kwargs) in calls.items():
+        module, function = target.split(":")
+        results[name] = getattr(importlib.import_module(module), function)(**kwargs)
+    return results
+
+
+def run_many_in_backend(backend, calls, timeout=600):
+    """`run_in_backend` for several calls in one subprocess (one interpreter start).
+
+    Args:
+        backend: the Keras backend of the subprocess.
+        calls: name -> ``("module:function", kwargs)``.
+        timeout: seconds for all of them.
+
+    Returns:
+        dict: name -> that call's result, tensors converted to numpy arrays.
+    """
+    return run_in_backend(backend, "tests.backends:call_many", timeout=timeout, calls=calls)

@@ -1,7 +1,7 @@
 """tfktopic.bayes gives the same draws and updates on TensorFlow and on JAX.
 
 Each case of `tests/bayes_backend_cases.py` runs in this process (the suite's backend)
-and under ``KERAS_BACKEND=jax`` (`tests.backends.run_in_backend`). Integer bits (keys,
+and under ``KERAS_BACKEND=jax`` (all of them in one subprocess: the ``jax_side`` fixture). Integer bits (keys,
 uniforms, augmented counts) must be identical; floating-point results that go through
 log / cos / sin or float64-vs-float32 arithmetic agree to the float32 tolerances stated
 per test. Each backend also reproduces itself exactly when a seeded run is repeated.
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests import bayes_backend_cases as cases
-from tests.backends import REPO_ROOT, backend_available, run_in_backend
+from tests.backends import REPO_ROOT, backend_available, run_many_in_backend
 
 pytestmark = pytest.mark.backends
 
@@ -61,10 +61,21 @@ def _tiny_model_inputs():
                 y=rng.normal(size=(5, 2)).astype("float32"), steps=3)
 
 
-def test_counter_draws_are_bit_identical_on_tensorflow_and_jax():
+@pytest.fixture(scope="module")
+def jax_side():
+    """Every case of this module under ``KERAS_BACKEND=jax``, in one subprocess."""
+    case = "tests.bayes_backend_cases:"
+    return run_many_in_backend("jax", {
+        "counter": (case + "counter_draws", _counter_inputs()),
+        "augmentation": (case + "augmentation_draws", _augmentation_inputs()),
+        "tlasgr": (case + "tlasgr_update", _tlasgr_inputs()),
+        **{optimizer: (case + "langevin_steps", dict(optimizer=optimizer, **_tiny_model_inputs()))
+           for optimizer in ("sgld", "psgld")}})
+
+
+def test_counter_draws_are_bit_identical_on_tensorflow_and_jax(jax_side):
     ours = cases.counter_draws(**_counter_inputs())
-    theirs = run_in_backend("jax", "tests.bayes_backend_cases:counter_draws",
-                            **_counter_inputs())
+    theirs = jax_side["counter"]
     for name in ("key", "uniform", "uniform_pair"):
         np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
     for name in ("normal23", "normal16"):
@@ -72,13 +83,12 @@ def test_counter_draws_are_bit_identical_on_tensorflow_and_jax():
     assert ours["key"].dtype == np.uint32 and ours["uniform"].dtype == np.float32
 
 
-def test_augmentation_draws_are_identical_on_tensorflow_jax_and_the_reference():
+def test_augmentation_draws_are_identical_on_tensorflow_jax_and_the_reference(jax_side):
     """TensorFlow's ragged kernel, the keras.ops reference on TensorFlow, and the reference
     under JAX (eager and jax.jit) give exactly the same counts."""
     fast = cases.augmentation_draws(**_augmentation_inputs())
     reference = cases.augmentation_draws(**_augmentation_inputs(), reference=True)
-    theirs = run_in_backend("jax", "tests.bayes_backend_cases:augmentation_draws",
-                            **_augmentation_inputs())
+    theirs = jax_side["augmentation"]
     for name in ("crt", "binomial", "phi_counts", "topic_counts"):
         np.testing.assert_array_equal(fast[name], reference[name], err_msg=name)
         np.testing.assert_array_equal(fast[name], theirs[name], err_msg=name)
@@ -89,14 +99,13 @@ def test_augmentation_draws_are_identical_on_tensorflow_jax_and_the_reference():
     np.testing.assert_array_equal(fast["topic_counts"].sum(-1), counts.sum(-1))
 
 
-def test_tlasgr_update_agrees_on_tensorflow_and_jax_and_repeats_exactly():
+def test_tlasgr_update_agrees_on_tensorflow_and_jax_and_repeats_exactly(jax_side):
     """Two updates of Phi / Pi: the augmented counts are identical; the simplex step runs
     in float64 on TensorFlow and in float32 under JAX without x64, so Phi / Pi agree to
     float32 rounding of a step (atol 2e-6 on entries of columns that sum to 1); JAX's
     jit-compiled stateless update equals its eager one to atol 1e-6."""
     ours = cases.tlasgr_update(**_tlasgr_inputs())
-    theirs = run_in_backend("jax", "tests.bayes_backend_cases:tlasgr_update",
-                            **_tlasgr_inputs())
+    theirs = jax_side["tlasgr"]
     for run in (ours, theirs):                      # seeded: a repeated run is identical
         for name in ("phi_counts", "pi_counts", "phi", "pi", "phi_preconditioners"):
             for a, b in zip(run["first"][name], run["second"][name]):
@@ -123,12 +132,11 @@ def test_tlasgr_update_agrees_on_tensorflow_and_jax_and_repeats_exactly():
 
 
 @pytest.mark.parametrize("optimizer", ["sgld", "psgld"])
-def test_langevin_steps_agree_on_tensorflow_and_jax_and_repeat_exactly(optimizer):
+def test_langevin_steps_agree_on_tensorflow_and_jax_and_repeat_exactly(optimizer, jax_side):
     """Three steps on a tiny two-layer model, T = 1: the noise bits are the same, the
     weights agree to float32 rounding (rtol 1e-5, atol 1e-6)."""
     ours = cases.langevin_steps(optimizer, **_tiny_model_inputs())
-    theirs = run_in_backend("jax", "tests.bayes_backend_cases:langevin_steps",
-                            optimizer=optimizer, **_tiny_model_inputs())
+    theirs = jax_side[optimizer]
     for run in (ours, theirs):
         for a, b in zip(run["first"], run["second"]):
             np.testing.assert_array_equal(a, b)

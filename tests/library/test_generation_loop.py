@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.backends import backend_available, run_in_backend
+from tests.backends import backend_available, run_many_in_backend
 from tfktopic.tokenizer import detokenize
 
 
@@ -90,12 +90,12 @@ def test_a_seed_gives_the_same_sentences_and_compile_sets_the_sampler():
 def test_generation_gives_the_same_ids_on_tensorflow_and_jax():
     """Same weights, same seed: the same ids on both backends (greedy and top-k)."""
     ids, weights = greedy_ids()
-    there, _ = run_in_backend("jax", "tests.library.test_generation_loop:greedy_ids", weights=weights)
-    np.testing.assert_array_equal(ids, there)
-    ids, _ = greedy_ids(weights, sampler="top_k", seed=3, prompt=[5])
-    there, _ = run_in_backend("jax", "tests.library.test_generation_loop:greedy_ids", weights=weights,
-                              sampler="top_k", seed=3, prompt=[5])
-    np.testing.assert_array_equal(ids, there)
+    top_k = dict(sampler="top_k", seed=3, prompt=[5])
+    there = run_many_in_backend("jax", {
+        "greedy": ("tests.library.test_generation_loop:greedy_ids", dict(weights=weights)),
+        "top_k": ("tests.library.test_generation_loop:greedy_ids", dict(weights=weights, **top_k))})
+    np.testing.assert_array_equal(ids, there["greedy"][0])
+    np.testing.assert_array_equal(greedy_ids(weights, **top_k)[0], there["top_k"][0])
 
 
 @pytest.mark.parametrize("tokens, text", [

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.backends import backend_available, run_in_backend
+from tests.backends import backend_available, run_many_in_backend
 from tfktopic.models import samplers
 
 pytestmark = pytest.mark.backends
@@ -91,12 +91,13 @@ def test_a_seed_gives_the_same_draws_and_another_seed_others():
 def test_samplers_draw_the_same_ids_on_tensorflow_and_jax():
     """Counter-based noise: the same (seed, step) gives the same ids on both backends."""
     scores = _scores(rows=5, vocab=30)
-    for name, config in (("random", {"temperature": 1.3}), ("top_k", {"k": 4}),
-                         ("top_p", {"p": 0.8})):
-        here = draw_many(name, config, scores, range(6))
-        there = run_in_backend("jax", "tests.library.test_samplers:draw_many", name=name,
-                               config=config, scores=scores, seeds=list(range(6)))
-        np.testing.assert_array_equal(here, there)
+    samplers = {"random": {"temperature": 1.3}, "top_k": {"k": 4}, "top_p": {"p": 0.8}}
+    there = run_many_in_backend("jax", {
+        name: ("tests.library.test_samplers:draw_many",
+               dict(name=name, config=config, scores=scores, seeds=list(range(6))))
+        for name, config in samplers.items()})
+    for name, config in samplers.items():
+        np.testing.assert_array_equal(draw_many(name, config, scores, range(6)), there[name])
 
 
 def test_get_accepts_an_instance_a_name_and_a_config_dict():
