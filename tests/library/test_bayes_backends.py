@@ -1,10 +1,10 @@
 """tfktopic.bayes gives the same draws and updates on TensorFlow and on JAX.
 
 Each case of `tests/bayes_backend_cases.py` runs in this process (the suite's backend)
-and under ``KERAS_BACKEND=jax`` (all of them in one subprocess: the ``jax_side`` fixture). Integer bits (keys,
-uniforms, augmented counts) must be identical; floating-point results that go through
-log / cos / sin or float64-vs-float32 arithmetic agree to the float32 tolerances stated
-per test. Each backend also reproduces itself exactly when a seeded run is repeated.
+and under ``KERAS_BACKEND=jax`` (all of them in one subprocess: the ``jax_side``
+fixture). Integer bits (keys, uniforms, augmented counts) must be identical;
+floating-point results that go through log / cos / sin or float64-vs-float32 arithmetic
+agree to the float32 tolerances stated per test. Each backend also reproduces itself exactly when a seeded run is repeated.
 """
 
 import doctest

@@ -92,7 +92,8 @@ def across(tmp_path_factory):
 
 def _sides(across, family):
     ours, theirs = across
-    assert "error" not in theirs[family], f"{family} under JAX raised:\n{theirs[family].get('error')}"
+    assert "error" not in theirs[family], (
+        f"{family} under JAX raised:\n{theirs[family].get('error')}")
     return ours[family], theirs[family]
 
 
