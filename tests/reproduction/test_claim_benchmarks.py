@@ -331,6 +331,34 @@ def test_feature_arms_run_each_unrecorded_seed_once_and_skip_a_run_another_proce
     assert ran[2:] == [("topicrnn", 1)]                              # the freed one, once
 
 
+def test_feature_arms_resume_a_run_recorded_at_a_lower_epoch_limit_than_the_protocols(
+        tmp_path, monkeypatch):
+    """A record that stopped at its epoch limit when the protocol's limit is now higher is
+    not done (the run resumes from its checkpoint); one early-stopped, or stopped at the
+    current limit, is."""
+    import json
+
+    ran = []
+    monkeypatch.setattr(imdb_sentiment, "feature_arm",
+                        lambda arm, seed, *args: ran.append((arm, seed)))
+    monkeypatch.setitem(imdb_sentiment.PROTOCOLS, "tiny",
+                        {"lm_reviews": 10, "valid_reviews": 3, "learning_rate": 1e-3,
+                         "max_epochs": 50})
+    out = tmp_path / "results"
+    out.mkdir()
+    stops = {("topicrnn", 0): {"stopped_by": "max_epochs", "max_epochs": 20},
+             ("rnn", 0): {"stopped_by": "early_stopping", "max_epochs": 20},
+             ("topicrnn", 1): {"stopped_by": "max_epochs", "max_epochs": 50}}
+    for (arm, seed), training in stops.items():
+        name = imdb_sentiment.run_name(arm, seed, "small", protocol="tiny")
+        (out / f"{name}.json").write_text(json.dumps({"training": training}))
+    done = imdb_sentiment.feature_arms(seeds=(0, 1), protocol="tiny", out=out,
+                                       runs=tmp_path / "runs", log=lambda line: None)
+    assert ran == [("topicrnn", 0), ("rnn", 1)]
+    assert [d[2] for d in done] == ["recorded", "skipped: recorded", "skipped: recorded",
+                                    "recorded"]
+
+
 def test_bleu_train_retrains_each_arm_by_the_study_command_and_skips_recorded(tmp_path,
                                                                               monkeypatch):
     from studies.study import protocol
