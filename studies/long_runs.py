@@ -16,8 +16,8 @@ TensorFlow thread, so two lanes fill 2 cores):
   (`studies.claims.defaults` ``run``);
 * ``bleu`` -- the BLEU claim's retrained APNEWS models, training seeds 1-2
   (`studies.claims.bleu_claim` ``train``);
-* ``sentiment`` -- the IMDB sentiment claim's TopicRNN and RNN feature extractors under the
-  ``cpu`` protocol, 3 seeds (`studies.claims.imdb_sentiment` ``arms``).
+* ``sentiment`` -- the IMDB sentiment claim's TopicRNN, RNN and LSTM feature extractors
+  under the ``cpu`` protocol, 3 seeds (`studies.claims.imdb_sentiment` ``arms``).
 
 A **lane** (``--jobs a+b``) runs its jobs one after the other in one detached process
 (`run_lane`), so that a core freed by a finished job goes to the next one within the session.

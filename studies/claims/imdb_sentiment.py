@@ -33,7 +33,10 @@ The unsupervised feature extractors use the paper's split of the 75,000 training
   the 10,000 held-out reviews (patience 2, at most the paper's 13 epochs); features
   [mean of q(theta | X_c), last RNN state h_T] (`TopicRNN.encode`);
 * ``rnn``: the same-size RNN language model without topics, trained identically; features
-  its last state h_T (is it the topics that help?).
+  its last state h_T (is it the topics that help?);
+* ``lstm``: the same, with LSTM cells (the issue's "same-size LSTM language model": a plain
+  RNN's last state holds little of a 400-token review, an LSTM's more), features h_T of the
+  top layer (not the cell state).
   Sizes (`SIZES`): the paper's (RNN 2 x 300, inference network 2 x 500), or ``small``
   (RNN 1 x 100, 100-d embeddings, inference network 1 x 200), what 2 CPU cores allow; the
   record states which. Training resumes from the run directory's checkpoint
@@ -65,7 +68,7 @@ Usage::
     python -m studies.claims.imdb_sentiment topicrnn --seed S --protocol cpu
         # -> results/imdb_sentiment/topicrnn-small-cpu-sS.json
     python -m studies.claims.imdb_sentiment arms --protocol cpu [--seeds 0 1 2]
-        # every topicrnn / rnn run not yet recorded; two processes share them
+        # every topicrnn / rnn / lstm run not yet recorded; two processes share them
     python -m studies.claims.imdb_sentiment report
         # -> results/imdb_sentiment/summary.json and the rows of docs/results/study.md
 
@@ -349,11 +352,13 @@ SIZES = {"paper": {"hidden_dim": 300, "num_layers": 2, "embedding_dim": 300,
 #: Reviews cut at this many predicted tokens (Walter1218's port), early-stopping patience
 #: and batch (the `imdb` preset's; the Adam step and epoch limit are the protocol's).
 MAX_LEN, LM_PATIENCE, LM_BATCH = 400, 2, 32
+#: The trained feature extractors (language models), in the order `arms` runs them.
+ARMS = ("topicrnn", "rnn", "lstm")
 RUNS = REPO / "runs" / "imdb_sentiment"
 
 
 def feature_model(arm, size, lm_vocab, topic_vocab, seed):
-    """The ``topicrnn`` or ``rnn`` language model of `size` (plain RNN cells)."""
+    """The ``topicrnn``, ``rnn`` (plain RNN cells) or ``lstm`` language model of `size`."""
     from tfktopic.models import LSTMLanguageModel
     from tfktopic.models.topicrnn import TopicRNN
 
@@ -361,7 +366,8 @@ def feature_model(arm, size, lm_vocab, topic_vocab, seed):
     if arm == "topicrnn":
         return TopicRNN(len(lm_vocab), topic_vocab.lm_to_topic, num_topics=NUM_TOPICS,
                         cell="rnn", dropout=0.0, seed=seed, **sizes)
-    return LSTMLanguageModel(len(lm_vocab), cell="rnn", dropout=0.0,
+    cell = "lstm" if arm == "lstm" else "rnn"
+    return LSTMLanguageModel(len(lm_vocab), cell=cell, dropout=0.0,
                              **{k: v for k, v in sizes.items() if k != "encoder_units"})
 
 
@@ -395,7 +401,7 @@ def _recorded(path, rules):
                 and training.get("max_epochs", 0) < rules["max_epochs"])
 
 
-def feature_arms(arms=("topicrnn", "rnn"), seeds=SEEDS, size="small", protocol="paper",
+def feature_arms(arms=ARMS, seeds=SEEDS, size="small", protocol="paper",
                  out=RESULTS, runs=RUNS, log=print):
     """Every (seed, arm) not yet recorded (or recorded at its epoch limit when the protocol's
     is now higher), each under its run directory's lock, so that two processes (two cores'
@@ -428,7 +434,7 @@ def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log
     """Train (or resume) the ``topicrnn`` / ``rnn`` language model, then score its features.
 
     Args:
-        arm: "topicrnn" or "rnn".
+        arm: one of `ARMS`.
         seed: the split, initialisation, data order and classifier seed.
         size: a `SIZES` name.
         limit: reviews of each label per split (a quick check; `None`: all).
@@ -448,8 +454,8 @@ def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log
     from tfktopic.data.pipeline import sentence_dataset
     from tfktopic.runs import checkpoints, stopping
 
-    if arm not in ("topicrnn", "rnn") or size not in SIZES or protocol not in PROTOCOLS:
-        raise ValueError(f"arm must be topicrnn or rnn, size one of {sorted(SIZES)} and "
+    if arm not in ARMS or size not in SIZES or protocol not in PROTOCOLS:
+        raise ValueError(f"arm must be one of {ARMS}, size one of {sorted(SIZES)} and "
                          f"protocol one of {sorted(PROTOCOLS)}, got {arm!r}, {size!r}, "
                          f"{protocol!r}")
     if not DATA.exists():
@@ -661,7 +667,7 @@ def report(results=RESULTS, page=None):
             row.update(error=100 * error, low=100 * low, high=100 * high,
                        verdict="held" if 100 * low <= PAPER["topicrnn"] else "not held")
         rows.append(row)
-        for other in (f"rnn-{size}", "lda", "nbsvm_bi", "bow_lr"):
+        for other in (f"rnn-{size}", f"lstm-{size}", "lda", "nbsvm_bi", "bow_lr"):
             row = {"claim": f"{trained} vs {other}", "better": trained, "other": other,
                    "protocol": protocol,
                    "paper": (f"{PAPER['topicrnn']} vs {PAPER['nbsvm_bi']} %"
@@ -720,20 +726,21 @@ def hash_ids(ids):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["baselines", "lda", "topicrnn", "rnn", "arms",
-                                           "report"])
+    parser.add_argument("action", choices=["baselines", "lda", *ARMS, "arms", "report"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
                         help="arms: the seeds to run (default: %(default)s)")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS),
+                        help="arms: the language models to run (default: %(default)s)")
     parser.add_argument("--limit", type=int, default=None,
                         help="reviews per split and label (a quick check; default: all)")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--size", choices=sorted(SIZES), default="small",
-                        help="the topicrnn / rnn arms' RNN size (default: %(default)s)")
+                        help="the topicrnn / rnn / lstm arms' RNN size (default: %(default)s)")
     parser.add_argument("--runs", default=str(RUNS),
-                        help="folder of the topicrnn / rnn run directories (checkpoints)")
+                        help="folder of the trained arms' run directories (checkpoints)")
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="paper",
-                        help="how the topicrnn / rnn language models are fitted "
+                        help="how the trained arms' language models are fitted "
                              "(PROTOCOLS; default: %(default)s)")
     args = parser.parse_args(argv)
     if args.action == "baselines":
@@ -741,7 +748,7 @@ def main(argv=None):
     elif args.action == "report":
         report(pathlib.Path(args.out))
     elif args.action == "arms":
-        for arm, seed, state in feature_arms(seeds=args.seeds, size=args.size,
+        for arm, seed, state in feature_arms(args.arms, seeds=args.seeds, size=args.size,
                                              protocol=args.protocol, out=pathlib.Path(args.out),
                                              runs=pathlib.Path(args.runs),
                                              log=lambda line: print(line, flush=True)):

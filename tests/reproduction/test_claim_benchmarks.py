@@ -153,8 +153,13 @@ def test_rnn_features_are_the_state_after_each_rows_last_token():
     for row, length in ((0, 4), (1, 6)):
         alone = rnn({"tokens": rows[row:row + 1, :length]}, training=False, return_features=True)
         np.testing.assert_allclose(states[row], np.asarray(alone)[0, -1], rtol=1e-5, atol=1e-6)
+    lstm = imdb_sentiment.feature_model("lstm", "small", lm_vocab, topic_vocab, seed=0)
+    assert (lstm.cell, lstm.hidden_dim, lstm.num_layers) == ("lstm", rnn.hidden_dim,
+                                                             rnn.num_layers)
+    assert rnn.cell == "rnn"
+    assert imdb_sentiment.last_states(lstm, [{"tokens": rows}]).shape == (2, lstm.hidden_dim)
     with pytest.raises(ValueError, match="arm must be"):
-        imdb_sentiment.feature_arm("lstm", 0)
+        imdb_sentiment.feature_arm("gru", 0)
 
 
 def test_error_difference_is_paired_over_reviews_and_seeds():
