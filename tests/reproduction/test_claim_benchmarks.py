@@ -665,3 +665,24 @@ def test_defaults_imdb_10k_runs_and_reports_only_the_gbn_families_topic_criterio
                     ("gbn_rnn", "NPMI >= 0.9 x LDA, against the 90,000 other IMDB reviews"): None}
     assert summary["imdb_10k_vs_doc_lstm"] == []
     assert "| imdb_10k | lstm |" not in (tmp_path / "summary.md").read_text()
+
+
+def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(tmp_path,
+                                                                               monkeypatch):
+    from studies.claims import defaults
+
+    calls = []
+    monkeypatch.setattr(defaults, "_train_and_record",
+                        lambda make, key, out, target, label, extra=None: calls.append(
+                            (make(*key, out), out, target, extra)))
+    defaults.probe("gbn_eps2e-4", ["imdb_10k"], [1], results=tmp_path / "results",
+                   runs=tmp_path / "runs")
+    assert [c[0][4] for c in calls] == ["rgbn_rnn", "gbn_rnn"]
+    cmd, out, target, extra = calls[0]
+    assert cmd[:-2] == defaults.command("imdb_10k", "rgbn_rnn", 1, out)
+    assert cmd[-2:] == ["--set", 'tlasgr={"step_size": 0.0002}']
+    # apart from the held-out records: the tables (`report`) never read them
+    folder = pathlib.Path("probes") / "gbn_eps2e-4" / "imdb_10k"
+    assert target == tmp_path / "results" / folder / "rgbn_rnn-s1.json"
+    assert out == tmp_path / "runs" / folder / "rgbn_rnn-s1"
+    assert extra == {"probe": "gbn_eps2e-4", "settings": defaults.PROBES["gbn_eps2e-4"]["set"]}
