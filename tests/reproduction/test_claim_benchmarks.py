@@ -326,14 +326,15 @@ def test_feature_arms_run_each_unrecorded_seed_once_and_skip_a_run_another_proce
     out.mkdir()
     (out / "rnn-small-cpu-s0.json").write_text("{}")                # recorded before
     with run_lock(runs / "topicrnn-small-cpu-s1"):                 # another lane's run
-        done = imdb_sentiment.feature_arms(seeds=(0, 1), protocol="cpu", out=out, runs=runs,
-                                           log=lambda line: None)
+        done = imdb_sentiment.feature_arms(("topicrnn", "rnn"), seeds=(0, 1), protocol="cpu",
+                                           out=out, runs=runs, log=lambda line: None)
     assert ran == [("topicrnn", 0), ("rnn", 1)]
     assert done == [("topicrnn", 0, "recorded"), ("rnn", 0, "skipped: recorded"),
                     ("topicrnn", 1, "skipped: in use"), ("rnn", 1, "recorded")]
     imdb_sentiment.feature_arms(seeds=(0, 1), protocol="cpu", out=out, runs=runs,
                                 log=lambda line: None)
-    assert ran[2:] == [("topicrnn", 1)]                              # the freed one, once
+    # the freed one, once; by default every arm, the LSTM too
+    assert ran[2:] == [("lstm", 0), ("topicrnn", 1), ("lstm", 1)]
 
 
 def test_feature_arms_resume_a_run_recorded_at_a_lower_epoch_limit_than_the_protocols(
@@ -357,8 +358,8 @@ def test_feature_arms_resume_a_run_recorded_at_a_lower_epoch_limit_than_the_prot
     for (arm, seed), training in stops.items():
         name = imdb_sentiment.run_name(arm, seed, "small", protocol="tiny")
         (out / f"{name}.json").write_text(json.dumps({"training": training}))
-    done = imdb_sentiment.feature_arms(seeds=(0, 1), protocol="tiny", out=out,
-                                       runs=tmp_path / "runs", log=lambda line: None)
+    done = imdb_sentiment.feature_arms(("topicrnn", "rnn"), seeds=(0, 1), protocol="tiny",
+                                       out=out, runs=tmp_path / "runs", log=lambda line: None)
     assert ran == [("topicrnn", 0), ("rnn", 1)]
     assert [d[2] for d in done] == ["recorded", "skipped: recorded", "skipped: recorded",
                                     "recorded"]
