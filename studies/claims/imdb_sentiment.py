@@ -34,9 +34,9 @@ The unsupervised feature extractors use the paper's split of the 75,000 training
   [mean of q(theta | X_c), last RNN state h_T] (`TopicRNN.encode`);
 * ``rnn``: the same-size RNN language model without topics, trained identically; features
   its last state h_T (is it the topics that help?);
-* ``lstm``: the same, with LSTM cells (the issue's "same-size LSTM language model": a plain
-  RNN's last state holds little of a 400-token review, an LSTM's more), features h_T of the
-  top layer (not the cell state).
+* ``lstm``: the same with LSTM cells (the issue's "same-size LSTM language model"), features
+  the top layer's h_T (not the cell state); added after the RNN's last state scored near
+  chance, as the stronger baseline of the same question.
   Sizes (`SIZES`): the paper's (RNN 2 x 300, inference network 2 x 500), or ``small``
   (RNN 1 x 100, 100-d embeddings, inference network 1 x 200), what 2 CPU cores allow; the
   record states which. Training resumes from the run directory's checkpoint
@@ -431,7 +431,7 @@ def feature_arms(arms=ARMS, seeds=SEEDS, size="small", protocol="paper",
 
 def feature_arm(arm, seed, size="small", limit=None, out=RESULTS, runs=RUNS, log=print,
                 protocol="paper"):
-    """Train (or resume) the ``topicrnn`` / ``rnn`` language model, then score its features.
+    """Train (or resume) an `ARMS` language model, then score its features.
 
     Args:
         arm: one of `ARMS`.
