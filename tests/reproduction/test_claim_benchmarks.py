@@ -687,3 +687,8 @@ def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(
     assert target == tmp_path / "results" / folder / "rgbn_rnn-s1.json"
     assert out == tmp_path / "runs" / folder / "rgbn_rnn-s1"
     assert extra == {"probe": "gbn_eps2e-4", "settings": defaults.PROBES["gbn_eps2e-4"]["set"]}
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps({"model": "rgbn_rnn", "seed": 1, "test_ppl": 100.0,
+                                  "npmi": 0.05, "lda_npmi": 0.03, "diversity": 0.5}))
+    defaults.report(results=tmp_path / "results")
+    assert "| imdb_10k | rgbn_rnn |" not in (tmp_path / "results" / "summary.md").read_text()
