@@ -25,7 +25,9 @@ Usage::
     python -m studies.claims.defaults rescore    # IMDB: NPMI against the other 98,000 reviews
     python -m studies.claims.defaults probe --probe gbn_eps2e-4 --corpus imdb_10k --seeds 1
         # one setting changed, to find why a criterion fails (-> results/defaults/probes/)
-    python -m studies.claims.defaults report     # -> results/defaults/summary.md (+ tuning.md)
+    python -m studies.claims.defaults rescore --probe gbn_eps2e-4   # the probe's records
+    python -m studies.claims.defaults report     # -> results/defaults/summary.md (+ tuning.md,
+                                                 #    probes/summary.md)
 """
 
 import argparse
@@ -42,6 +44,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "results" / "defaults.md"
 HELD_OUT_MARKERS = ("<!-- defaults:held_out -->", "<!-- /defaults:held_out -->")
 TUNING_MARKERS = ("<!-- defaults:tuning -->", "<!-- /defaults:tuning -->")
+PROBE_MARKERS = ("<!-- defaults:probes -->", "<!-- /defaults:probes -->")
 RESULTS = REPO / "studies" / "results" / "defaults"
 RUNS = REPO / "runs" / "defaults"
 #: corpus -> (shared data file, ``tfktopic train`` corpus arguments). Held out from the tuning.
@@ -84,7 +87,7 @@ _RANDOM = ["--set", "decoder_init=random"]
 _TOPICRNN_LDA = ["--set", "decoder_init=lda", "--set", "lda_scale=0.1"]
 _TOPICRNN_RANDOM = _RANDOM + ["--set", "lda_scale=1.0"]
 _GBN_START = {step: ["--set", "decoder_init=lda", "--set", f'tlasgr={{"step_size":{step}}}']
-              for step in (0.02, 0.005, 0.001)}
+              for step in (0.02, 0.005, 0.001, 0.0002)}
 _GBN_RANDOM = _RANDOM + ["--set", 'tlasgr={"step_size":1.0}']
 #: candidate -> (family, ``tfktopic train`` arguments): the old ``small`` defaults (``*_old``:
 #: 8 epochs, or 10 / 3 for TCNLM / the GBN families), the ones tried, and the chosen ones
@@ -129,6 +132,9 @@ CANDIDATES = {
     **{f"{name}_lda_st005_lr1e2_c100": (family, [*_CONVERGE, *_LR[0.01], *_GBN_START[0.005]])
        for name, family in (("rgbn", "rgbn_rnn"), ("gbn", "gbn_rnn"))},
     **{f"{name}_lda_st001_lr1e2_c100": (family, [*_CONVERGE, *_LR[0.01], *_GBN_START[0.001]])
+       for name, family in (("rgbn", "rgbn_rnn"), ("gbn", "gbn_rnn"))},
+    # the step of the IMDB 10k probe (`PROBES`, "gbn_eps2e-4") on the tuning corpus
+    **{f"{name}_lda_st0002_lr1e2_c100": (family, [*_CONVERGE, *_LR[0.01], *_GBN_START[0.0002]])
        for name, family in (("rgbn", "rgbn_rnn"), ("gbn", "gbn_rnn"))},
 }
 
@@ -208,6 +214,45 @@ def probe(name, corpora, seeds, families=None, runs=RUNS, results=RESULTS):
                                               pathlib.Path(results) / "probes" / name),
                                   f"probe {name}: {corpus} {family} s{seed}",
                                   extra={"probe": name, "settings": PROBES[name]["set"]})
+
+
+def probe_report(results=RESULTS):
+    """Each probe's runs beside the defaults' run of the same corpus, family and seed (same
+    split, same LDA): NPMI over the LDA's, on the training split and against the external
+    reference where rescored, test perplexity, diversity, epochs; written to
+    ``probes/summary.md``. A diagnostic table: no verdict, no mean over seeds."""
+    fmt = lambda v, spec=".3f": "--" if v is None else format(v, spec)
+    ratio = lambda r, key, lda: (None if r is None or r.get(key) is None or not r.get(lda)
+                                 else r[key] / r[lda])
+    lines = ["| probe | corpus | family | seed | NPMI: probe / defaults / LDA "
+             "| NPMI / LDA: probe / defaults | external NPMI / LDA: probe / defaults "
+             "| test PPL: probe / defaults | diversity: probe / defaults "
+             "| epochs: probe / defaults |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in PROBES:
+        for path in sorted((pathlib.Path(results) / "probes" / name).glob("*/*-s*.json")):
+            corpus, probed = path.parent.name, json.loads(path.read_text())
+            base_path = record_path(corpus, probed["model"], probed["seed"], results)
+            base = json.loads(base_path.read_text()) if base_path.exists() else None
+            get = lambda r, key: None if r is None else r.get(key)
+            epochs = lambda r: str(((get(r, "training") or {}).get("epochs")) or "--")
+            lines.append(
+                f"| {name} | {corpus} | {probed['model']} | {probed['seed']} | "
+                f"{fmt(probed['npmi'])} / {fmt(get(base, 'npmi'))} / {fmt(probed['lda_npmi'])} | "
+                f"{fmt(ratio(probed, 'npmi', 'lda_npmi'), '.2f')} / "
+                f"{fmt(ratio(base, 'npmi', 'lda_npmi'), '.2f')} | "
+                f"{fmt(ratio(probed, 'npmi_external', 'lda_npmi_external'), '.2f')} / "
+                f"{fmt(ratio(base, 'npmi_external', 'lda_npmi_external'), '.2f')} | "
+                f"{fmt(probed['test_ppl'], '.2f')} / {fmt(get(base, 'test_ppl'), '.2f')} | "
+                f"{fmt(probed['diversity'], '.2f')} / {fmt(get(base, 'diversity'), '.2f')} | "
+                f"{epochs(probed)} / {epochs(base)} |")
+    text = "\n".join(lines) + "\n"
+    folder = pathlib.Path(results) / "probes"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.md").write_text(text)
+    if pathlib.Path(results) == RESULTS:
+        paste_between(PAGE, PROBE_MARKERS, "\n" + text)
+    print(text)
+    return text
 
 
 def record_path(corpus, family, seed, results=RESULTS):
@@ -622,7 +667,7 @@ def main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--candidates", nargs="+", choices=sorted(CANDIDATES),
                         help="tune: only these candidates (default: all)")
-    parser.add_argument("--probe", choices=sorted(PROBES), help="probe: which (`PROBES`)")
+    parser.add_argument("--probe", choices=sorted(PROBES), help="probe, rescore: which (`PROBES`)")
     parser.add_argument("--families", nargs="+", choices=FAMILIES,
                         help="probe: only these families (default: the probe's)")
     args = parser.parse_args(argv)
@@ -635,10 +680,12 @@ def main(argv=None):
     elif args.action == "run":
         run(args.corpus, args.seeds)
     elif args.action == "rescore":
-        rescore([c for c in args.corpus if c in EXTERNAL])
+        rescore([c for c in args.corpus if c in EXTERNAL],
+                results=RESULTS if args.probe is None else RESULTS / "probes" / args.probe)
     else:
         report()
         tuning_report()
+        probe_report()
     return 0
 
 

@@ -692,3 +692,13 @@ def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(
                                   "npmi": 0.05, "lda_npmi": 0.03, "diversity": 0.5}))
     defaults.report(results=tmp_path / "results")
     assert "| imdb_10k | rgbn_rnn |" not in (tmp_path / "results" / "summary.md").read_text()
+    # ... but the probe table does, beside the defaults' run of the same corpus, family, seed
+    base = defaults.record_path("imdb_10k", "rgbn_rnn", 1, tmp_path / "results")
+    base.parent.mkdir(parents=True)
+    base.write_text(json.dumps({"model": "rgbn_rnn", "seed": 1, "test_ppl": 110.0,
+                                "npmi": 0.024, "lda_npmi": 0.03, "diversity": 0.6,
+                                "training": {"epochs": 5}}))
+    text = defaults.probe_report(tmp_path / "results")
+    assert ("| gbn_eps2e-4 | imdb_10k | rgbn_rnn | 1 | 0.050 / 0.024 / 0.030 | 1.67 / 0.80 "
+            "| -- / -- | 100.00 / 110.00 | 0.50 / 0.60 | -- / 5 |") in text
+    assert (tmp_path / "results" / "probes" / "summary.md").read_text() == text
