@@ -221,9 +221,10 @@ def probe_report(results=RESULTS):
     split, same LDA): NPMI over the LDA's, on the training split and against the external
     reference where rescored, test perplexity, diversity, epochs; written to
     ``probes/summary.md``. A diagnostic table: no verdict, no mean over seeds."""
-    fmt = lambda v, spec=".3f": "--" if v is None else format(v, spec)
-    ratio = lambda r, key, lda: (None if r is None or r.get(key) is None or not r.get(lda)
+    get = lambda r, key: None if r is None else r.get(key)
+    ratio = lambda r, key, lda: (None if get(r, key) is None or not get(r, lda)
                                  else r[key] / r[lda])
+    epochs = lambda r: str((get(r, "training") or {}).get("epochs") or "--")
     lines = ["| probe | corpus | family | seed | NPMI: probe / defaults / LDA "
              "| NPMI / LDA: probe / defaults | external NPMI / LDA: probe / defaults "
              "| test PPL: probe / defaults | diversity: probe / defaults "
@@ -233,17 +234,15 @@ def probe_report(results=RESULTS):
             corpus, probed = path.parent.name, json.loads(path.read_text())
             base_path = record_path(corpus, probed["model"], probed["seed"], results)
             base = json.loads(base_path.read_text()) if base_path.exists() else None
-            get = lambda r, key: None if r is None else r.get(key)
-            epochs = lambda r: str(((get(r, "training") or {}).get("epochs")) or "--")
             lines.append(
                 f"| {name} | {corpus} | {probed['model']} | {probed['seed']} | "
-                f"{fmt(probed['npmi'])} / {fmt(get(base, 'npmi'))} / {fmt(probed['lda_npmi'])} | "
-                f"{fmt(ratio(probed, 'npmi', 'lda_npmi'), '.2f')} / "
-                f"{fmt(ratio(base, 'npmi', 'lda_npmi'), '.2f')} | "
-                f"{fmt(ratio(probed, 'npmi_external', 'lda_npmi_external'), '.2f')} / "
-                f"{fmt(ratio(base, 'npmi_external', 'lda_npmi_external'), '.2f')} | "
-                f"{fmt(probed['test_ppl'], '.2f')} / {fmt(get(base, 'test_ppl'), '.2f')} | "
-                f"{fmt(probed['diversity'], '.2f')} / {fmt(get(base, 'diversity'), '.2f')} | "
+                f"{_fmt(probed['npmi'])} / {_fmt(get(base, 'npmi'))} / {_fmt(probed['lda_npmi'])} | "
+                f"{_fmt(ratio(probed, 'npmi', 'lda_npmi'), '.2f')} / "
+                f"{_fmt(ratio(base, 'npmi', 'lda_npmi'), '.2f')} | "
+                f"{_fmt(ratio(probed, 'npmi_external', 'lda_npmi_external'), '.2f')} / "
+                f"{_fmt(ratio(base, 'npmi_external', 'lda_npmi_external'), '.2f')} | "
+                f"{_fmt(probed['test_ppl'], '.2f')} / {_fmt(get(base, 'test_ppl'), '.2f')} | "
+                f"{_fmt(probed['diversity'], '.2f')} / {_fmt(get(base, 'diversity'), '.2f')} | "
                 f"{epochs(probed)} / {epochs(base)} |")
     text = "\n".join(lines) + "\n"
     folder = pathlib.Path(results) / "probes"
@@ -401,7 +400,6 @@ def tuning_report(results=RESULTS):
     for path in sorted(folder.glob("*-s*.json")):
         record = json.loads(path.read_text())
         runs.setdefault(record["candidate"], []).append(record)
-    fmt = lambda v, spec: "--" if v is None else format(v, spec)
     lines = ["| candidate | family | seeds | val PPL (per seed) | test PPL (per seed) | "
              "NPMI / LDA | epochs |", "|---|---|---|---|---|---|---|"]
     for candidate in CANDIDATES:
@@ -413,8 +411,8 @@ def tuning_report(results=RESULTS):
         ratio = None if npmi is None or not lda else npmi / lda
         lines.append(
             f"| {candidate} | {records[0]['model']} | {len(records)} | "
-            + " / ".join(fmt(r.get("best_val_ppl"), ".2f") for r in records) + " | "
-            + " / ".join(fmt(r["test_ppl"], ".2f") for r in records) + " | "
+            + " / ".join(_fmt(r.get("best_val_ppl"), ".2f") for r in records) + " | "
+            + " / ".join(_fmt(r["test_ppl"], ".2f") for r in records) + " | "
             + ("--" if npmi is None else f"{npmi:.3f} / {lda:.3f} ({ratio:.2f} x)") + " | "
             + " / ".join(str((r.get("training") or {}).get("epochs", "--")) for r in records)
             + " |")
@@ -425,6 +423,11 @@ def tuning_report(results=RESULTS):
         paste_between(PAGE, TUNING_MARKERS, "\n" + text)
     print(text)
     return text
+
+
+def _fmt(value, spec=".3f"):
+    """A table cell: `value` formatted by `spec`, or "--" where it is missing."""
+    return "--" if value is None else format(value, spec)
 
 
 def _mean(values):
@@ -604,7 +607,6 @@ def report(results=RESULTS):
               "paired document bootstrap over the seeds' pooled test documents):", "",
               "| corpus | family vs doc_lstm | seeds | ratio [95 % CI] | per seed | verdict |",
               "|---|---|---|---|---|---|"]
-    fmt = lambda v, spec=".3f": "--" if v is None else format(v, spec)
     summary = {}
     for corpus in CORPORA:
         records = {}
@@ -617,12 +619,12 @@ def report(results=RESULTS):
         for family in families:
             runs = records.get(family, [])
             lines.append(f"| {corpus} | {family} | {len(runs)} | "
-                         f"{fmt(_mean([r['test_ppl'] for r in runs]), '.2f')} | "
-                         f"{fmt(_mean([r['npmi'] for r in runs]))} | "
-                         f"{fmt(_mean([r['lda_npmi'] for r in runs]))} | "
-                         f"{fmt(_mean([r.get('npmi_external') for r in runs]))} | "
-                         f"{fmt(_mean([r.get('lda_npmi_external') for r in runs]))} | "
-                         f"{fmt(_mean([r['diversity'] for r in runs]), '.2f')} |")
+                         f"{_fmt(_mean([r['test_ppl'] for r in runs]), '.2f')} | "
+                         f"{_fmt(_mean([r['npmi'] for r in runs]))} | "
+                         f"{_fmt(_mean([r['lda_npmi'] for r in runs]))} | "
+                         f"{_fmt(_mean([r.get('npmi_external') for r in runs]))} | "
+                         f"{_fmt(_mean([r.get('lda_npmi_external') for r in runs]))} | "
+                         f"{_fmt(_mean([r['diversity'] for r in runs]), '.2f')} |")
         rows = [row for row in verdicts(records, EXTERNAL.get(corpus))
                 if row["family"] in families and (
                     corpus not in CORPUS_FAMILIES or row["criterion"].startswith("NPMI"))]
@@ -641,14 +643,14 @@ def report(results=RESULTS):
                 passed += " (LDA at chance: uninformative)"
             spec = ".3f" if row["criterion"].startswith("NPMI") else ".2f"
             seeds = " · ".join(
-                f"s{seed} {fmt(value, spec)} / {fmt(target, spec)}{'' if meets else '*'}"
+                f"s{seed} {_fmt(value, spec)} / {_fmt(target, spec)}{'' if meets else '*'}"
                 for seed, value, target, meets in row.get("per_seed", [])) or "--"
             over = row["over_seeds"]
-            margin = fmt(over["mean"], "+" + spec)
+            margin = _fmt(over["mean"], "+" + spec)
             if over["low"] is not None:
                 margin += f" [{over['low']:+{spec}}, {over['high']:+{spec}}]"
             criteria.append(f"| {corpus} | {row['criterion']} | {row['family']} | "
-                            f"{fmt(row['value'], spec)} | {fmt(row['target'], spec)} | {passed} "
+                            f"{_fmt(row['value'], spec)} | {_fmt(row['target'], spec)} | {passed} "
                             f"| {seeds} | {margin} | {over['verdict']} |")
     text = "\n".join(lines + criteria + versus) + "\n"
     pathlib.Path(results).mkdir(parents=True, exist_ok=True)
