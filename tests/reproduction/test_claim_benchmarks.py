@@ -668,6 +668,38 @@ def test_defaults_imdb_10k_runs_and_reports_only_the_gbn_families_topic_criterio
     assert "| imdb_10k | lstm |" not in (tmp_path / "summary.md").read_text()
 
 
+def test_defaults_ptb_runs_the_chosen_families_and_judges_their_perplexity_by_its_lstm(
+        tmp_path, monkeypatch):
+    from studies.claims import defaults
+
+    trained = []
+    monkeypatch.setattr(defaults, "_train_and_record",
+                        lambda make, key, out, target, label: trained.append(key))
+    monkeypatch.setattr(defaults, "REPO", tmp_path / "repo")
+    data = tmp_path / "shared" / "data" / defaults.CORPORA["ptb"][0]
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("")
+    defaults.main(["run", "--corpus", "ptb", "--seeds", "0", "--families", "lstm", "tcnlm"])
+    assert trained == [("ptb", "lstm", 0)]      # tcnlm is not one of PTB's families
+    assert defaults.command("ptb", "lstm", 0, tmp_path)[6:9] == [str(data), "--format", "ptb"]
+
+    folder = tmp_path / "ptb"
+    folder.mkdir()
+    for family, ppl, npmi in (("lstm", 100.0, None), ("rgbn_rnn", 90.0, 0.05),
+                              ("gbn_rnn", 110.0, 0.05)):
+        (folder / f"{family}-s0.json").write_text(json.dumps(
+            {"model": family, "seed": 0, "test_ppl": ppl, "npmi": npmi, "lda_npmi": 0.05,
+             "diversity": 0.5}))
+    summary = defaults.report(results=tmp_path)
+    rows = {(r["family"], r["criterion"]): r["passed"] for r in summary["ptb"]}
+    assert rows == {("rgbn_rnn", "NPMI >= 0.9 x LDA"): True,
+                    ("rgbn_rnn", "test PPL <= sentence LSTM"): True,
+                    ("gbn_rnn", "NPMI >= 0.9 x LDA"): True,
+                    ("gbn_rnn", "test PPL <= sentence LSTM"): False}
+    assert summary["ptb_vs_doc_lstm"] == []
+    assert "| ptb | tcnlm |" not in (tmp_path / "summary.md").read_text()
+
+
 def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(tmp_path,
                                                                                monkeypatch):
     from studies.claims import defaults
