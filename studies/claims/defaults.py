@@ -55,9 +55,10 @@ CORPORA = {
              ["--format", "imdb", "--max-documents", "2000", "--subset-seed", "0"]),
     "imdb_10k": ("imdb/aclImdb_reviews.jsonl.gz",
                  ["--format", "imdb", "--max-documents", "10000", "--subset-seed", "0"]),
-    # Mikolov's PTB training file as a user's one file (documents: blocks of 10 sentences,
-    # `read_ptb`), split by each seed like the others; no default, candidate or probe was
-    # chosen on it (the study's PTB runs use the papers' presets, not `small`).
+    # Mikolov's PTB (documents: blocks of 10 sentences, `read_ptb`); `tfktopic train` takes
+    # the ptb.valid / ptb.test files beside it as the split, the same for every seed. No
+    # default, candidate or probe was chosen on it (the study's PTB runs use the papers'
+    # presets, not `small`).
     "ptb": ("ptb/ptb.train.txt", ["--format", "ptb"]),
 }
 #: Corpora that run only some families (default: `FAMILIES`). IMDB at 10,000 reviews is the
