@@ -228,7 +228,8 @@ def probe_report(results=RESULTS):
     """Each probe's runs beside the defaults' run of the same corpus, family and seed (same
     split, same LDA): NPMI over the LDA's, on the training split and against the external
     reference where rescored, test perplexity, diversity, epochs; written to
-    ``probes/summary.md``. A diagnostic table: no verdict, no mean over seeds."""
+    ``probes/summary.md``; then the criteria of the held-out tables with the probe's
+    records in place of the defaults' (what the tables would say were it the default)."""
     get = lambda r, key: None if r is None else r.get(key)
     ratio = lambda r, key, lda: (None if get(r, key) is None or not get(r, lda)
                                  else r[key] / r[lda])
@@ -252,7 +253,19 @@ def probe_report(results=RESULTS):
                 f"{_fmt(probed['test_ppl'], '.2f')} / {_fmt(get(base, 'test_ppl'), '.2f')} | "
                 f"{_fmt(probed['diversity'], '.2f')} / {_fmt(get(base, 'diversity'), '.2f')} | "
                 f"{epochs(probed)} / {epochs(base)} |")
-    text = "\n".join(lines) + "\n"
+    criteria = ["", "The criteria (as in the held-out tables) with each probe's records in place "
+                "of the defaults' for its families, the other families' records unchanged:", "",
+                "| probe | corpus | criterion | family | ours | target | passed | per seed "
+                "| margin over seeds [95 % CI] | over seeds |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in PROBES:
+        for corpus in CORPORA:
+            probed = _records(pathlib.Path(results) / "probes" / name / corpus)
+            if probed:
+                records = {**_records(pathlib.Path(results) / corpus), **probed}
+                criteria += [f"| {name} | {corpus} | {_criterion_cells(row)} |"
+                             for row in _criteria(corpus, records, probed)]
+    text = "\n".join(lines + criteria) + "\n"
     folder = pathlib.Path(results) / "probes"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "summary.md").write_text(text)
@@ -602,6 +615,42 @@ def comparisons(records):
     return rows
 
 
+def _records(folder):
+    """The records of one corpus folder: dict family -> list of records."""
+    records = {}
+    for path in sorted(pathlib.Path(folder).glob("*-s*.json")):
+        record = json.loads(path.read_text())
+        records.setdefault(record["model"], []).append(record)
+    return records
+
+
+def _criteria(corpus, records, families):
+    """`verdicts` of `families` on `corpus`; a perplexity criterion only where the corpus
+    runs its LSTM (the target)."""
+    return [row for row in verdicts(records, EXTERNAL.get(corpus))
+            if row["family"] in families and (
+                "lstm" in CORPUS_FAMILIES.get(corpus, FAMILIES)
+                or row["criterion"].startswith("NPMI"))]
+
+
+def _criterion_cells(row):
+    """One criterion row of `verdicts` as table cells: criterion, family, ours, target,
+    passed, per seed, margin over seeds [95 % CI], the verdict over seeds."""
+    passed = "pending" if row["passed"] is None else ("yes" if row["passed"] else "NO")
+    if row.get("uninformative"):
+        passed += " (LDA at chance: uninformative)"
+    spec = ".3f" if row["criterion"].startswith("NPMI") else ".2f"
+    seeds = " · ".join(
+        f"s{seed} {_fmt(value, spec)} / {_fmt(target, spec)}{'' if meets else '*'}"
+        for seed, value, target, meets in row.get("per_seed", [])) or "--"
+    over = row["over_seeds"]
+    margin = _fmt(over["mean"], "+" + spec)
+    if over["low"] is not None:
+        margin += f" [{over['low']:+{spec}}, {over['high']:+{spec}}]"
+    return (f"{row['criterion']} | {row['family']} | {_fmt(row['value'], spec)} | "
+            f"{_fmt(row['target'], spec)} | {passed} | {seeds} | {margin} | {over['verdict']}")
+
+
 def report(results=RESULTS):
     """Per corpus: every family's numbers (mean over its seeds) and the criteria."""
     lines = ["| corpus | family | seeds | test PPL | NPMI | LDA NPMI | NPMI, external reference "
@@ -620,10 +669,7 @@ def report(results=RESULTS):
               "|---|---|---|---|---|---|"]
     summary = {}
     for corpus in CORPORA:
-        records = {}
-        for path in sorted((pathlib.Path(results) / corpus).glob("*-s*.json")):
-            record = json.loads(path.read_text())
-            records.setdefault(record["model"], []).append(record)
+        records = _records(pathlib.Path(results) / corpus)
         if not records:
             continue
         families = CORPUS_FAMILIES.get(corpus, FAMILIES)
@@ -636,11 +682,7 @@ def report(results=RESULTS):
                          f"{_fmt(_mean([r.get('npmi_external') for r in runs]))} | "
                          f"{_fmt(_mean([r.get('lda_npmi_external') for r in runs]))} | "
                          f"{_fmt(_mean([r['diversity'] for r in runs]), '.2f')} |")
-        # a perplexity criterion needs its LSTM among the corpus's families
-        rows = [row for row in verdicts(records, EXTERNAL.get(corpus))
-                if row["family"] in families and (
-                    "lstm" in families or row["criterion"].startswith("NPMI"))]
-        summary[corpus] = rows
+        summary[corpus] = rows = _criteria(corpus, records, families)
         summary[f"{corpus}_vs_doc_lstm"] = pairs = (
             [row for row in comparisons(records) if row["family"] in families]
             if "doc_lstm" in families else [])
@@ -650,21 +692,7 @@ def report(results=RESULTS):
             versus.append(f"| {corpus} | {row['family']} | {len(row['seeds'])} | {interval} | "
                           f"{' / '.join(f'{v:.3f}' for v in row['per_seed']) or '--'} | "
                           f"{row['verdict']} |")
-        for row in rows:
-            passed = "pending" if row["passed"] is None else ("yes" if row["passed"] else "NO")
-            if row.get("uninformative"):
-                passed += " (LDA at chance: uninformative)"
-            spec = ".3f" if row["criterion"].startswith("NPMI") else ".2f"
-            seeds = " · ".join(
-                f"s{seed} {_fmt(value, spec)} / {_fmt(target, spec)}{'' if meets else '*'}"
-                for seed, value, target, meets in row.get("per_seed", [])) or "--"
-            over = row["over_seeds"]
-            margin = _fmt(over["mean"], "+" + spec)
-            if over["low"] is not None:
-                margin += f" [{over['low']:+{spec}}, {over['high']:+{spec}}]"
-            criteria.append(f"| {corpus} | {row['criterion']} | {row['family']} | "
-                            f"{_fmt(row['value'], spec)} | {_fmt(row['target'], spec)} | {passed} "
-                            f"| {seeds} | {margin} | {over['verdict']} |")
+        criteria += [f"| {corpus} | {_criterion_cells(row)} |" for row in rows]
     text = "\n".join(lines + criteria + versus) + "\n"
     pathlib.Path(results).mkdir(parents=True, exist_ok=True)
     (pathlib.Path(results) / "summary.md").write_text(text)

@@ -734,6 +734,9 @@ def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(
     assert ("| gbn_eps2e-4 | imdb_10k | rgbn_rnn | 1 | 0.050 / 0.024 / 0.030 | 1.67 / 0.80 "
             "| -- / -- | 100.00 / 110.00 | 0.50 / 0.60 | -- / 5 |") in text
     assert (tmp_path / "results" / "probes" / "summary.md").read_text() == text
+    # then the held-out criteria as they would read with the probe's record for the default's
+    assert ("| gbn_eps2e-4 | imdb_10k | NPMI >= 0.9 x LDA | rgbn_rnn | 0.050 | 0.027 | yes "
+            "| s1 0.050 / 0.027 | +0.023 | pending |") in text
     # and `rescore --probe` scores the probe's records, not the held-out ones
     rescored = []
     monkeypatch.setattr(defaults, "rescore", lambda corpora, results: rescored.append(
