@@ -708,17 +708,17 @@ def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(
     monkeypatch.setattr(defaults, "_train_and_record",
                         lambda make, key, out, target, label, extra=None: calls.append(
                             (make(*key, out), out, target, extra)))
-    defaults.probe("gbn_eps2e-4", ["imdb_10k"], [1], results=tmp_path / "results",
+    defaults.probe("gbn_eps1e-3", ["imdb_10k"], [1], results=tmp_path / "results",
                    runs=tmp_path / "runs")
     assert [c[0][4] for c in calls] == ["rgbn_rnn", "gbn_rnn"]
     cmd, out, target, extra = calls[0]
     assert cmd[:-2] == defaults.command("imdb_10k", "rgbn_rnn", 1, out)
-    assert cmd[-2:] == ["--set", 'tlasgr={"step_size": 0.0002}']
+    assert cmd[-2:] == ["--set", 'tlasgr={"step_size": 0.001}']
     # apart from the held-out records: the tables (`report`) never read them
-    folder = pathlib.Path("probes") / "gbn_eps2e-4" / "imdb_10k"
+    folder = pathlib.Path("probes") / "gbn_eps1e-3" / "imdb_10k"
     assert target == tmp_path / "results" / folder / "rgbn_rnn-s1.json"
     assert out == tmp_path / "runs" / folder / "rgbn_rnn-s1"
-    assert extra == {"probe": "gbn_eps2e-4", "settings": defaults.PROBES["gbn_eps2e-4"]["set"]}
+    assert extra == {"probe": "gbn_eps1e-3", "settings": defaults.PROBES["gbn_eps1e-3"]["set"]}
     target.parent.mkdir(parents=True)
     target.write_text(json.dumps({"model": "rgbn_rnn", "seed": 1, "test_ppl": 100.0,
                                   "npmi": 0.05, "lda_npmi": 0.03, "diversity": 0.5}))
@@ -731,15 +731,15 @@ def test_a_defaults_probe_is_the_users_command_with_its_settings_recorded_apart(
                                 "npmi": 0.024, "lda_npmi": 0.03, "diversity": 0.6,
                                 "training": {"epochs": 5}}))
     text = defaults.probe_report(tmp_path / "results")
-    assert ("| gbn_eps2e-4 | imdb_10k | rgbn_rnn | 1 | 0.050 / 0.024 / 0.030 | 1.67 / 0.80 "
+    assert ("| gbn_eps1e-3 | imdb_10k | rgbn_rnn | 1 | 0.050 / 0.024 / 0.030 | 1.67 / 0.80 "
             "| -- / -- | 100.00 / 110.00 | 0.50 / 0.60 | -- / 5 |") in text
     assert (tmp_path / "results" / "probes" / "summary.md").read_text() == text
     # then the held-out criteria as they would read with the probe's record for the default's
-    assert ("| gbn_eps2e-4 | imdb_10k | NPMI >= 0.9 x LDA | rgbn_rnn | 0.050 | 0.027 | yes "
+    assert ("| gbn_eps1e-3 | imdb_10k | NPMI >= 0.9 x LDA | rgbn_rnn | 0.050 | 0.027 | yes "
             "| s1 0.050 / 0.027 | +0.023 | pending |") in text
     # and `rescore --probe` scores the probe's records, not the held-out ones
     rescored = []
     monkeypatch.setattr(defaults, "rescore", lambda corpora, results: rescored.append(
         (corpora, results)))
-    defaults.main(["rescore", "--probe", "gbn_eps2e-4", "--corpus", "imdb_10k"])
-    assert rescored == [(["imdb_10k"], defaults.RESULTS / "probes" / "gbn_eps2e-4")]
+    defaults.main(["rescore", "--probe", "gbn_eps1e-3", "--corpus", "imdb_10k"])
+    assert rescored == [(["imdb_10k"], defaults.RESULTS / "probes" / "gbn_eps1e-3")]
